@@ -1,0 +1,19 @@
+// The SPIR-V of every kernel in shaders/, compiled and validated at build time.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace vkspmd::shaders {
+
+// The SPIR-V words of shaders/<name>.comp; NOT_FOUND naming the known kernels otherwise.
+absl::StatusOr<std::span<const uint32_t>> EmbeddedShader(absl::string_view name);
+
+// Names of all embedded kernels, sorted.
+std::vector<absl::string_view> EmbeddedShaderNames();
+
+}  // namespace vkspmd::shaders

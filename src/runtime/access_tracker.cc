@@ -1,0 +1,55 @@
+// Per-buffer hazard tracking.
+#include "src/runtime/access_tracker.h"
+
+namespace vkspmd::runtime {
+
+VkAccessFlags2 ReadAccessFor(VkPipelineStageFlags2 stage) {
+  return stage == VK_PIPELINE_STAGE_2_TRANSFER_BIT ? VK_ACCESS_2_TRANSFER_READ_BIT
+                                                   : VK_ACCESS_2_SHADER_STORAGE_READ_BIT;
+}
+
+VkAccessFlags2 WriteAccessFor(VkPipelineStageFlags2 stage) {
+  return stage == VK_PIPELINE_STAGE_2_TRANSFER_BIT ? VK_ACCESS_2_TRANSFER_WRITE_BIT
+                                                   : VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT;
+}
+
+std::vector<VkBufferMemoryBarrier2> AccessTracker::Step(const std::vector<BufferAccess>& accesses) {
+  std::vector<VkBufferMemoryBarrier2> barriers;
+  for (const BufferAccess& access : accesses) {
+    State& state = states_[access.buffer];
+    VkBufferMemoryBarrier2 barrier{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER_2};
+    barrier.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+    barrier.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+    barrier.buffer = access.buffer;
+    barrier.offset = 0;
+    barrier.size = VK_WHOLE_SIZE;
+    barrier.dstStageMask = access.stage;
+    barrier.dstAccessMask = (access.reads ? ReadAccessFor(access.stage) : 0) |
+                            (access.writes ? WriteAccessFor(access.stage) : 0);
+    if (state.write_stage != 0) {
+      // Read-after-write or write-after-write: make the write available and visible.
+      barrier.srcStageMask = state.write_stage;
+      barrier.srcAccessMask = state.write_access;
+      barriers.push_back(barrier);
+      state.write_stage = 0;
+      state.write_access = 0;
+      state.read_stages = 0;
+    } else if (access.writes && state.read_stages != 0) {
+      // Write-after-read: an execution dependency is enough.
+      barrier.srcStageMask = state.read_stages;
+      barrier.srcAccessMask = 0;
+      barriers.push_back(barrier);
+      state.read_stages = 0;
+    }
+    if (access.writes) {
+      state.write_stage = access.stage;
+      state.write_access = WriteAccessFor(access.stage);
+      state.read_stages = 0;
+    } else if (access.reads) {
+      state.read_stages |= access.stage;
+    }
+  }
+  return barriers;
+}
+
+}  // namespace vkspmd::runtime

@@ -1,0 +1,42 @@
+// A VkBuffer bound to a sub-allocation of its device's memory, usable as a storage buffer and as a
+// transfer source and destination. Must be destroyed before its mesh device.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "src/runtime/memory_allocator.h"
+#include "src/runtime/mesh_device.h"
+
+namespace vkspmd::runtime {
+
+class Buffer {
+ public:
+  // A buffer of `size` bytes (0 is allowed and allocates one byte) on `device`, which is borrowed.
+  static absl::StatusOr<std::unique_ptr<Buffer>> Create(MeshDevice& device, uint64_t size,
+                                                        MemoryUsage usage = MemoryUsage::kDevice);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  VkBuffer handle() const { return buffer_; }
+  uint64_t size() const { return size_; }
+  MeshDevice& device() const { return device_; }
+  // Host address of the contents when the memory is mapped (zero-copy), else null.
+  std::byte* mapped() const { return allocation_.mapped; }
+  const MemoryAllocation& allocation() const { return allocation_; }
+
+ private:
+  Buffer(MeshDevice& device, uint64_t size) : device_(device), size_(size) {}
+
+  MeshDevice& device_;
+  const uint64_t size_;
+  VkBuffer buffer_ = VK_NULL_HANDLE;
+  MemoryAllocation allocation_;
+};
+
+}  // namespace vkspmd::runtime

@@ -1,0 +1,200 @@
+// Block allocation, memory-type choice and budget accounting.
+#include "src/runtime/memory_allocator.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "src/runtime/vulkan_status.h"
+
+namespace vkspmd::runtime {
+namespace {
+
+constexpr VkMemoryPropertyFlags kHostMappable =
+    VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+
+bool Has(VkMemoryPropertyFlags flags, VkMemoryPropertyFlags wanted) {
+  return (flags & wanted) == wanted;
+}
+
+}  // namespace
+
+MemoryAllocator::MemoryAllocator(const DeviceFunctions& functions, VkDevice device,
+                                 const PhysicalDeviceInfo& physical_device, uint64_t budget,
+                                 bool force_staging, std::string label, uint64_t block_size)
+    : functions_(functions),
+      device_(device),
+      physical_device_(physical_device),
+      force_staging_(force_staging),
+      label_(std::move(label)),
+      block_size_(block_size) {
+  statistics_.budget = budget;
+  absl::StatusOr<uint32_t> device_type = ChooseMemoryType(UINT32_MAX, MemoryUsage::kDevice);
+  device_memory_mapped_ =
+      device_type.ok() && !force_staging_ &&
+      Has(physical_device_.memory_types[*device_type].flags, kHostMappable);
+}
+
+MemoryAllocator::~MemoryAllocator() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (abandoned_) return;
+  for (auto& [type, pool] : pools_) {
+    for (Block& block : pool.blocks) ReleaseBlock(block);
+  }
+}
+
+void MemoryAllocator::Abandon() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  abandoned_ = true;
+}
+
+absl::StatusOr<uint32_t> MemoryAllocator::ChooseMemoryType(uint32_t allowed_types,
+                                                           MemoryUsage usage) const {
+  // Preferences, best first; the first memory type matching one of them wins.
+  std::vector<VkMemoryPropertyFlags> preferences;
+  if (usage == MemoryUsage::kDevice) {
+    if (!force_staging_) {
+      preferences.push_back(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | kHostMappable);
+    }
+    preferences.push_back(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    preferences.push_back(0);
+  } else {
+    preferences.push_back(kHostMappable | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+    preferences.push_back(kHostMappable);
+  }
+  for (VkMemoryPropertyFlags wanted : preferences) {
+    for (uint32_t type = 0; type < physical_device_.memory_types.size(); ++type) {
+      if ((allowed_types & (1u << type)) != 0 &&
+          Has(physical_device_.memory_types[type].flags, wanted)) {
+        return type;
+      }
+    }
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat(label_, " has no memory type for ",
+                   usage == MemoryUsage::kDevice ? "device" : "host-visible staging",
+                   " buffers among the allowed types 0x", absl::Hex(allowed_types)));
+}
+
+std::string MemoryAllocator::ExhaustedMessage(uint64_t size) const {
+  return absl::StrCat("out of device memory on ", label_, ": allocating ", size,
+                      " bytes would exceed the budget of ", statistics_.budget, " bytes (",
+                      statistics_.bytes_in_use, " bytes in use, ", statistics_.bytes_reserved,
+                      " reserved in ", statistics_.block_count,
+                      " blocks; set VKSPMD_DEVICE_MEMORY_BUDGET to change the budget)");
+}
+
+absl::StatusOr<MemoryAllocator::Block*> MemoryAllocator::AddBlock(Pool& pool,
+                                                                 uint64_t minimum_size) {
+  uint64_t room = statistics_.budget - std::min(statistics_.budget, statistics_.bytes_reserved);
+  if (minimum_size > room) return absl::ResourceExhaustedError(ExhaustedMessage(minimum_size));
+  uint64_t size = std::max(minimum_size, std::min(block_size_, room));
+  if (physical_device_.max_memory_allocation_size != 0) {
+    size = std::min(size, physical_device_.max_memory_allocation_size);
+  }
+
+  VkMemoryAllocateInfo allocate_info{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  allocate_info.allocationSize = size;
+  allocate_info.memoryTypeIndex = pool.memory_type;
+  Block block;
+  VKSPMD_VK_RETURN_IF_ERROR(label_, functions_.vkAllocateMemory(device_, &allocate_info, nullptr,
+                                                                &block.memory));
+  if (pool.mapped) {
+    void* address = nullptr;
+    if (VkResult result = functions_.vkMapMemory(device_, block.memory, 0, VK_WHOLE_SIZE, 0, &address);
+        result != VK_SUCCESS) {
+      functions_.vkFreeMemory(device_, block.memory, nullptr);
+      return VulkanStatus(result, "vkMapMemory", label_);
+    }
+    block.mapped = static_cast<std::byte*>(address);
+  }
+  block.allocator = std::make_unique<BlockAllocator>(size);
+  statistics_.bytes_reserved += size;
+  statistics_.block_count += 1;
+  pool.blocks.push_back(std::move(block));
+  return &pool.blocks.back();
+}
+
+void MemoryAllocator::ReleaseBlock(Block& block) {
+  if (block.mapped != nullptr) functions_.vkUnmapMemory(device_, block.memory);
+  functions_.vkFreeMemory(device_, block.memory, nullptr);
+  statistics_.bytes_reserved -= block.allocator->size();
+  statistics_.block_count -= 1;
+}
+
+absl::StatusOr<MemoryAllocation> MemoryAllocator::Allocate(const VkMemoryRequirements& requirements,
+                                                           MemoryUsage usage) {
+  uint64_t size = std::max<uint64_t>(requirements.size, 1);
+  if (physical_device_.max_memory_allocation_size != 0 &&
+      size > physical_device_.max_memory_allocation_size) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot allocate ", size, " bytes on ", label_, ": the device's largest allocation is ",
+        physical_device_.max_memory_allocation_size, " bytes"));
+  }
+  absl::StatusOr<uint32_t> type = ChooseMemoryType(requirements.memoryTypeBits, usage);
+  if (!type.ok()) return type.status();
+
+  std::lock_guard<std::mutex> lock(mutex_);
+  Pool& pool = pools_[*type];
+  if (pool.blocks.empty()) {
+    VkMemoryPropertyFlags flags = physical_device_.memory_types[*type].flags;
+    pool.memory_type = *type;
+    pool.mapped = Has(flags, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
+                  (usage == MemoryUsage::kStaging || device_memory_mapped_);
+    pool.coherent = Has(flags, VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+  }
+  Block* chosen = nullptr;
+  std::optional<uint64_t> offset;
+  for (Block& block : pool.blocks) {
+    if ((offset = block.allocator->Allocate(size, requirements.alignment))) {
+      chosen = &block;
+      break;
+    }
+  }
+  if (chosen == nullptr) {
+    absl::StatusOr<Block*> added = AddBlock(pool, size);
+    if (!added.ok()) return added.status();
+    chosen = *added;
+    offset = chosen->allocator->Allocate(size, requirements.alignment);
+  }
+
+  statistics_.bytes_in_use += size;
+  statistics_.allocation_count += 1;
+  statistics_.peak_bytes_in_use = std::max(statistics_.peak_bytes_in_use, statistics_.bytes_in_use);
+  MemoryAllocation allocation;
+  allocation.memory = chosen->memory;
+  allocation.offset = *offset;
+  allocation.size = size;
+  allocation.mapped = chosen->mapped != nullptr ? chosen->mapped + *offset : nullptr;
+  allocation.coherent = pool.coherent;
+  allocation.memory_type = *type;
+  return allocation;
+}
+
+void MemoryAllocator::Free(const MemoryAllocation& allocation) {
+  if (allocation.memory == VK_NULL_HANDLE) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (abandoned_) return;
+  Pool& pool = pools_[allocation.memory_type];
+  for (auto block = pool.blocks.begin(); block != pool.blocks.end(); ++block) {
+    if (block->memory != allocation.memory) continue;
+    if (!block->allocator->Free(allocation.offset)) return;
+    statistics_.bytes_in_use -= allocation.size;
+    statistics_.allocation_count -= 1;
+    // Keep one empty block per pool for reuse; give the others back to the driver.
+    bool another_empty = std::any_of(pool.blocks.begin(), pool.blocks.end(), [&](const Block& other) {
+      return other.memory != block->memory && other.allocator->empty();
+    });
+    if (block->allocator->empty() && (another_empty || block->allocator->size() > block_size_)) {
+      ReleaseBlock(*block);
+      pool.blocks.erase(block);
+    }
+    return;
+  }
+}
+
+MemoryStatistics MemoryAllocator::statistics() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return statistics_;
+}
+
+}  // namespace vkspmd::runtime

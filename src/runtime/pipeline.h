@@ -1,0 +1,59 @@
+// Compute pipelines from SPIR-V: the descriptor-set layout (one storage buffer per binding), push
+// constants, specialization constants, and the device's VkPipelineCache.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "src/runtime/logical_device.h"
+
+namespace vkspmd::runtime {
+
+// How a kernel uses a storage-buffer binding; barriers are derived from it.
+enum class BindingAccess { kRead, kWrite, kReadWrite };
+
+struct PipelineSpec {
+  std::string name;                      // For errors and timing reports.
+  std::span<const uint32_t> spirv;       // Borrowed during Create only.
+  std::string entry_point = "main";
+  std::vector<BindingAccess> bindings;   // Binding i of set 0 is a storage buffer.
+  uint32_t push_constant_bytes = 0;      // At most the device's maxPushConstantsSize.
+  std::vector<uint32_t> specialization;  // Value i sets constant_id i (32-bit constants).
+};
+
+class ComputePipeline {
+ public:
+  // `device` is borrowed and must outlive the pipeline.
+  static absl::StatusOr<std::unique_ptr<ComputePipeline>> Create(LogicalDevice& device,
+                                                                 const PipelineSpec& spec);
+  ~ComputePipeline();
+  ComputePipeline(const ComputePipeline&) = delete;
+  ComputePipeline& operator=(const ComputePipeline&) = delete;
+
+  const std::string& name() const { return name_; }
+  const std::vector<BindingAccess>& bindings() const { return bindings_; }
+  uint32_t push_constant_bytes() const { return push_constant_bytes_; }
+  VkPipeline handle() const { return pipeline_; }
+  VkPipelineLayout layout() const { return layout_; }
+  VkDescriptorSetLayout set_layout() const { return set_layout_; }
+  LogicalDevice& device() const { return device_; }
+
+ private:
+  explicit ComputePipeline(LogicalDevice& device) : device_(device) {}
+
+  LogicalDevice& device_;
+  std::string name_;
+  std::vector<BindingAccess> bindings_;
+  uint32_t push_constant_bytes_ = 0;
+  VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
+  VkPipelineLayout layout_ = VK_NULL_HANDLE;
+  VkPipeline pipeline_ = VK_NULL_HANDLE;
+};
+
+}  // namespace vkspmd::runtime

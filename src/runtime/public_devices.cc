@@ -1,0 +1,72 @@
+// The public device API (include/vkspmd/devices.h) over the runtime: statuses become
+// vkspmd::Error here and nowhere else.
+#include <utility>
+
+#include "vkspmd/devices.h"
+#include "src/runtime/device_set.h"
+#include "src/runtime/instance.h"
+#include "src/runtime/physical_device.h"
+
+namespace vkspmd {
+namespace {
+
+template <typename T>
+T ValueOrThrow(absl::StatusOr<T> value) {
+  if (!value.ok()) {
+    throw Error(static_cast<ErrorCode>(value.status().code()),
+                std::string(value.status().message()));
+  }
+  return std::move(*value);
+}
+
+runtime::RuntimeConfig ConfigOrThrow() { return ValueOrThrow(runtime::RuntimeConfig::FromEnvironment()); }
+
+}  // namespace
+
+std::vector<PhysicalDevice> ListPhysicalDevices() {
+  std::unique_ptr<runtime::Instance> instance = ValueOrThrow(runtime::Instance::Create(ConfigOrThrow()));
+  std::vector<PhysicalDevice> devices;
+  for (const runtime::PhysicalDeviceInfo& info :
+       ValueOrThrow(runtime::QueryPhysicalDevices(*instance))) {
+    PhysicalDevice device;
+    device.index = info.index;
+    device.name = info.name;
+    device.type = std::string(runtime::PhysicalDeviceTypeName(info.type));
+    device.driver = info.driver_name;
+    device.api_version = runtime::VulkanVersionString(info.api_version);
+    device.subgroup_size = info.subgroup_size;
+    device.max_shared_memory_bytes = info.max_shared_memory_bytes;
+    device.device_local_bytes = info.LargestDeviceLocalHeap();
+    device.compute_queues = info.compute_queue_count;
+    device.unusable_reason = info.UnusableReason();
+    devices.push_back(std::move(device));
+  }
+  return devices;
+}
+
+struct DeviceSet::State {
+  std::unique_ptr<runtime::DeviceSet> devices;
+  std::vector<MeshDeviceInfo> infos;
+};
+
+DeviceSet DeviceSet::Open(int count) {
+  runtime::RuntimeConfig config = ConfigOrThrow();
+  if (count != 0) config.mesh_device_count = count;
+  auto state = std::make_unique<State>();
+  state->devices = ValueOrThrow(runtime::DeviceSet::Create(config));
+  for (const runtime::MeshDeviceSlot& slot : state->devices->slots()) {
+    state->infos.push_back({slot.mesh_index, slot.physical_index,
+                            state->devices->physical_devices()[slot.physical_index].name,
+                            slot.logical_device, slot.queue_family, slot.queue_index});
+  }
+  return DeviceSet(std::move(state));
+}
+
+DeviceSet::DeviceSet(std::unique_ptr<State> state) : state_(std::move(state)) {}
+DeviceSet::~DeviceSet() = default;
+DeviceSet::DeviceSet(DeviceSet&&) noexcept = default;
+DeviceSet& DeviceSet::operator=(DeviceSet&&) noexcept = default;
+int DeviceSet::size() const { return static_cast<int>(state_->infos.size()); }
+const std::vector<MeshDeviceInfo>& DeviceSet::devices() const { return state_->infos; }
+
+}  // namespace vkspmd

@@ -1,0 +1,25 @@
+// Moving bytes between the host and a mesh device's buffers: a plain memcpy where the buffer is
+// mapped (lavapipe, resizable-BAR GPUs), otherwise through host-visible staging buffers in chunks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "absl/status/status.h"
+#include "src/runtime/buffer.h"
+
+namespace vkspmd::runtime {
+
+// Writes `data` into `destination` at `offset`.
+absl::Status Upload(std::span<const std::byte> data, Buffer& destination, uint64_t offset = 0);
+// Reads `data.size()` bytes of `source` from `offset`.
+absl::Status Download(const Buffer& source, uint64_t offset, std::span<std::byte> data);
+// Copies `size` bytes between two buffers of the same mesh device, and waits.
+absl::Status CopyWithinDevice(const Buffer& source, uint64_t source_offset, Buffer& destination,
+                              uint64_t destination_offset, uint64_t size);
+
+// Staging transfers move at most this many bytes per submission.
+inline constexpr uint64_t kStagingChunkBytes = 16ull << 20;
+
+}  // namespace vkspmd::runtime

@@ -1,0 +1,39 @@
+// The subcommand registry of the vkspmd tool: each subcommand file defines one Register function
+// that adds its CLI11 subcommand and sets the callback that runs it.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "absl/strings/string_view.h"
+#include "fmt/format.h"
+
+// Debian's abseil has its own string_view type (not std::string_view); let fmt print it.
+template <>
+struct fmt::formatter<absl::string_view> : fmt::formatter<fmt::string_view> {
+  auto format(absl::string_view text, fmt::format_context& context) const {
+    return fmt::formatter<fmt::string_view>::format(fmt::string_view(text.data(), text.size()),
+                                                    context);
+  }
+};
+
+namespace vkspmd::cli {
+
+// Exit codes shared by every subcommand (see docs/cli.md).
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitRuntimeError = 1,
+  kExitUsageError = 2,
+  kExitPeerFailure = 3,
+  kExitDeviceLost = 4,
+  kExitNoDevice = 77,
+};
+
+// A subcommand's callback stores its exit code here; main returns it.
+int& CommandExitCode();
+
+// One per subcommand, each in its own <name>_command.cc.
+void RegisterDevicesCommand(CLI::App& app);
+void RegisterCheckCommand(CLI::App& app);
+void RegisterEvalCommand(CLI::App& app);
+
+}  // namespace vkspmd::cli
