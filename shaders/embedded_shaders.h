@@ -3,10 +3,10 @@
 
 #include <cstdint>
 #include <span>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace vkspmd::shaders {
 

@@ -54,12 +54,12 @@ absl::StatusOr<std::vector<uint32_t>> CompileComputeShader(absl::string_view gls
     const int length = static_cast<int>(glsl.size());
     shader.setStringsWithLengths(&text, &length, 1);
     shader.setEnvInput(glslang::EShSourceGlsl, EShLangCompute, glslang::EShClientVulkan, 100);
-    shader.setEnvClient(glslang::EShClientVulkan, glslang::EShTargetVulkan_1_3);
-    shader.setEnvTarget(glslang::EShTargetSpv, glslang::EShTargetSpv_1_6);
+    shader.setEnvClient(glslang::EShClientVulkan, glslang::EShTargetVulkan_1_2);
+    shader.setEnvTarget(glslang::EShTargetSpv, glslang::EShTargetSpv_1_5);
     const auto messages = static_cast<EShMessages>(EShMsgSpvRules | EShMsgVulkanRules);
     if (!shader.parse(GetDefaultResources(), 460, false, messages)) {
-      return absl::InvalidArgumentError(absl::StrCat("kernel '", name, "' failed to compile:",
-                                                     DescribeGlslErrors(shader.getInfoLog(), glsl)));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kernel '", name, "' failed to compile:", DescribeGlslErrors(shader.getInfoLog(), glsl)));
     }
     glslang::TProgram program;
     program.addShader(&shader);
@@ -78,14 +78,14 @@ absl::StatusOr<std::vector<uint32_t>> CompileComputeShader(absl::string_view gls
 absl::Status ValidateSpirv(std::span<const uint32_t> spirv, absl::string_view name) {
   spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_3);
   std::string diagnostics;
-  tools.SetMessageConsumer([&](spv_message_level_t, const char*, const spv_position_t& position,
-                               const char* message) {
-    absl::StrAppend(&diagnostics, "\n  word ", position.index, ": ", message);
-  });
+  tools.SetMessageConsumer(
+      [&](spv_message_level_t, const char*, const spv_position_t& position, const char* message) {
+        absl::StrAppend(&diagnostics, "\n  word ", position.index, ": ", message);
+      });
   if (spirv.empty() || !tools.Validate(spirv.data(), spirv.size())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "kernel '", name, "' is not valid Vulkan 1.3 SPIR-V (", spirv.size(), " words):",
-        diagnostics.empty() ? " empty module" : diagnostics));
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel '", name, "' is not valid Vulkan 1.3 SPIR-V (", spirv.size(),
+                     " words):", diagnostics.empty() ? " empty module" : diagnostics));
   }
   return absl::OkStatus();
 }

@@ -17,24 +17,27 @@ absl::StatusOr<std::unique_ptr<Buffer>> Buffer::Create(MeshDevice& device, uint6
   create_info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                       VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   create_info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  VKSPMD_VK_RETURN_IF_ERROR(device.label(),
-                            vk.vkCreateBuffer(device.handle(), &create_info, nullptr, &buffer->buffer_));
+  VKSPMD_VK_RETURN_IF_ERROR(
+      device.label(), vk.vkCreateBuffer(device.handle(), &create_info, nullptr, &buffer->buffer_));
   VkMemoryRequirements requirements;
   vk.vkGetBufferMemoryRequirements(device.handle(), buffer->buffer_, &requirements);
-  requirements.alignment = std::max<uint64_t>(
-      requirements.alignment, device.device().physical_device().min_storage_buffer_offset_alignment);
-  absl::StatusOr<MemoryAllocation> allocation = device.device().memory().Allocate(requirements, usage);
+  requirements.alignment =
+      std::max<uint64_t>(requirements.alignment,
+                         device.device().physical_device().min_storage_buffer_offset_alignment);
+  absl::StatusOr<MemoryAllocation> allocation =
+      device.device().memory().Allocate(requirements, usage);
   if (!allocation.ok()) return allocation.status();  // The destructor destroys the VkBuffer.
   buffer->allocation_ = *allocation;
-  VKSPMD_VK_RETURN_IF_ERROR(device.label(),
-                            vk.vkBindBufferMemory(device.handle(), buffer->buffer_,
-                                                  allocation->memory, allocation->offset));
+  VKSPMD_VK_RETURN_IF_ERROR(
+      device.label(), vk.vkBindBufferMemory(device.handle(), buffer->buffer_, allocation->memory,
+                                            allocation->offset));
   return buffer;
 }
 
 Buffer::~Buffer() {
   if (device_.device().must_not_free()) return;
-  if (buffer_ != VK_NULL_HANDLE) device_.functions().vkDestroyBuffer(device_.handle(), buffer_, nullptr);
+  if (buffer_ != VK_NULL_HANDLE)
+    device_.functions().vkDestroyBuffer(device_.handle(), buffer_, nullptr);
   device_.device().memory().Free(allocation_);
 }
 

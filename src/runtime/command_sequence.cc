@@ -50,12 +50,12 @@ absl::Status CommandRecorder::CheckRange(const BufferRange& range, const char* w
                                          bool storage) const {
   if (range.buffer == nullptr) return absl::InvalidArgumentError(absl::StrCat(what, " is null"));
   if (range.buffer->device().handle() != device_.handle()) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " belongs to ",
-                                                   range.buffer->device().label(),
-                                                   ", not to ", device_.label()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " belongs to ", range.buffer->device().label(), ", not to ", device_.label()));
   }
-  uint64_t size = range.size == VK_WHOLE_SIZE ? range.buffer->size() - std::min(range.offset, range.buffer->size())
-                                              : range.size;
+  uint64_t size = range.size == VK_WHOLE_SIZE
+                      ? range.buffer->size() - std::min(range.offset, range.buffer->size())
+                      : range.size;
   if (range.offset > range.buffer->size() || size > range.buffer->size() - range.offset) {
     return absl::OutOfRangeError(absl::StrCat(what, " [", range.offset, ", +", size,
                                               ") exceeds its buffer of ", range.buffer->size(),
@@ -63,9 +63,9 @@ absl::Status CommandRecorder::CheckRange(const BufferRange& range, const char* w
   }
   const PhysicalDeviceInfo& limits = device_.device().physical_device();
   if (storage && size > limits.max_storage_buffer_range) {
-    return absl::OutOfRangeError(absl::StrCat(
-        what, " binds ", size, " bytes; ", limits.name, " binds at most ",
-        limits.max_storage_buffer_range, " (maxStorageBufferRange): bind a sub-range"));
+    return absl::OutOfRangeError(absl::StrCat(what, " binds ", size, " bytes; ", limits.name,
+                                              " binds at most ", limits.max_storage_buffer_range,
+                                              " (maxStorageBufferRange): bind a sub-range"));
   }
   if (storage && range.offset % limits.min_storage_buffer_offset_alignment != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -79,19 +79,19 @@ void CommandRecorder::Dispatch(const ComputePipeline& pipeline, std::vector<Buff
                                std::span<const std::byte> push_constants,
                                std::array<uint32_t, 3> workgroups) {
   if (bindings.size() != pipeline.bindings().size()) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(
-        "kernel '", pipeline.name(), "' has ", pipeline.bindings().size(), " bindings but ",
-        bindings.size(), " buffers were bound")));
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("kernel '", pipeline.name(), "' has ", pipeline.bindings().size(),
+                     " bindings but ", bindings.size(), " buffers were bound")));
   }
   if (push_constants.size() != pipeline.push_constant_bytes()) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(
-        "kernel '", pipeline.name(), "' takes ", pipeline.push_constant_bytes(),
-        " bytes of push constants, got ", push_constants.size())));
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("kernel '", pipeline.name(), "' takes ", pipeline.push_constant_bytes(),
+                     " bytes of push constants, got ", push_constants.size())));
   }
   if (&pipeline.device() != &device_.device()) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(
-        "kernel '", pipeline.name(), "' was created for ", pipeline.device().label(),
-        ", not for ", device_.label())));
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("kernel '", pipeline.name(), "' was created for ", pipeline.device().label(),
+                     ", not for ", device_.label())));
   }
   for (size_t binding = 0; binding < bindings.size(); ++binding) {
     std::string what = absl::StrCat("binding ", binding, " of kernel '", pipeline.name(), "'");
@@ -102,9 +102,9 @@ void CommandRecorder::Dispatch(const ComputePipeline& pipeline, std::vector<Buff
   const auto& limits = device_.device().physical_device().max_workgroup_count;
   for (int axis = 0; axis < 3; ++axis) {
     if (workgroups[axis] > limits[axis]) {
-      return Fail(absl::InvalidArgumentError(absl::StrCat(
-          "kernel '", pipeline.name(), "' dispatches ", workgroups[axis],
-          " workgroups along axis ", axis, "; the device allows ", limits[axis])));
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat("kernel '", pipeline.name(), "' dispatches ", workgroups[axis],
+                       " workgroups along axis ", axis, "; the device allows ", limits[axis])));
     }
   }
   Step step{StepKind::kDispatch};
@@ -119,7 +119,8 @@ void CommandRecorder::Copy(const Buffer& source, uint64_t source_offset, const B
                            uint64_t destination_offset, uint64_t size) {
   BufferRange from{&source, source_offset, size};
   BufferRange to{&destination, destination_offset, size};
-  if (absl::Status status = CheckRange(from, "copy source", false); !status.ok()) return Fail(status);
+  if (absl::Status status = CheckRange(from, "copy source", false); !status.ok())
+    return Fail(status);
   if (absl::Status status = CheckRange(to, "copy destination", false); !status.ok()) {
     return Fail(status);
   }
@@ -170,8 +171,8 @@ absl::StatusOr<std::unique_ptr<CommandSequence>> CommandRecorder::Finish(bool ti
     pool_info.maxSets = dispatch_count;
     pool_info.poolSizeCount = 1;
     pool_info.pPoolSizes = &pool_size;
-    VKSPMD_VK_RETURN_IF_ERROR(where, vk.vkCreateDescriptorPool(device, &pool_info, nullptr,
-                                                               &sequence->descriptor_pool_));
+    VKSPMD_VK_RETURN_IF_ERROR(
+        where, vk.vkCreateDescriptorPool(device, &pool_info, nullptr, &sequence->descriptor_pool_));
     std::vector<VkDescriptorSetLayout> layouts;
     for (const Step& step : steps_) {
       if (step.kind == StepKind::kDispatch) layouts.push_back(step.pipeline->set_layout());
@@ -207,8 +208,8 @@ absl::StatusOr<std::unique_ptr<CommandSequence>> CommandRecorder::Finish(bool ti
     VkQueryPoolCreateInfo query_info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
     query_info.queryType = VK_QUERY_TYPE_TIMESTAMP;
     query_info.queryCount = static_cast<uint32_t>(2 * steps_.size());
-    VKSPMD_VK_RETURN_IF_ERROR(where, vk.vkCreateQueryPool(device, &query_info, nullptr,
-                                                          &sequence->query_pool_));
+    VKSPMD_VK_RETURN_IF_ERROR(
+        where, vk.vkCreateQueryPool(device, &query_info, nullptr, &sequence->query_pool_));
   }
 
   absl::StatusOr<VkCommandBuffer> command_buffer = device_.AllocateCommandBuffer();
@@ -239,10 +240,13 @@ absl::StatusOr<std::unique_ptr<CommandSequence>> CommandRecorder::Finish(bool ti
                             use != BindingAccess::kRead});
       }
     } else if (step.kind == StepKind::kCopy) {
-      accesses.push_back({step.bindings[0].buffer->handle(), VK_PIPELINE_STAGE_2_TRANSFER_BIT, true, false});
-      accesses.push_back({step.bindings[1].buffer->handle(), VK_PIPELINE_STAGE_2_TRANSFER_BIT, false, true});
+      accesses.push_back(
+          {step.bindings[0].buffer->handle(), VK_PIPELINE_STAGE_2_TRANSFER_BIT, true, false});
+      accesses.push_back(
+          {step.bindings[1].buffer->handle(), VK_PIPELINE_STAGE_2_TRANSFER_BIT, false, true});
     } else {
-      accesses.push_back({step.bindings[0].buffer->handle(), VK_PIPELINE_STAGE_2_TRANSFER_BIT, false, true});
+      accesses.push_back(
+          {step.bindings[0].buffer->handle(), VK_PIPELINE_STAGE_2_TRANSFER_BIT, false, true});
     }
     std::vector<VkBufferMemoryBarrier2> barriers = tracker.Step(MergeAccesses(accesses));
     if (!barriers.empty()) {
@@ -259,8 +263,8 @@ absl::StatusOr<std::unique_ptr<CommandSequence>> CommandRecorder::Finish(bool ti
       case StepKind::kDispatch: {
         const ComputePipeline& pipeline = *step.pipeline;
         vk.vkCmdBindPipeline(commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle());
-        vk.vkCmdBindDescriptorSets(commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout(), 0, 1,
-                                   &sets[set_index++], 0, nullptr);
+        vk.vkCmdBindDescriptorSets(commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout(), 0,
+                                   1, &sets[set_index++], 0, nullptr);
         if (!step.push_constants.empty()) {
           vk.vkCmdPushConstants(commands, pipeline.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
                                 static_cast<uint32_t>(step.push_constants.size()),
@@ -344,15 +348,15 @@ absl::StatusOr<std::vector<StepTiming>> CommandSequence::ReadTimings() const {
   uint64_t mask = valid_bits >= 64 ? UINT64_MAX : ((uint64_t{1} << valid_bits) - 1);
   std::vector<uint64_t> ticks(2 * step_names_.size());
   VKSPMD_VK_RETURN_IF_ERROR(
-      device_.label(),
-      device_.functions().vkGetQueryPoolResults(
-          device_.handle(), query_pool_, 0, static_cast<uint32_t>(ticks.size()),
-          ticks.size() * sizeof(uint64_t), ticks.data(), sizeof(uint64_t),
-          VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
+      device_.label(), device_.functions().vkGetQueryPoolResults(
+                           device_.handle(), query_pool_, 0, static_cast<uint32_t>(ticks.size()),
+                           ticks.size() * sizeof(uint64_t), ticks.data(), sizeof(uint64_t),
+                           VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
   std::vector<StepTiming> timings;
   for (size_t step = 0; step < step_names_.size(); ++step) {
     uint64_t elapsed = ((ticks[2 * step + 1] & mask) - (ticks[2 * step] & mask)) & mask;
-    timings.push_back({step_names_[step], static_cast<double>(elapsed) * physical.timestamp_period_ns});
+    timings.push_back(
+        {step_names_[step], static_cast<double>(elapsed) * physical.timestamp_period_ns});
   }
   return timings;
 }

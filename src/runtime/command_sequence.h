@@ -44,7 +44,8 @@ class CommandRecorder {
   template <typename PushConstants>
   void Dispatch(const ComputePipeline& pipeline, std::vector<BufferRange> bindings,
                 const PushConstants& push_constants, std::array<uint32_t, 3> workgroups) {
-    Dispatch(pipeline, std::move(bindings), std::as_bytes(std::span(&push_constants, 1)), workgroups);
+    Dispatch(pipeline, std::move(bindings), std::as_bytes(std::span(&push_constants, 1)),
+             workgroups);
   }
   void Copy(const Buffer& source, uint64_t source_offset, const Buffer& destination,
             uint64_t destination_offset, uint64_t size);
@@ -102,7 +103,7 @@ class CommandSequence {
   VkDescriptorPool descriptor_pool_ = VK_NULL_HANDLE;
   VkQueryPool query_pool_ = VK_NULL_HANDLE;
   std::vector<std::string> step_names_;
-  uint64_t pending_ = 0;   // Timeline value of the run in flight, 0 when none.
+  uint64_t pending_ = 0;  // Timeline value of the run in flight, 0 when none.
   bool has_run_ = false;
 };
 

@@ -31,7 +31,9 @@ class DeviceSet {
   const std::vector<PhysicalDeviceInfo>& physical_devices() const { return physical_devices_; }
   Instance& instance() { return *instance_; }
   // The logical devices, in creation order (tests use this to install fakes).
-  const std::vector<std::unique_ptr<LogicalDevice>>& logical_devices() const { return logical_devices_; }
+  const std::vector<std::unique_ptr<LogicalDevice>>& logical_devices() const {
+    return logical_devices_;
+  }
   // Null unless validation is on.
   ValidationMessages* validation_messages() { return instance_->validation_messages(); }
 

@@ -37,9 +37,10 @@ bool HasInstanceExtension(const char* name) {
   return false;
 }
 
-VKAPI_ATTR VkBool32 VKAPI_CALL OnValidationMessage(
-    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT /*types*/,
-    const VkDebugUtilsMessengerCallbackDataEXT* data, void* user_data) {
+VKAPI_ATTR VkBool32 VKAPI_CALL OnValidationMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                   VkDebugUtilsMessageTypeFlagsEXT /*types*/,
+                                                   const VkDebugUtilsMessengerCallbackDataEXT* data,
+                                                   void* user_data) {
   static_cast<ValidationMessages*>(user_data)->Record(
       severity, data->pMessageIdName != nullptr ? data->pMessageIdName : "",
       data->pMessage != nullptr ? data->pMessage : "");
@@ -50,7 +51,8 @@ VKAPI_ATTR VkBool32 VKAPI_CALL OnValidationMessage(
 
 void ValidationMessages::Record(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                 const char* id_name, const char* text) {
-  const char* level = severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning";
+  const char* level =
+      severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning";
   std::string message = absl::StrCat("[vulkan validation ", level, "] ", id_name, ": ", text);
   std::fprintf(stderr, "%s\n", message.c_str());
   std::lock_guard<std::mutex> lock(mutex_);
@@ -149,8 +151,8 @@ absl::StatusOr<std::vector<VkPhysicalDevice>> Instance::EnumeratePhysicalDevices
   VKSPMD_VK_RETURN_IF_ERROR("the Vulkan instance",
                             functions_.vkEnumeratePhysicalDevices(instance_, &count, nullptr));
   std::vector<VkPhysicalDevice> devices(count);
-  VKSPMD_VK_RETURN_IF_ERROR(
-      "the Vulkan instance", functions_.vkEnumeratePhysicalDevices(instance_, &count, devices.data()));
+  VKSPMD_VK_RETURN_IF_ERROR("the Vulkan instance", functions_.vkEnumeratePhysicalDevices(
+                                                       instance_, &count, devices.data()));
   devices.resize(count);
   return devices;
 }

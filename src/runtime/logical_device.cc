@@ -18,11 +18,12 @@ absl::StatusOr<std::unique_ptr<LogicalDevice>> LogicalDevice::Create(
         absl::StrCat("cannot use ", physical_device.name, " for ", label, ": ", reason));
   }
   if (queue_count == 0 || queue_count > physical_device.compute_queue_count) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        physical_device.name, " has ", physical_device.compute_queue_count,
-        " compute queues; ", queue_count, " were asked for on ", label));
+    return absl::InvalidArgumentError(
+        absl::StrCat(physical_device.name, " has ", physical_device.compute_queue_count,
+                     " compute queues; ", queue_count, " were asked for on ", label));
   }
-  std::unique_ptr<LogicalDevice> device(new LogicalDevice(physical_device, config, std::move(label)));
+  std::unique_ptr<LogicalDevice> device(
+      new LogicalDevice(physical_device, config, std::move(label)));
 
   std::vector<float> priorities(queue_count, 1.0f);
   VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -30,15 +31,18 @@ absl::StatusOr<std::unique_ptr<LogicalDevice>> LogicalDevice::Create(
   queue_info.queueCount = queue_count;
   queue_info.pQueuePriorities = priorities.data();
 
-  VkPhysicalDeviceVulkan13Features features13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+  VkPhysicalDeviceVulkan13Features features13{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
   features13.synchronization2 = VK_TRUE;
-  VkPhysicalDeviceVulkan12Features features12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceVulkan12Features features12{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   features12.pNext = &features13;
   features12.timelineSemaphore = VK_TRUE;
   features12.shaderInt8 = physical_device.shader_int8;
   features12.shaderFloat16 = physical_device.shader_float16;
   features12.storageBuffer8BitAccess = physical_device.storage_buffer_8bit;
-  VkPhysicalDeviceVulkan11Features features11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  VkPhysicalDeviceVulkan11Features features11{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
   features11.pNext = &features12;
   features11.storageBuffer16BitAccess = physical_device.storage_buffer_16bit;
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
@@ -49,9 +53,9 @@ absl::StatusOr<std::unique_ptr<LogicalDevice>> LogicalDevice::Create(
   create_info.pNext = &features;
   create_info.queueCreateInfoCount = 1;
   create_info.pQueueCreateInfos = &queue_info;
-  VKSPMD_VK_RETURN_IF_ERROR(device->label_,
-                            instance.functions().vkCreateDevice(physical_device.handle, &create_info,
-                                                                nullptr, &device->device_));
+  VKSPMD_VK_RETURN_IF_ERROR(
+      device->label_, instance.functions().vkCreateDevice(physical_device.handle, &create_info,
+                                                          nullptr, &device->device_));
   if (absl::Status loaded = device->functions_.Load(instance.functions(), device->device_);
       !loaded.ok()) {
     return loaded;
@@ -63,13 +67,13 @@ absl::StatusOr<std::unique_ptr<LogicalDevice>> LogicalDevice::Create(
     device->queues_.push_back(queue);
   }
   uint64_t budget = config.device_memory_budget.value_or(physical_device.LargestDeviceLocalHeap());
-  device->memory_ = std::make_unique<MemoryAllocator>(device->functions_, device->device_,
-                                                      physical_device, budget, config.force_staging,
-                                                      device->label_);
+  device->memory_ =
+      std::make_unique<MemoryAllocator>(device->functions_, device->device_, physical_device,
+                                        budget, config.force_staging, device->label_);
   VkPipelineCacheCreateInfo cache_info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-  VKSPMD_VK_RETURN_IF_ERROR(device->label_,
-                            device->functions_.vkCreatePipelineCache(device->device_, &cache_info,
-                                                                     nullptr, &device->pipeline_cache_));
+  VKSPMD_VK_RETURN_IF_ERROR(
+      device->label_, device->functions_.vkCreatePipelineCache(device->device_, &cache_info,
+                                                               nullptr, &device->pipeline_cache_));
   return device;
 }
 
@@ -101,9 +105,9 @@ void LogicalDevice::MarkFailed(const absl::Status& reason, bool work_may_run) {
 absl::Status LogicalDevice::CheckUsable() const {
   if (!failed_) return absl::OkStatus();
   std::lock_guard<std::mutex> lock(failure_mutex_);
-  return absl::FailedPreconditionError(absl::StrCat(
-      label_, " failed earlier and accepts no more work (", failure_.message(),
-      "); restart the process to recover"));
+  return absl::FailedPreconditionError(
+      absl::StrCat(label_, " failed earlier and accepts no more work (", failure_.message(),
+                   "); restart the process to recover"));
 }
 
 }  // namespace vkspmd::runtime

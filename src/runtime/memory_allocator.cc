@@ -29,9 +29,8 @@ MemoryAllocator::MemoryAllocator(const DeviceFunctions& functions, VkDevice devi
       block_size_(block_size) {
   statistics_.budget = budget;
   absl::StatusOr<uint32_t> device_type = ChooseMemoryType(UINT32_MAX, MemoryUsage::kDevice);
-  device_memory_mapped_ =
-      device_type.ok() && !force_staging_ &&
-      Has(physical_device_.memory_types[*device_type].flags, kHostMappable);
+  device_memory_mapped_ = device_type.ok() && !force_staging_ &&
+                          Has(physical_device_.memory_types[*device_type].flags, kHostMappable);
 }
 
 MemoryAllocator::~MemoryAllocator() {
@@ -84,7 +83,7 @@ std::string MemoryAllocator::ExhaustedMessage(uint64_t size) const {
 }
 
 absl::StatusOr<MemoryAllocator::Block*> MemoryAllocator::AddBlock(Pool& pool,
-                                                                 uint64_t minimum_size) {
+                                                                  uint64_t minimum_size) {
   uint64_t room = statistics_.budget - std::min(statistics_.budget, statistics_.bytes_reserved);
   if (minimum_size > room) return absl::ResourceExhaustedError(ExhaustedMessage(minimum_size));
   uint64_t size = std::max(minimum_size, std::min(block_size_, room));
@@ -96,11 +95,12 @@ absl::StatusOr<MemoryAllocator::Block*> MemoryAllocator::AddBlock(Pool& pool,
   allocate_info.allocationSize = size;
   allocate_info.memoryTypeIndex = pool.memory_type;
   Block block;
-  VKSPMD_VK_RETURN_IF_ERROR(label_, functions_.vkAllocateMemory(device_, &allocate_info, nullptr,
-                                                                &block.memory));
+  VKSPMD_VK_RETURN_IF_ERROR(
+      label_, functions_.vkAllocateMemory(device_, &allocate_info, nullptr, &block.memory));
   if (pool.mapped) {
     void* address = nullptr;
-    if (VkResult result = functions_.vkMapMemory(device_, block.memory, 0, VK_WHOLE_SIZE, 0, &address);
+    if (VkResult result =
+            functions_.vkMapMemory(device_, block.memory, 0, VK_WHOLE_SIZE, 0, &address);
         result != VK_SUCCESS) {
       functions_.vkFreeMemory(device_, block.memory, nullptr);
       return VulkanStatus(result, "vkMapMemory", label_);
@@ -134,7 +134,7 @@ absl::StatusOr<MemoryAllocation> MemoryAllocator::Allocate(const VkMemoryRequire
   if (!type.ok()) return type.status();
 
   std::lock_guard<std::mutex> lock(mutex_);
-  Pool& pool = pools_[*type];
+  Pool& pool = pools_[{*type, usage}];
   if (pool.blocks.empty()) {
     VkMemoryPropertyFlags flags = physical_device_.memory_types[*type].flags;
     pool.memory_type = *type;
@@ -167,6 +167,7 @@ absl::StatusOr<MemoryAllocation> MemoryAllocator::Allocate(const VkMemoryRequire
   allocation.mapped = chosen->mapped != nullptr ? chosen->mapped + *offset : nullptr;
   allocation.coherent = pool.coherent;
   allocation.memory_type = *type;
+  allocation.usage = usage;
   return allocation;
 }
 
@@ -174,16 +175,17 @@ void MemoryAllocator::Free(const MemoryAllocation& allocation) {
   if (allocation.memory == VK_NULL_HANDLE) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (abandoned_) return;
-  Pool& pool = pools_[allocation.memory_type];
+  Pool& pool = pools_[{allocation.memory_type, allocation.usage}];
   for (auto block = pool.blocks.begin(); block != pool.blocks.end(); ++block) {
     if (block->memory != allocation.memory) continue;
     if (!block->allocator->Free(allocation.offset)) return;
     statistics_.bytes_in_use -= allocation.size;
     statistics_.allocation_count -= 1;
     // Keep one empty block per pool for reuse; give the others back to the driver.
-    bool another_empty = std::any_of(pool.blocks.begin(), pool.blocks.end(), [&](const Block& other) {
-      return other.memory != block->memory && other.allocator->empty();
-    });
+    bool another_empty =
+        std::any_of(pool.blocks.begin(), pool.blocks.end(), [&](const Block& other) {
+          return other.memory != block->memory && other.allocator->empty();
+        });
     if (block->allocator->empty() && (another_empty || block->allocator->size() > block_size_)) {
       ReleaseBlock(*block);
       pool.blocks.erase(block);

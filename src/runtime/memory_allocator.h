@@ -31,12 +31,13 @@ struct MemoryAllocation {
   std::byte* mapped = nullptr;  // Host address of `offset`, or null when not mappable.
   bool coherent = true;         // False: writes need flushing and reads invalidating.
   uint32_t memory_type = 0;
+  MemoryUsage usage = MemoryUsage::kDevice;
 };
 
 struct MemoryStatistics {
-  uint64_t bytes_in_use = 0;       // Sum of live allocation sizes.
+  uint64_t bytes_in_use = 0;  // Sum of live allocation sizes.
   uint64_t peak_bytes_in_use = 0;
-  uint64_t bytes_reserved = 0;     // Sum of VkDeviceMemory block sizes; what the budget limits.
+  uint64_t bytes_reserved = 0;  // Sum of VkDeviceMemory block sizes; what the budget limits.
   uint64_t budget = 0;
   size_t block_count = 0;
   size_t allocation_count = 0;
@@ -93,7 +94,9 @@ class MemoryAllocator {
 
   mutable std::mutex mutex_;
   bool abandoned_ = false;
-  std::map<uint32_t, Pool> pools_;  // By memory type index.
+  // By memory type and usage: staging and device pools stay apart even when they share a memory
+  // type (lavapipe has one), since only staging blocks are always mapped.
+  std::map<std::pair<uint32_t, MemoryUsage>, Pool> pools_;
   MemoryStatistics statistics_;
 };
 

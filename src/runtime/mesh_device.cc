@@ -9,8 +9,8 @@ MeshDevice::MeshDevice(int mesh_index, LogicalDevice& device, uint32_t queue_ind
     : mesh_index_(mesh_index),
       device_(device),
       queue_index_(queue_index),
-      label_(absl::StrCat("mesh device ", mesh_index, " (", device.label(), ", queue ",
-                          queue_index, ")")) {}
+      label_(absl::StrCat("mesh device ", mesh_index, " (", device.label(), ", queue ", queue_index,
+                          ")")) {}
 
 absl::StatusOr<std::unique_ptr<MeshDevice>> MeshDevice::Create(int mesh_index,
                                                                LogicalDevice& device,
@@ -24,22 +24,23 @@ absl::StatusOr<std::unique_ptr<MeshDevice>> MeshDevice::Create(int mesh_index,
   type_info.initialValue = 0;
   VkSemaphoreCreateInfo semaphore_info{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
   semaphore_info.pNext = &type_info;
-  VKSPMD_VK_RETURN_IF_ERROR(mesh_device->label_,
-                            vk.vkCreateSemaphore(device.handle(), &semaphore_info, nullptr,
-                                                 &mesh_device->timeline_));
+  VKSPMD_VK_RETURN_IF_ERROR(
+      mesh_device->label_,
+      vk.vkCreateSemaphore(device.handle(), &semaphore_info, nullptr, &mesh_device->timeline_));
   VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pool_info.queueFamilyIndex = device.physical_device().compute_queue_family;
-  VKSPMD_VK_RETURN_IF_ERROR(mesh_device->label_,
-                            vk.vkCreateCommandPool(device.handle(), &pool_info, nullptr,
-                                                   &mesh_device->command_pool_));
+  VKSPMD_VK_RETURN_IF_ERROR(
+      mesh_device->label_,
+      vk.vkCreateCommandPool(device.handle(), &pool_info, nullptr, &mesh_device->command_pool_));
   return mesh_device;
 }
 
 MeshDevice::~MeshDevice() {
   const DeviceFunctions& vk = device_.functions();
   if (device_.must_not_free()) return;
-  if (command_pool_ != VK_NULL_HANDLE) vk.vkDestroyCommandPool(device_.handle(), command_pool_, nullptr);
+  if (command_pool_ != VK_NULL_HANDLE)
+    vk.vkDestroyCommandPool(device_.handle(), command_pool_, nullptr);
   if (timeline_ != VK_NULL_HANDLE) vk.vkDestroySemaphore(device_.handle(), timeline_, nullptr);
 }
 
@@ -80,10 +81,11 @@ absl::Status MeshDevice::Wait(uint64_t value, std::chrono::milliseconds timeout)
   VkResult result = device_.functions().vkWaitSemaphores(device_.handle(), &wait_info, nanoseconds);
   if (result == VK_SUCCESS) return absl::OkStatus();
   if (result == VK_TIMEOUT) {
-    return Fail(absl::DeadlineExceededError(absl::StrCat(
-                    "work submitted to ", label_, " did not finish within ", timeout.count(),
-                    " ms; the device is marked failed (set VKSPMD_SUBMIT_TIMEOUT_MS to allow more)")),
-                /*work_may_run=*/true);
+    return Fail(
+        absl::DeadlineExceededError(absl::StrCat(
+            "work submitted to ", label_, " did not finish within ", timeout.count(),
+            " ms; the device is marked failed (set VKSPMD_SUBMIT_TIMEOUT_MS to allow more)")),
+        /*work_may_run=*/true);
   }
   return Fail(VulkanStatus(result, "vkWaitSemaphores", label_), /*work_may_run=*/true);
 }

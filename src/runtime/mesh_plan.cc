@@ -43,9 +43,9 @@ absl::StatusOr<const PhysicalDeviceInfo*> FindVisibleEntry(
                                                      ListDevices(devices)));
     }
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("VKSPMD_VISIBLE_DEVICES entry '", entry,
-                   "' is neither a device index nor a UUID prefix; ", ListDevices(devices)));
+  return absl::InvalidArgumentError(absl::StrCat("VKSPMD_VISIBLE_DEVICES entry '", entry,
+                                                 "' is neither a device index nor a UUID prefix; ",
+                                                 ListDevices(devices)));
 }
 
 }  // namespace
@@ -62,9 +62,9 @@ absl::StatusOr<std::vector<const PhysicalDeviceInfo*>> SelectPhysicalDevices(
             absl::StrCat("VKSPMD_VISIBLE_DEVICES lists device ", (*device)->index, " twice"));
       }
       if (std::string reason = (*device)->UnusableReason(); !reason.empty()) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("VKSPMD_VISIBLE_DEVICES lists device ", (*device)->index, " (",
-                         (*device)->name, ") which vkspmd cannot use: ", reason));
+        return absl::FailedPreconditionError(absl::StrCat("VKSPMD_VISIBLE_DEVICES lists device ",
+                                                          (*device)->index, " (", (*device)->name,
+                                                          ") which vkspmd cannot use: ", reason));
       }
       selected.push_back(*device);
     }
@@ -82,21 +82,23 @@ absl::StatusOr<std::vector<const PhysicalDeviceInfo*>> SelectPhysicalDevices(
     }
   }
   if (selected.empty()) {
-    return absl::NotFoundError(absl::StrCat(
-        "no usable Vulkan device; ", ListDevices(devices),
-        ". For the CPU driver install mesa-vulkan-drivers and set "
-        "VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"));
+    return absl::NotFoundError(
+        absl::StrCat("no usable Vulkan device; ", ListDevices(devices),
+                     ". For the CPU driver install mesa-vulkan-drivers and set "
+                     "VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"));
   }
   return selected;
 }
 
 absl::StatusOr<std::vector<MeshDeviceSlot>> PlanMeshDevices(
     const std::vector<const PhysicalDeviceInfo*>& physical_devices, int count) {
-  if (physical_devices.empty()) return absl::NotFoundError("no physical device to place mesh devices on");
+  if (physical_devices.empty())
+    return absl::NotFoundError("no physical device to place mesh devices on");
   if (count == 0) count = static_cast<int>(physical_devices.size());
   if (count < 0 || count > kMaxMeshDevices) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot create ", count, " mesh devices: the count must be between 1 and ", kMaxMeshDevices));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot create ", count, " mesh devices: the count must be between 1 and ",
+                     kMaxMeshDevices));
   }
   std::vector<MeshDeviceSlot> slots;
   auto add = [&](const PhysicalDeviceInfo& device, int logical_device, uint32_t queue_index) {

@@ -48,7 +48,8 @@ PhysicalDeviceInfo ReadSnapshot(const InstanceFunctions& functions, VkPhysicalDe
   info.index = index;
   info.handle = handle;
 
-  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceSubgroupProperties subgroup{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   driver.pNext = &subgroup;
   VkPhysicalDeviceIDProperties ids{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
@@ -85,10 +86,13 @@ PhysicalDeviceInfo ReadSnapshot(const InstanceFunctions& functions, VkPhysicalDe
   functions.vkGetPhysicalDeviceProperties2(handle, &more);
   info.max_memory_allocation_size = maintenance3.maxMemoryAllocationSize;
 
-  VkPhysicalDeviceVulkan13Features features13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
-  VkPhysicalDeviceVulkan12Features features12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceVulkan13Features features13{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+  VkPhysicalDeviceVulkan12Features features12{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   features12.pNext = &features13;
-  VkPhysicalDeviceVulkan11Features features11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  VkPhysicalDeviceVulkan11Features features11{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
   features11.pNext = &features12;
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   features.pNext = &features11;
@@ -120,7 +124,8 @@ PhysicalDeviceInfo ReadSnapshot(const InstanceFunctions& functions, VkPhysicalDe
   std::vector<VkQueueFamilyProperties> families(family_count);
   functions.vkGetPhysicalDeviceQueueFamilyProperties(handle, &family_count, families.data());
   for (const VkQueueFamilyProperties& family : families) {
-    info.queue_families.push_back({family.queueFlags, family.queueCount, family.timestampValidBits});
+    info.queue_families.push_back(
+        {family.queueFlags, family.queueCount, family.timestampValidBits});
   }
   ChooseComputeQueueFamily(info);
   return info;
@@ -148,11 +153,16 @@ uint64_t PhysicalDeviceInfo::LargestDeviceLocalHeap() const {
 
 absl::string_view PhysicalDeviceTypeName(VkPhysicalDeviceType type) {
   switch (type) {
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated-gpu";
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete-gpu";
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual-gpu";
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
-    default: return "other";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return "integrated-gpu";
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return "discrete-gpu";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return "virtual-gpu";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return "cpu";
+    default:
+      return "other";
   }
 }
 
@@ -166,7 +176,8 @@ absl::StatusOr<std::vector<PhysicalDeviceInfo>> QueryPhysicalDevices(const Insta
   if (!handles.ok()) return handles.status();
   std::vector<PhysicalDeviceInfo> devices;
   for (size_t index = 0; index < handles->size(); ++index) {
-    devices.push_back(ReadSnapshot(instance.functions(), (*handles)[index], static_cast<int>(index)));
+    devices.push_back(
+        ReadSnapshot(instance.functions(), (*handles)[index], static_cast<int>(index)));
   }
   return devices;
 }

@@ -42,7 +42,7 @@ struct DeviceQuirks {
 };
 
 struct PhysicalDeviceInfo {
-  int index = 0;  // Position in the loader's enumeration.
+  int index = 0;                             // Position in the loader's enumeration.
   VkPhysicalDevice handle = VK_NULL_HANDLE;  // Borrowed from the instance.
   std::string name;
   VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;

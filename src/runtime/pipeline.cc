@@ -11,9 +11,9 @@ constexpr uint32_t kSpirvMagic = 0x07230203;
 
 absl::Status CheckSpirvHeader(const PipelineSpec& spec) {
   if (spec.spirv.size() < 5 || spec.spirv[0] != kSpirvMagic) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "kernel '", spec.name, "' is not SPIR-V: ", spec.spirv.size(),
-        " words, the first is not the SPIR-V magic number 0x07230203"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel '", spec.name, "' is not SPIR-V: ", spec.spirv.size(),
+                     " words, the first is not the SPIR-V magic number 0x07230203"));
   }
   return absl::OkStatus();
 }
@@ -26,10 +26,10 @@ absl::StatusOr<std::unique_ptr<ComputePipeline>> ComputePipeline::Create(Logical
   if (absl::Status header = CheckSpirvHeader(spec); !header.ok()) return header;
   const PhysicalDeviceInfo& limits = device.physical_device();
   if (spec.push_constant_bytes > limits.max_push_constants_bytes || spec.push_constant_bytes % 4) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "kernel '", spec.name, "' needs ", spec.push_constant_bytes,
-        " bytes of push constants; ", limits.name, " allows ", limits.max_push_constants_bytes,
-        " (and the size must be a multiple of 4)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel '", spec.name, "' needs ", spec.push_constant_bytes,
+                     " bytes of push constants; ", limits.name, " allows ",
+                     limits.max_push_constants_bytes, " (and the size must be a multiple of 4)"));
   }
   std::unique_ptr<ComputePipeline> pipeline(new ComputePipeline(device));
   pipeline->name_ = spec.name;
@@ -40,8 +40,8 @@ absl::StatusOr<std::unique_ptr<ComputePipeline>> ComputePipeline::Create(Logical
 
   std::vector<VkDescriptorSetLayoutBinding> bindings;
   for (uint32_t binding = 0; binding < spec.bindings.size(); ++binding) {
-    bindings.push_back({binding, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1,
-                        VK_SHADER_STAGE_COMPUTE_BIT, nullptr});
+    bindings.push_back(
+        {binding, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr});
   }
   VkDescriptorSetLayoutCreateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
   set_info.bindingCount = static_cast<uint32_t>(bindings.size());
@@ -55,15 +55,15 @@ absl::StatusOr<std::unique_ptr<ComputePipeline>> ComputePipeline::Create(Logical
   layout_info.pSetLayouts = &pipeline->set_layout_;
   layout_info.pushConstantRangeCount = spec.push_constant_bytes > 0 ? 1 : 0;
   layout_info.pPushConstantRanges = &push_range;
-  VKSPMD_VK_RETURN_IF_ERROR(where, vk.vkCreatePipelineLayout(device.handle(), &layout_info, nullptr,
-                                                             &pipeline->layout_));
+  VKSPMD_VK_RETURN_IF_ERROR(
+      where, vk.vkCreatePipelineLayout(device.handle(), &layout_info, nullptr, &pipeline->layout_));
 
   VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   module_info.codeSize = spec.spirv.size_bytes();
   module_info.pCode = spec.spirv.data();
   VkShaderModule module = VK_NULL_HANDLE;
-  VKSPMD_VK_RETURN_IF_ERROR(where,
-                            vk.vkCreateShaderModule(device.handle(), &module_info, nullptr, &module));
+  VKSPMD_VK_RETURN_IF_ERROR(
+      where, vk.vkCreateShaderModule(device.handle(), &module_info, nullptr, &module));
 
   std::vector<VkSpecializationMapEntry> entries;
   for (uint32_t id = 0; id < spec.specialization.size(); ++id) {

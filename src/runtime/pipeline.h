@@ -19,8 +19,8 @@ namespace vkspmd::runtime {
 enum class BindingAccess { kRead, kWrite, kReadWrite };
 
 struct PipelineSpec {
-  std::string name;                      // For errors and timing reports.
-  std::span<const uint32_t> spirv;       // Borrowed during Create only.
+  std::string name;                 // For errors and timing reports.
+  std::span<const uint32_t> spirv;  // Borrowed during Create only.
   std::string entry_point = "main";
   std::vector<BindingAccess> bindings;   // Binding i of set 0 is a storage buffer.
   uint32_t push_constant_bytes = 0;      // At most the device's maxPushConstantsSize.

@@ -2,10 +2,10 @@
 // vkspmd::Error here and nowhere else.
 #include <utility>
 
-#include "vkspmd/devices.h"
 #include "src/runtime/device_set.h"
 #include "src/runtime/instance.h"
 #include "src/runtime/physical_device.h"
+#include "vkspmd/devices.h"
 
 namespace vkspmd {
 namespace {
@@ -19,12 +19,15 @@ T ValueOrThrow(absl::StatusOr<T> value) {
   return std::move(*value);
 }
 
-runtime::RuntimeConfig ConfigOrThrow() { return ValueOrThrow(runtime::RuntimeConfig::FromEnvironment()); }
+runtime::RuntimeConfig ConfigOrThrow() {
+  return ValueOrThrow(runtime::RuntimeConfig::FromEnvironment());
+}
 
 }  // namespace
 
 std::vector<PhysicalDevice> ListPhysicalDevices() {
-  std::unique_ptr<runtime::Instance> instance = ValueOrThrow(runtime::Instance::Create(ConfigOrThrow()));
+  std::unique_ptr<runtime::Instance> instance =
+      ValueOrThrow(runtime::Instance::Create(ConfigOrThrow()));
   std::vector<PhysicalDevice> devices;
   for (const runtime::PhysicalDeviceInfo& info :
        ValueOrThrow(runtime::QueryPhysicalDevices(*instance))) {

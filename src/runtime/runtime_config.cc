@@ -33,10 +33,17 @@ absl::StatusOr<uint64_t> ParseByteSize(const std::string& text) {
   if (!digits.empty() && digits.back() == 'B') digits.pop_back();
   if (!digits.empty()) {
     switch (digits.back()) {
-      case 'K': multiplier = 1ull << 10; break;
-      case 'M': multiplier = 1ull << 20; break;
-      case 'G': multiplier = 1ull << 30; break;
-      default: break;
+      case 'K':
+        multiplier = 1ull << 10;
+        break;
+      case 'M':
+        multiplier = 1ull << 20;
+        break;
+      case 'G':
+        multiplier = 1ull << 30;
+        break;
+      default:
+        break;
     }
     if (multiplier != 1) digits.pop_back();
   }

@@ -41,13 +41,15 @@ absl::Status Upload(std::span<const std::byte> data, Buffer& destination, uint64
     std::memcpy(destination.mapped() + offset, data.data(), data.size());
     return absl::OkStatus();
   }
-  absl::StatusOr<std::unique_ptr<Buffer>> staging = Buffer::Create(
-      destination.device(), std::min<uint64_t>(data.size(), kStagingChunkBytes), MemoryUsage::kStaging);
+  absl::StatusOr<std::unique_ptr<Buffer>> staging =
+      Buffer::Create(destination.device(), std::min<uint64_t>(data.size(), kStagingChunkBytes),
+                     MemoryUsage::kStaging);
   if (!staging.ok()) return staging.status();
   for (uint64_t done = 0; done < data.size(); done += kStagingChunkBytes) {
     uint64_t chunk = std::min<uint64_t>(kStagingChunkBytes, data.size() - done);
     std::memcpy((*staging)->mapped(), data.data() + done, chunk);
-    if (absl::Status copied = RunCopy(**staging, 0, destination, offset + done, chunk); !copied.ok()) {
+    if (absl::Status copied = RunCopy(**staging, 0, destination, offset + done, chunk);
+        !copied.ok()) {
       return copied;
     }
   }

@@ -6,11 +6,11 @@
 namespace vkspmd::runtime {
 
 absl::Status InstanceFunctions::Load(VkInstance instance) {
-#define VKSPMD_LOAD_REQUIRED(name)                                                   \
-  name = reinterpret_cast<PFN_##name>(vkGetInstanceProcAddr(instance, #name));       \
-  if (name == nullptr) {                                                             \
-    return absl::FailedPreconditionError(                                            \
-        absl::StrCat("the Vulkan loader has no instance entry point ", #name));      \
+#define VKSPMD_LOAD_REQUIRED(name)                                              \
+  name = reinterpret_cast<PFN_##name>(vkGetInstanceProcAddr(instance, #name));  \
+  if (name == nullptr) {                                                        \
+    return absl::FailedPreconditionError(                                       \
+        absl::StrCat("the Vulkan loader has no instance entry point ", #name)); \
   }
 #define VKSPMD_LOAD_OPTIONAL(name) \
   name = reinterpret_cast<PFN_##name>(vkGetInstanceProcAddr(instance, #name));
@@ -22,12 +22,11 @@ absl::Status InstanceFunctions::Load(VkInstance instance) {
 }
 
 absl::Status DeviceFunctions::Load(const InstanceFunctions& instance_functions, VkDevice device) {
-#define VKSPMD_LOAD_DEVICE(name)                                                         \
-  name = reinterpret_cast<PFN_##name>(instance_functions.vkGetDeviceProcAddr(device, #name)); \
-  if (name == nullptr) {                                                                 \
-    return absl::FailedPreconditionError(                                                \
-        absl::StrCat("the Vulkan device has no entry point ", #name,                     \
-                     " (vkspmd needs a Vulkan 1.3 device)"));                            \
+#define VKSPMD_LOAD_DEVICE(name)                                                                 \
+  name = reinterpret_cast<PFN_##name>(instance_functions.vkGetDeviceProcAddr(device, #name));    \
+  if (name == nullptr) {                                                                         \
+    return absl::FailedPreconditionError(absl::StrCat(                                           \
+        "the Vulkan device has no entry point ", #name, " (vkspmd needs a Vulkan 1.3 device)")); \
   }
   VKSPMD_DEVICE_FUNCTIONS(VKSPMD_LOAD_DEVICE)
 #undef VKSPMD_LOAD_DEVICE

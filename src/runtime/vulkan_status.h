@@ -4,9 +4,8 @@
 
 #include <vulkan/vulkan.h>
 
-#include "absl/strings/string_view.h"
-
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace vkspmd::runtime {
 
@@ -21,9 +20,9 @@ absl::Status VulkanStatus(VkResult result, absl::string_view call, absl::string_
 }  // namespace vkspmd::runtime
 
 // Evaluates a Vulkan call; on an error code returns its Status from the enclosing function.
-#define VKSPMD_VK_RETURN_IF_ERROR(where, call)                                      \
-  do {                                                                              \
-    if (VkResult vkspmd_result_ = (call); vkspmd_result_ < 0) {                     \
-      return ::vkspmd::runtime::VulkanStatus(vkspmd_result_, #call, (where));       \
-    }                                                                               \
+#define VKSPMD_VK_RETURN_IF_ERROR(where, call)                                \
+  do {                                                                        \
+    if (VkResult vkspmd_result_ = (call); vkspmd_result_ < 0) {               \
+      return ::vkspmd::runtime::VulkanStatus(vkspmd_result_, #call, (where)); \
+    }                                                                         \
   } while (false)

@@ -18,8 +18,7 @@ namespace vkspmd::testing {
 class DeviceTest : public ::testing::Test {
  protected:
   // Opens `count` mesh devices; `adjust` may change the configuration read from the environment.
-  void OpenDevices(int count,
-                   const std::function<void(runtime::RuntimeConfig&)>& adjust = nullptr);
+  void OpenDevices(int count, const std::function<void(runtime::RuntimeConfig&)>& adjust = nullptr);
   void TearDown() override;
 
   runtime::MeshDevice& device(int index) { return devices_->device(index); }
@@ -36,17 +35,17 @@ class DeviceTest : public ::testing::Test {
 };
 
 // Fails the calling test with the status message unless it is OK; returns the value.
-#define VKSPMD_ASSERT_OK_AND_ASSIGN(lhs, expression)                        \
-  auto VKSPMD_CONCAT(status_or_, __LINE__) = (expression);                  \
-  ASSERT_TRUE(VKSPMD_CONCAT(status_or_, __LINE__).ok())                     \
-      << VKSPMD_CONCAT(status_or_, __LINE__).status();                      \
+#define VKSPMD_ASSERT_OK_AND_ASSIGN(lhs, expression)       \
+  auto VKSPMD_CONCAT(status_or_, __LINE__) = (expression); \
+  ASSERT_TRUE(VKSPMD_CONCAT(status_or_, __LINE__).ok())    \
+      << VKSPMD_CONCAT(status_or_, __LINE__).status();     \
   lhs = std::move(*VKSPMD_CONCAT(status_or_, __LINE__))
 #define VKSPMD_CONCAT_INNER(a, b) a##b
 #define VKSPMD_CONCAT(a, b) VKSPMD_CONCAT_INNER(a, b)
-#define VKSPMD_ASSERT_OK(expression)            \
-  do {                                          \
-    absl::Status status_ = (expression);        \
-    ASSERT_TRUE(status_.ok()) << status_;       \
+#define VKSPMD_ASSERT_OK(expression)      \
+  do {                                    \
+    absl::Status status_ = (expression);  \
+    ASSERT_TRUE(status_.ok()) << status_; \
   } while (false)
 
 }  // namespace vkspmd::testing

@@ -59,10 +59,12 @@ nlohmann::json DeviceJson(const runtime::PhysicalDeviceInfo& device) {
 void PrintDevice(const runtime::PhysicalDeviceInfo& device) {
   fmt::print("[{}] {}\n", device.index, device.name);
   fmt::print("    type {}, driver {} ({}), Vulkan {}, uuid {}\n",
-             std::string(runtime::PhysicalDeviceTypeName(device.type)), device.driver_name, device.driver_info,
-             runtime::VulkanVersionString(device.api_version), device.device_uuid);
-  fmt::print("    subgroup size {}, max shared memory {} bytes, max storage buffer range {} bytes\n",
-             device.subgroup_size, device.max_shared_memory_bytes, device.max_storage_buffer_range);
+             std::string(runtime::PhysicalDeviceTypeName(device.type)), device.driver_name,
+             device.driver_info, runtime::VulkanVersionString(device.api_version),
+             device.device_uuid);
+  fmt::print(
+      "    subgroup size {}, max shared memory {} bytes, max storage buffer range {} bytes\n",
+      device.subgroup_size, device.max_shared_memory_bytes, device.max_storage_buffer_range);
   for (size_t heap = 0; heap < device.memory_heaps.size(); ++heap) {
     fmt::print("    memory heap {}: {:.1f} MiB{}\n", heap,
                device.memory_heaps[heap].size / 1048576.0,
@@ -122,10 +124,11 @@ int RunDevices(const DevicesOptions& options) {
     if (slots.ok()) {
       fmt::print("Mesh devices ({}):\n", slots->size());
       for (const runtime::MeshDeviceSlot& slot : *slots) {
-        fmt::print("  mesh device {} -> physical device {} ({}), logical device {}, queue family "
-                   "{}, queue {}\n",
-                   slot.mesh_index, slot.physical_index, (*devices)[slot.physical_index].name,
-                   slot.logical_device, slot.queue_family, slot.queue_index);
+        fmt::print(
+            "  mesh device {} -> physical device {} ({}), logical device {}, queue family "
+            "{}, queue {}\n",
+            slot.mesh_index, slot.physical_index, (*devices)[slot.physical_index].name,
+            slot.logical_device, slot.queue_family, slot.queue_index);
       }
     }
   }
@@ -142,8 +145,9 @@ void RegisterDevicesCommand(CLI::App& app) {
   auto options = std::make_shared<DevicesOptions>();
   CLI::App* command = app.add_subcommand(
       "devices", "List Vulkan physical devices and how mesh devices map onto them");
-  command->add_option("--devices,-n", options->mesh_devices,
-                      "Number of mesh devices to plan (default: VKSPMD_DEVICES, else one per GPU)")
+  command
+      ->add_option("--devices,-n", options->mesh_devices,
+                   "Number of mesh devices to plan (default: VKSPMD_DEVICES, else one per GPU)")
       ->check(CLI::Range(1, runtime::kMaxMeshDevices));
   command->add_flag("--json", options->json, "Print machine-readable JSON");
   command->callback([options] { CommandExitCode() = RunDevices(*options); });

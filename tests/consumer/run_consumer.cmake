@@ -1,0 +1,20 @@
+# Installs the build tree into a fresh prefix, builds the consumer project against it with
+# find_package(vkspmd), and runs the result.
+foreach(variable BUILD_DIR SOURCE_DIR WORK_DIR)
+  if(NOT DEFINED ${variable})
+    message(FATAL_ERROR "${variable} is required")
+  endif()
+endforeach()
+file(REMOVE_RECURSE ${WORK_DIR})
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  message("${out}")
+  if(NOT code EQUAL 0)
+    message(FATAL_ERROR "failed (${code}): ${ARGN}")
+  endif()
+endfunction()
+run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
+run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/project -B ${WORK_DIR}/build -G Ninja
+    -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release)
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+run(${WORK_DIR}/build/consumer)

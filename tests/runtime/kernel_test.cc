@@ -1,0 +1,274 @@
+// Kernels on mesh devices: vector add and saxpy on 8 devices driven by 8 threads at once, replay
+// of recorded sequences, timestamps, kernels compiled from GLSL at run time, and the errors of
+// invalid kernels and bindings. Results are checked element by element against the CPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "shaders/embedded_shaders.h"
+#include "src/codegen/shader_compiler.h"
+#include "src/runtime/buffer.h"
+#include "src/runtime/command_sequence.h"
+#include "src/runtime/transfers.h"
+#include "tests/support/device_test.h"
+
+namespace vkspmd::testing {
+namespace {
+
+using runtime::BindingAccess;
+
+constexpr uint32_t kLocalSize = 64;
+
+struct CountPush {
+  uint32_t count;
+};
+struct SaxpyPush {
+  uint32_t count;
+  float alpha;
+};
+
+std::vector<float> RandomFloats(size_t count, uint32_t seed) {
+  std::mt19937 random(seed);
+  std::uniform_real_distribution<float> distribution(-10.0f, 10.0f);
+  std::vector<float> values(count);
+  for (float& value : values) value = distribution(random);
+  return values;
+}
+
+template <typename T>
+absl::Status UploadVector(const std::vector<T>& values, runtime::Buffer& buffer) {
+  return runtime::Upload(std::as_bytes(std::span(values)), buffer);
+}
+
+template <typename T>
+absl::StatusOr<std::vector<T>> DownloadVector(const runtime::Buffer& buffer, size_t count) {
+  std::vector<T> values(count);
+  absl::Status status = runtime::Download(buffer, 0, std::as_writable_bytes(std::span(values)));
+  if (!status.ok()) return status;
+  return values;
+}
+
+// GLSL's fma() may be fused or not (llvmpipe does not fuse), so a multiply-add is compared within
+// a few rounding errors of its terms' magnitude: tight, but independent of fusing.
+bool MultiplyAddMatches(float got, float expected, float product_magnitude, float addend) {
+  float tolerance = 4 * std::numeric_limits<float>::epsilon() *
+                    (std::fabs(product_magnitude) + std::fabs(addend));
+  return std::fabs(got - expected) <= tolerance;
+}
+
+uint32_t Groups(uint32_t count) { return (count + kLocalSize - 1) / kLocalSize; }
+
+class KernelTest : public DeviceTest {};
+
+// Vector add then saxpy, recorded once, on one device; returns the first mismatch or "".
+std::string RunAddAndSaxpy(runtime::MeshDevice& mesh_device, runtime::ComputePipeline& add,
+                           runtime::ComputePipeline& saxpy, uint32_t count, uint32_t seed) {
+  std::vector<float> a = RandomFloats(count, seed);
+  std::vector<float> b = RandomFloats(count, seed + 1);
+  const float alpha = 0.75f;
+  auto fail = [&](const absl::Status& status) { return std::string(status.message()); };
+  absl::StatusOr<std::unique_ptr<runtime::Buffer>> a_buffer =
+      runtime::Buffer::Create(mesh_device, count * 4);
+  absl::StatusOr<std::unique_ptr<runtime::Buffer>> b_buffer =
+      runtime::Buffer::Create(mesh_device, count * 4);
+  absl::StatusOr<std::unique_ptr<runtime::Buffer>> c_buffer =
+      runtime::Buffer::Create(mesh_device, count * 4);
+  if (!a_buffer.ok()) return fail(a_buffer.status());
+  if (!b_buffer.ok()) return fail(b_buffer.status());
+  if (!c_buffer.ok()) return fail(c_buffer.status());
+  if (absl::Status s = UploadVector(a, **a_buffer); !s.ok()) return fail(s);
+  if (absl::Status s = UploadVector(b, **b_buffer); !s.ok()) return fail(s);
+
+  runtime::CommandRecorder recorder(mesh_device);
+  // c = a + b; then b = alpha * c + b (reads the c just written: needs a barrier).
+  recorder.Dispatch(add, {{a_buffer->get()}, {b_buffer->get()}, {c_buffer->get()}},
+                    CountPush{count}, {Groups(count), 1, 1});
+  recorder.Dispatch(saxpy, {{c_buffer->get()}, {b_buffer->get()}}, SaxpyPush{count, alpha},
+                    {Groups(count), 1, 1});
+  absl::StatusOr<std::unique_ptr<runtime::CommandSequence>> sequence = recorder.Finish();
+  if (!sequence.ok()) return fail(sequence.status());
+  if (absl::Status s = (*sequence)->Run(); !s.ok()) return fail(s);
+
+  absl::StatusOr<std::vector<float>> c = DownloadVector<float>(**c_buffer, count);
+  absl::StatusOr<std::vector<float>> y = DownloadVector<float>(**b_buffer, count);
+  if (!c.ok()) return fail(c.status());
+  if (!y.ok()) return fail(y.status());
+  for (uint32_t i = 0; i < count; ++i) {
+    float sum = a[i] + b[i];
+    float expected = std::fma(alpha, sum, b[i]);
+    if ((*c)[i] != sum || !MultiplyAddMatches((*y)[i], expected, alpha * sum, b[i])) {
+      return "element " + std::to_string(i) + " of " + std::to_string(count) + " on " +
+             mesh_device.label() + ": got c=" + std::to_string((*c)[i]) +
+             " y=" + std::to_string((*y)[i]) + ", expected c=" + std::to_string(sum) +
+             " y=" + std::to_string(expected);
+    }
+  }
+  return "";
+}
+
+TEST_F(KernelTest, VectorAddAndSaxpyOnEightDevicesFromEightThreads) {
+  OpenDevices(8);
+  std::vector<std::unique_ptr<runtime::ComputePipeline>> adds;
+  std::vector<std::unique_ptr<runtime::ComputePipeline>> saxpys;
+  for (int index = 0; index < 8; ++index) {
+    adds.push_back(
+        EmbeddedPipeline(device(index), "vector_add_f32",
+                         {BindingAccess::kRead, BindingAccess::kRead, BindingAccess::kWrite},
+                         sizeof(CountPush), kLocalSize));
+    saxpys.push_back(EmbeddedPipeline(device(index), "saxpy_f32",
+                                      {BindingAccess::kRead, BindingAccess::kReadWrite},
+                                      sizeof(SaxpyPush), kLocalSize));
+    ASSERT_TRUE(adds.back() && saxpys.back());
+  }
+  const std::vector<uint32_t> counts = {1, 7, 64, 65, 997, 4096, 100'003};
+  std::vector<std::string> failures(8);
+  std::vector<std::thread> threads;
+  for (int index = 0; index < 8; ++index) {
+    threads.emplace_back([&, index] {
+      for (uint32_t count : counts) {
+        failures[index] =
+            RunAddAndSaxpy(device(index), *adds[index], *saxpys[index], count, count * 8 + index);
+        if (!failures[index].empty()) return;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const std::string& failure : failures) EXPECT_EQ(failure, "");
+}
+
+TEST_F(KernelTest, RecordedSequenceReplaysAndReportsTimings) {
+  OpenDevices(1);
+  auto saxpy = EmbeddedPipeline(
+      device(0), "saxpy_f32", {BindingAccess::kRead, BindingAccess::kReadWrite}, sizeof(SaxpyPush));
+  ASSERT_TRUE(saxpy);
+  constexpr uint32_t kCount = 1000;
+  std::vector<float> x = RandomFloats(kCount, 1);
+  std::vector<float> y = RandomFloats(kCount, 2);
+  VKSPMD_ASSERT_OK_AND_ASSIGN(auto x_buffer, runtime::Buffer::Create(device(0), kCount * 4));
+  VKSPMD_ASSERT_OK_AND_ASSIGN(auto y_buffer, runtime::Buffer::Create(device(0), kCount * 4));
+  VKSPMD_ASSERT_OK(UploadVector(x, *x_buffer));
+  VKSPMD_ASSERT_OK(UploadVector(y, *y_buffer));
+  runtime::CommandRecorder recorder(device(0));
+  for (int step = 0; step < 3; ++step) {
+    recorder.Dispatch(*saxpy, {{x_buffer.get()}, {y_buffer.get()}}, SaxpyPush{kCount, 0.5f},
+                      {Groups(kCount), 1, 1});
+  }
+  VKSPMD_ASSERT_OK_AND_ASSIGN(auto sequence, recorder.Finish(/*timestamps=*/true));
+  EXPECT_EQ(sequence->step_count(), 3u);
+  EXPECT_EQ(sequence->ReadTimings().status().code(), absl::StatusCode::kFailedPrecondition);
+  constexpr int kRuns = 4;
+  for (int run = 0; run < kRuns; ++run) VKSPMD_ASSERT_OK(sequence->Run());
+  VKSPMD_ASSERT_OK_AND_ASSIGN(std::vector<float> result, DownloadVector<float>(*y_buffer, kCount));
+  for (uint32_t i = 0; i < kCount; ++i) {
+    // alpha = 0.5 makes every product exact, so fused or not the result is the same.
+    float expected = y[i];
+    for (int step = 0; step < 3 * kRuns; ++step) expected = std::fma(0.5f, x[i], expected);
+    ASSERT_EQ(result[i], expected) << "element " << i;
+  }
+  VKSPMD_ASSERT_OK_AND_ASSIGN(std::vector<runtime::StepTiming> timings, sequence->ReadTimings());
+  ASSERT_EQ(timings.size(), 3u);
+  for (const runtime::StepTiming& timing : timings) {
+    EXPECT_EQ(timing.name, "saxpy_f32");
+    EXPECT_GT(timing.gpu_nanoseconds, 0);
+    EXPECT_LT(timing.gpu_nanoseconds, 10e9);
+  }
+}
+
+TEST_F(KernelTest, KernelCompiledFromGlslAtRunTime) {
+  OpenDevices(2);
+  constexpr char kGlsl[] = R"(#version 460
+layout(local_size_x = 32) in;
+layout(set = 0, binding = 0) readonly buffer In { int values[]; };
+layout(set = 0, binding = 1) writeonly buffer Out { int results[]; };
+layout(push_constant) uniform Push { uint count; int offset; } push;
+void main() {
+  uint i = gl_GlobalInvocationID.x;
+  if (i < push.count) results[i] = values[i] * values[i] - push.offset;
+}
+)";
+  VKSPMD_ASSERT_OK_AND_ASSIGN(std::vector<uint32_t> spirv,
+                              codegen::CompileComputeShader(kGlsl, "square_minus"));
+  struct Push {
+    uint32_t count;
+    int32_t offset;
+  };
+  runtime::PipelineSpec spec{"square_minus", spirv,
+                             "main",         {BindingAccess::kRead, BindingAccess::kWrite},
+                             sizeof(Push),   {}};
+  constexpr uint32_t kCount = 12'345;
+  std::vector<int32_t> input(kCount);
+  for (uint32_t i = 0; i < kCount; ++i) input[i] = static_cast<int32_t>(i * 7919 % 46'000) - 23'000;
+  for (int index = 0; index < 2; ++index) {
+    VKSPMD_ASSERT_OK_AND_ASSIGN(auto pipeline,
+                                runtime::ComputePipeline::Create(device(index).device(), spec));
+    VKSPMD_ASSERT_OK_AND_ASSIGN(auto in, runtime::Buffer::Create(device(index), kCount * 4));
+    VKSPMD_ASSERT_OK_AND_ASSIGN(auto out, runtime::Buffer::Create(device(index), kCount * 4));
+    VKSPMD_ASSERT_OK(UploadVector(input, *in));
+    runtime::CommandRecorder recorder(device(index));
+    recorder.Dispatch(*pipeline, {{in.get()}, {out.get()}}, Push{kCount, 17 + index},
+                      {(kCount + 31) / 32, 1, 1});
+    VKSPMD_ASSERT_OK_AND_ASSIGN(auto sequence, recorder.Finish());
+    VKSPMD_ASSERT_OK(sequence->Run());
+    VKSPMD_ASSERT_OK_AND_ASSIGN(std::vector<int32_t> result, DownloadVector<int32_t>(*out, kCount));
+    for (uint32_t i = 0; i < kCount; ++i) {
+      ASSERT_EQ(result[i], input[i] * input[i] - (17 + index)) << "element " << i;
+    }
+  }
+}
+
+TEST_F(KernelTest, InvalidKernelsAndBindingsAreClearErrors) {
+  OpenDevices(2);
+  const std::vector<uint32_t> garbage = {1, 2, 3, 4, 5, 6};
+  runtime::PipelineSpec spec{"garbage", garbage, "main", {BindingAccess::kRead}, 0, {}};
+  absl::Status status = runtime::ComputePipeline::Create(device(0).device(), spec).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("'garbage' is not SPIR-V"), absl::string_view::npos) << status;
+
+  auto add = EmbeddedPipeline(device(0), "vector_add_f32",
+                              {BindingAccess::kRead, BindingAccess::kRead, BindingAccess::kWrite},
+                              sizeof(CountPush));
+  ASSERT_TRUE(add);
+  spec = {"too_many_push_constants", {}, "main", {}, 4096, {}};
+  absl::StatusOr<std::span<const uint32_t>> words = shaders::EmbeddedShader("vector_add_f32");
+  ASSERT_TRUE(words.ok());
+  spec.spirv = *words;
+  status = runtime::ComputePipeline::Create(device(0).device(), spec).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("4096 bytes of push constants"), absl::string_view::npos);
+
+  VKSPMD_ASSERT_OK_AND_ASSIGN(auto small, runtime::Buffer::Create(device(0), 16));
+  VKSPMD_ASSERT_OK_AND_ASSIGN(auto elsewhere, runtime::Buffer::Create(device(1), 16));
+  auto finish_error = [&](auto record) {
+    runtime::CommandRecorder recorder(device(0));
+    record(recorder);
+    return recorder.Finish().status();
+  };
+  status = finish_error([&](runtime::CommandRecorder& recorder) {
+    recorder.Dispatch(*add, {{small.get()}, {small.get()}}, CountPush{4}, {1, 1, 1});
+  });
+  EXPECT_NE(status.message().find("has 3 bindings but 2 buffers"), absl::string_view::npos)
+      << status;
+  status = finish_error([&](runtime::CommandRecorder& recorder) {
+    recorder.Dispatch(*add, {{small.get()}, {small.get(), 8, 16}, {small.get()}}, CountPush{4},
+                      {1, 1, 1});
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kOutOfRange) << status;
+  status = finish_error([&](runtime::CommandRecorder& recorder) {
+    recorder.Dispatch(*add, {{small.get()}, {elsewhere.get()}, {small.get()}}, CountPush{4},
+                      {1, 1, 1});
+  });
+  EXPECT_NE(status.message().find("belongs to mesh device 1"), absl::string_view::npos) << status;
+  status = finish_error([&](runtime::CommandRecorder& recorder) {
+    recorder.Dispatch(*add, {{small.get()}, {small.get()}, {small.get()}}, CountPush{4},
+                      {UINT32_MAX, 1, 1});
+  });
+  EXPECT_NE(status.message().find("workgroups along axis 0"), absl::string_view::npos) << status;
+}
+
+}  // namespace
+}  // namespace vkspmd::testing
