@@ -35,7 +35,8 @@ DeviceSet& Devices(bool force_staging) {
     config->force_staging = force_staging;
     absl::StatusOr<std::unique_ptr<DeviceSet>> created = DeviceSet::Create(*config);
     if (!created.ok()) {
-      std::fprintf(stderr, "cannot open a device: %s\n", std::string(created.status().message()).c_str());
+      std::fprintf(stderr, "cannot open a device: %s\n",
+                   std::string(created.status().message()).c_str());
       std::exit(77);
     }
     set = std::move(*created);
@@ -89,7 +90,8 @@ double MemcpyBandwidth(size_t size) {
     auto start = std::chrono::steady_clock::now();
     std::memcpy(destination.data(), source.data(), size);
     benchmark::DoNotOptimize(destination.data());
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     best = std::max(best, size / seconds);
   }
   return best;
@@ -110,9 +112,8 @@ void RunTransfer(benchmark::State& state, bool upload, bool force_staging) {
   double memcpy_bandwidth = MemcpyBandwidth(size);
   state.counters["memcpy_GBps"] = memcpy_bandwidth / 1e9;
   // Bandwidth of this transfer divided by memcpy's: 1.0 means as fast as a host memcpy.
-  state.counters["vs_memcpy"] = benchmark::Counter(
-      static_cast<double>(size) / memcpy_bandwidth,
-      benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["vs_memcpy"] = benchmark::Counter(static_cast<double>(size) / memcpy_bandwidth,
+                                                   benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_HostToDevice(benchmark::State& state) { RunTransfer(state, true, false); }
@@ -122,10 +123,26 @@ void BM_DeviceToHostStaging(benchmark::State& state) { RunTransfer(state, false,
 
 BENCHMARK(BM_DispatchRoundTrip)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RecordedSequenceOf100Dispatches)->UseRealTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_HostToDevice)->RangeMultiplier(4)->Range(1, 256)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_DeviceToHost)->RangeMultiplier(4)->Range(1, 256)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_HostToDeviceStaging)->RangeMultiplier(4)->Range(1, 256)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_DeviceToHostStaging)->RangeMultiplier(4)->Range(1, 256)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_HostToDevice)
+    ->RangeMultiplier(4)
+    ->Range(1, 256)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DeviceToHost)
+    ->RangeMultiplier(4)
+    ->Range(1, 256)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_HostToDeviceStaging)
+    ->RangeMultiplier(4)
+    ->Range(1, 256)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DeviceToHostStaging)
+    ->RangeMultiplier(4)
+    ->Range(1, 256)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace vkspmd::runtime
@@ -139,7 +156,8 @@ int main(int argc, char** argv) {
                               std::string(vkspmd::runtime::PhysicalDeviceTypeName(device.type)));
   benchmark::AddCustomContext("driver", device.driver_name + " " + device.driver_info);
   if (device.is_cpu()) {
-    std::fprintf(stderr, "note: %s is a CPU device; these are not GPU figures\n", device.name.c_str());
+    std::fprintf(stderr, "note: %s is a CPU device; these are not GPU figures\n",
+                 device.name.c_str());
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -97,7 +97,9 @@ TEST(BlockAllocatorTest, RandomWorkloadNeverOverlapsAndFreesToOneRange) {
       ASSERT_EQ(*offset % alignment, 0u);
       ASSERT_LE(*offset + size, kSize);
       auto next = live.lower_bound(*offset);
-      if (next != live.end()) ASSERT_LE(*offset + size, next->first);
+      if (next != live.end()) {
+        ASSERT_LE(*offset + size, next->first);
+      }
       if (next != live.begin()) {
         auto previous = std::prev(next);
         ASSERT_LE(previous->first + previous->second, *offset);
