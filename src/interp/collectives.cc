@@ -1,0 +1,180 @@
+// Collectives over emulated devices. Members of a group are taken in the order the group lists
+// them, which fixes the reduction order and the concatenation order as XLA does.
+#include "src/interp/collectives.h"
+
+#include <algorithm>
+
+#include "fmt/format.h"
+#include "src/interp/shape_ops.h"
+#include "src/ir/collective_groups.h"
+#include "src/ir/status_macros.h"
+
+namespace vkspmd::interp {
+namespace {
+
+using ir::Literal;
+
+// The piece `index` of `count` equal pieces of `value` along `axis`.
+Literal Chunk(const Literal& value, int64_t axis, int64_t index, int64_t count) {
+  std::vector<int64_t> dims = value.shape().dimensions();
+  dims[axis] /= count;
+  Literal chunk(ir::Shape(value.dtype(), dims));
+  std::vector<int64_t> start(dims.size(), 0);
+  start[axis] = index * dims[axis];
+  CopyBlock(value, start, chunk, std::vector<int64_t>(dims.size(), 0), dims);
+  return chunk;
+}
+
+Literal Concatenate(const std::vector<const Literal*>& parts, int64_t axis) {
+  std::vector<int64_t> dims = parts[0]->shape().dimensions();
+  dims[axis] = 0;
+  for (const Literal* part : parts) dims[axis] += part->shape().dimension(axis);
+  Literal result(ir::Shape(parts[0]->dtype(), dims));
+  std::vector<int64_t> start(dims.size(), 0);
+  for (const Literal* part : parts) {
+    CopyBlock(*part, std::vector<int64_t>(dims.size(), 0), result, start,
+              part->shape().dimensions());
+    start[axis] += part->shape().dimension(axis);
+  }
+  return result;
+}
+
+// Position of `device` in the flattened tile assignment, as a multi-index over its dims.
+absl::StatusOr<std::vector<int64_t>> TileIndex(const ir::Sharding& sharding, int64_t device) {
+  const std::vector<int64_t> ids = sharding.tile_assignment().Flatten();
+  auto found = std::find(ids.begin(), ids.end(), device);
+  if (found == ids.end()) {
+    return absl::InvalidArgumentError(
+        fmt::format("device {} is not in sharding {}", device, sharding.ToString()));
+  }
+  const auto& dims = sharding.tile_assignment().dimensions;
+  std::vector<int64_t> index(dims.size(), 0);
+  int64_t linear = found - ids.begin();
+  for (int64_t i = static_cast<int64_t>(dims.size()) - 1; i >= 0; --i) {
+    index[i] = linear % dims[i];
+    linear /= dims[i];
+  }
+  return index;
+}
+
+}  // namespace
+
+absl::StatusOr<Literal> ExtractShard(const ir::Shape& shard_shape, const Literal& full,
+                                     const ir::Sharding& sharding, int64_t partition) {
+  Literal shard(shard_shape);
+  if (sharding.kind() != ir::Sharding::Kind::kTiled) {
+    if (shard_shape != full.shape()) {
+      return absl::InvalidArgumentError("SPMDFullToShardShape of an untiled value changes shape");
+    }
+    return full;
+  }
+  VKSPMD_ASSIGN_OR_RETURN(std::vector<int64_t> tile, TileIndex(sharding, partition));
+  std::vector<int64_t> start, block;
+  for (int64_t i = 0; i < shard_shape.rank(); ++i) {
+    start.push_back(tile[i] * shard_shape.dimension(i));
+    block.push_back(
+        std::clamp<int64_t>(full.shape().dimension(i) - start.back(), 0, shard_shape.dimension(i)));
+    start.back() = std::min(start.back(), full.shape().dimension(i));
+  }
+  CopyBlock(full, start, shard, std::vector<int64_t>(start.size(), 0), block);
+  return shard;
+}
+
+absl::StatusOr<std::vector<Literal>> EvaluateShardToFull(
+    const ir::Instruction& instruction, const std::vector<const Literal*>& operands,
+    int64_t partition_count) {
+  const ir::Shape& full_shape = instruction.shape();
+  std::vector<Literal> results;
+  if (!instruction.sharding().has_value() ||
+      instruction.sharding()->kind() != ir::Sharding::Kind::kTiled) {
+    for (const Literal* operand : operands) {
+      if (operand->shape() != full_shape) {
+        return absl::InvalidArgumentError(
+            fmt::format("{}: SPMDShardToFullShape needs a tiled sharding", instruction.Describe()));
+      }
+      results.push_back(*operand);
+    }
+    return results;
+  }
+  const ir::Sharding& sharding = *instruction.sharding();
+  const int64_t device_count = static_cast<int64_t>(operands.size());
+  for (int64_t device = 0; device < device_count; ++device) {
+    Literal full(full_shape);
+    const int64_t replica_base = device - device % partition_count;
+    for (int64_t partition = 0; partition < partition_count; ++partition) {
+      absl::StatusOr<std::vector<int64_t>> tile = TileIndex(sharding, partition);
+      if (!tile.ok()) continue;  // a partition outside the tile assignment holds nothing
+      const Literal& shard = *operands[replica_base + partition];
+      std::vector<int64_t> start, block;
+      for (int64_t i = 0; i < full_shape.rank(); ++i) {
+        start.push_back(std::min((*tile)[i] * shard.shape().dimension(i), full_shape.dimension(i)));
+        block.push_back(std::clamp<int64_t>(full_shape.dimension(i) - start.back(), 0,
+                                            shard.shape().dimension(i)));
+      }
+      CopyBlock(shard, std::vector<int64_t>(start.size(), 0), full, start, block);
+    }
+    results.push_back(std::move(full));
+  }
+  return results;
+}
+
+absl::StatusOr<std::vector<Literal>> EvaluateCollective(const ir::Instruction& instruction,
+                                                        const std::vector<const Literal*>& operands,
+                                                        int64_t replica_count,
+                                                        int64_t partition_count,
+                                                        const ComputationCaller& call) {
+  const int64_t device_count = replica_count * partition_count;
+  std::vector<Literal> results(device_count, Literal(instruction.shape()));
+  if (instruction.opcode() == ir::Opcode::kCollectivePermute) {
+    VKSPMD_ASSIGN_OR_RETURN(
+        auto pairs, ir::CollectivePermuteDevicePairs(instruction, replica_count, partition_count));
+    for (const auto& [source, target] : pairs) results[target] = *operands[source];
+    return results;
+  }
+  VKSPMD_ASSIGN_OR_RETURN(auto groups,
+                          ir::CollectiveDeviceGroups(instruction, replica_count, partition_count));
+  const std::vector<int64_t>& dimensions = instruction.attributes().dimensions;
+  for (const std::vector<int64_t>& group : groups) {
+    const int64_t size = static_cast<int64_t>(group.size());
+    std::vector<const Literal*> members;
+    for (int64_t device : group) members.push_back(operands[device]);
+    switch (instruction.opcode()) {
+      case ir::Opcode::kAllReduce:
+      case ir::Opcode::kReduceScatter: {
+        Literal sum = *members[0];
+        for (int64_t k = 1; k < size; ++k) {
+          VKSPMD_RETURN_IF_ERROR(
+              CombineElementwise(*instruction.attributes().to_apply, sum, *members[k], call));
+        }
+        for (int64_t k = 0; k < size; ++k) {
+          results[group[k]] = instruction.opcode() == ir::Opcode::kAllReduce
+                                  ? sum
+                                  : Chunk(sum, dimensions[0], k, size);
+        }
+        break;
+      }
+      case ir::Opcode::kAllGather: {
+        const Literal gathered = Concatenate(members, dimensions[0]);
+        for (int64_t device : group) results[device] = gathered;
+        break;
+      }
+      case ir::Opcode::kAllToAll: {
+        for (int64_t receiver = 0; receiver < size; ++receiver) {
+          std::vector<Literal> pieces;
+          for (const Literal* sender : members) {
+            pieces.push_back(Chunk(*sender, dimensions[0], receiver, size));
+          }
+          std::vector<const Literal*> parts;
+          for (const Literal& piece : pieces) parts.push_back(&piece);
+          results[group[receiver]] = Concatenate(parts, dimensions[0]);
+        }
+        break;
+      }
+      default:
+        return absl::InternalError("not a collective");
+    }
+  }
+  return results;
+}
+
+}  // namespace vkspmd::interp

@@ -1,0 +1,218 @@
+// Evaluator driver: walks a computation in instruction order; on N devices every instruction is
+// evaluated for all devices before the next one, so collectives see every device's operand.
+#include "src/interp/evaluator.h"
+
+#include "absl/container/flat_hash_map.h"
+#include "fmt/format.h"
+#include "src/interp/collectives.h"
+#include "src/interp/contraction.h"
+#include "src/interp/elementwise.h"
+#include "src/interp/rng.h"
+#include "src/interp/shape_ops.h"
+#include "src/ir/status_macros.h"
+
+namespace vkspmd::interp {
+namespace {
+
+using ir::Instruction;
+using ir::Literal;
+using ir::Opcode;
+
+using Values = absl::flat_hash_map<const Instruction*, Literal>;
+
+absl::StatusOr<Literal> EvaluateCallee(const ir::Computation& computation,
+                                       std::vector<Literal> arguments) {
+  return EvaluateComputation(computation, std::move(arguments));
+}
+
+absl::Status CheckArguments(const ir::Computation& computation,
+                            const std::vector<Literal>& arguments) {
+  if (static_cast<int64_t>(arguments.size()) != computation.parameter_count()) {
+    return absl::InvalidArgumentError(fmt::format("%{} takes {} arguments, got {}",
+                                                  computation.name(), computation.parameter_count(),
+                                                  arguments.size()));
+  }
+  for (int64_t i = 0; i < computation.parameter_count(); ++i) {
+    const ir::Shape& expected = computation.parameter(i)->shape();
+    if (arguments[i].shape() != expected) {
+      return absl::InvalidArgumentError(
+          fmt::format("argument {} (%{}) must be {}, got {}", i, computation.parameter(i)->name(),
+                      expected.ToString(), arguments[i].shape().ToString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Every op that one device can evaluate alone.
+absl::StatusOr<Literal> EvaluateLocal(const Instruction& instruction,
+                                      const std::vector<const Literal*>& operands,
+                                      const std::vector<Literal>& arguments, DeviceContext device) {
+  const Opcode opcode = instruction.opcode();
+  if (ir::IsElementwiseUnary(opcode)) return EvaluateUnary(instruction, *operands[0]);
+  if (ir::IsElementwiseBinary(opcode))
+    return EvaluateBinary(instruction, *operands[0], *operands[1]);
+  const ComputationCaller call = EvaluateCallee;
+  switch (opcode) {
+    case Opcode::kParameter:
+      return arguments[instruction.attributes().parameter_number];
+    case Opcode::kConstant:
+      return *instruction.attributes().literal;
+    case Opcode::kCompare:
+      return EvaluateCompare(instruction.attributes().direction, *operands[0], *operands[1]);
+    case Opcode::kSelect:
+      return EvaluateSelect(*operands[0], *operands[1], *operands[2]);
+    case Opcode::kClamp:
+      return EvaluateClamp(*operands[0], *operands[1], *operands[2]);
+    case Opcode::kConvert:
+      return Convert(*operands[0], instruction.shape().dtype());
+    case Opcode::kCopy:
+      return *operands[0];
+    case Opcode::kIota:
+      return EvaluateIota(instruction);
+    case Opcode::kPartitionId:
+    case Opcode::kReplicaId: {
+      Literal id(instruction.shape());
+      id.SetFromInt64(0, opcode == Opcode::kPartitionId ? device.partition_id : device.replica_id);
+      return id;
+    }
+    case Opcode::kRngBitGenerator:
+      return EvaluateRngBitGenerator(instruction, *operands[0]);
+    case Opcode::kBroadcast:
+      return EvaluateBroadcast(instruction, *operands[0]);
+    case Opcode::kReshape:
+      return EvaluateReshape(instruction.shape(), *operands[0]);
+    case Opcode::kTranspose:
+      return EvaluateTranspose(instruction, *operands[0]);
+    case Opcode::kSlice:
+      return EvaluateSlice(instruction, *operands[0]);
+    case Opcode::kDynamicSlice:
+      return EvaluateDynamicSlice(instruction, operands);
+    case Opcode::kDynamicUpdateSlice:
+      return EvaluateDynamicUpdateSlice(operands);
+    case Opcode::kConcatenate:
+      return EvaluateConcatenate(instruction, operands);
+    case Opcode::kPad:
+      return EvaluatePad(instruction, *operands[0], *operands[1]);
+    case Opcode::kReverse:
+      return EvaluateReverse(instruction, *operands[0]);
+    case Opcode::kDot:
+      return EvaluateDot(instruction, *operands[0], *operands[1]);
+    case Opcode::kReduce:
+      return EvaluateReduce(instruction, operands, call);
+    case Opcode::kTuple: {
+      std::vector<Literal> elements;
+      for (const Literal* operand : operands) elements.push_back(*operand);
+      return Literal::Tuple(std::move(elements));
+    }
+    case Opcode::kGetTupleElement:
+      return operands[0]->tuple_elements()[instruction.attributes().tuple_index];
+    case Opcode::kCustomCall: {
+      if (instruction.attributes().custom_call_target == "SPMDFullToShardShape") {
+        const std::optional<ir::Sharding>& sharding = instruction.operand(0)->sharding();
+        return ExtractShard(instruction.shape(), *operands[0],
+                            sharding.value_or(ir::Sharding::Replicated()), device.partition_id);
+      }
+      return *operands[0];  // "Sharding" only annotates
+    }
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      fmt::format("{}: {} needs every device; evaluate with EvaluateOnDevices",
+                  instruction.Describe(), ir::OpcodeName(opcode)));
+}
+
+bool NeedsAllDevices(const Instruction& instruction) {
+  return ir::IsCollective(instruction.opcode()) ||
+         (instruction.opcode() == Opcode::kCustomCall &&
+          instruction.attributes().custom_call_target == "SPMDShardToFullShape");
+}
+
+}  // namespace
+
+absl::StatusOr<Literal> EvaluateComputation(const ir::Computation& computation,
+                                            std::vector<Literal> arguments, DeviceContext device) {
+  VKSPMD_RETURN_IF_ERROR(CheckArguments(computation, arguments));
+  Values values;
+  for (const auto& instruction : computation.instructions()) {
+    std::vector<const Literal*> operands;
+    for (const Instruction* operand : instruction->operands())
+      operands.push_back(&values.at(operand));
+    if (NeedsAllDevices(*instruction) && instruction->opcode() != Opcode::kCustomCall) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: collectives need EvaluateOnDevices", instruction->Describe()));
+    }
+    if (NeedsAllDevices(*instruction)) {
+      VKSPMD_ASSIGN_OR_RETURN(auto full, EvaluateShardToFull(*instruction, operands, 1));
+      values[instruction.get()] = std::move(full[0]);
+      continue;
+    }
+    VKSPMD_ASSIGN_OR_RETURN(Literal value,
+                            EvaluateLocal(*instruction, operands, arguments, device));
+    values[instruction.get()] = std::move(value);
+  }
+  return std::move(values.at(computation.root()));
+}
+
+absl::StatusOr<Literal> Evaluate(const ir::Module& module, const std::vector<Literal>& arguments) {
+  if (module.replica_count() * module.partition_count() == 1) {
+    return EvaluateComputation(*module.entry(), arguments);
+  }
+  std::vector<std::vector<Literal>> per_device(module.replica_count() * module.partition_count(),
+                                               arguments);
+  VKSPMD_ASSIGN_OR_RETURN(std::vector<Literal> results, EvaluateOnDevices(module, per_device));
+  return std::move(results[0]);
+}
+
+absl::StatusOr<std::vector<Literal>> EvaluateOnDevices(
+    const ir::Module& module, const std::vector<std::vector<Literal>>& arguments) {
+  const int64_t partition_count = module.partition_count();
+  const int64_t device_count = module.replica_count() * partition_count;
+  if (static_cast<int64_t>(arguments.size()) != device_count) {
+    return absl::InvalidArgumentError(fmt::format(
+        "the module runs on {} devices ({} replicas x {} partitions) but {} argument lists were "
+        "given",
+        device_count, module.replica_count(), partition_count, arguments.size()));
+  }
+  const ir::Computation& entry = *module.entry();
+  for (const auto& device_arguments : arguments) {
+    VKSPMD_RETURN_IF_ERROR(CheckArguments(entry, device_arguments));
+  }
+  std::vector<Values> values(device_count);
+  for (const auto& instruction : entry.instructions()) {
+    std::vector<std::vector<const Literal*>> operands(device_count);
+    for (int64_t d = 0; d < device_count; ++d) {
+      for (const Instruction* operand : instruction->operands()) {
+        operands[d].push_back(&values[d].at(operand));
+      }
+    }
+    if (NeedsAllDevices(*instruction)) {
+      std::vector<const Literal*> first_operands;
+      for (int64_t d = 0; d < device_count; ++d) first_operands.push_back(operands[d][0]);
+      absl::StatusOr<std::vector<Literal>> results =
+          instruction->opcode() == Opcode::kCustomCall
+              ? EvaluateShardToFull(*instruction, first_operands, partition_count)
+              : EvaluateCollective(*instruction, first_operands, module.replica_count(),
+                                   partition_count, EvaluateCallee);
+      if (!results.ok()) {
+        return absl::InvalidArgumentError(fmt::format("{}: {}", instruction->Describe(),
+                                                      std::string(results.status().message())));
+      }
+      for (int64_t d = 0; d < device_count; ++d)
+        values[d][instruction.get()] = std::move((*results)[d]);
+      continue;
+    }
+    for (int64_t d = 0; d < device_count; ++d) {
+      const DeviceContext device{d / partition_count, d % partition_count};
+      VKSPMD_ASSIGN_OR_RETURN(Literal value,
+                              EvaluateLocal(*instruction, operands[d], arguments[d], device));
+      values[d][instruction.get()] = std::move(value);
+    }
+  }
+  std::vector<Literal> results;
+  for (int64_t d = 0; d < device_count; ++d)
+    results.push_back(std::move(values[d].at(entry.root())));
+  return results;
+}
+
+}  // namespace vkspmd::interp

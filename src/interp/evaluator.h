@@ -1,0 +1,34 @@
+// The reference evaluator: runs an ir::Module on the CPU, on one device or on N emulated devices
+// (replica_count x num_partitions) with collectives. Ground truth for every other backend.
+#pragma once
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "src/ir/module.h"
+
+namespace vkspmd::interp {
+
+// Which emulated device an evaluation runs as.
+struct DeviceContext {
+  int64_t replica_id = 0;
+  int64_t partition_id = 0;
+};
+
+// Evaluates the entry computation once; the module must have no collectives unless it has a
+// single device. Argument shapes must equal the parameter shapes.
+absl::StatusOr<ir::Literal> Evaluate(const ir::Module& module,
+                                     const std::vector<ir::Literal>& arguments);
+
+// Runs the module on replica_count x num_partitions emulated devices in lock step;
+// `arguments[d]` are device d's arguments (d = replica * num_partitions + partition) and the
+// result has one literal per device.
+absl::StatusOr<std::vector<ir::Literal>> EvaluateOnDevices(
+    const ir::Module& module, const std::vector<std::vector<ir::Literal>>& arguments);
+
+// Evaluates one computation (no collectives) as the given device.
+absl::StatusOr<ir::Literal> EvaluateComputation(const ir::Computation& computation,
+                                                std::vector<ir::Literal> arguments,
+                                                DeviceContext device = {});
+
+}  // namespace vkspmd::interp

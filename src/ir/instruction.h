@@ -1,0 +1,120 @@
+// One IR instruction: opcode, result shape, operands, and the attributes XLA gives the op
+// (dimensions=, slice=, replica_groups=, to_apply=, sharding=, ...).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/ir/literal.h"
+#include "src/ir/opcode.h"
+#include "src/ir/shape.h"
+#include "src/ir/sharding.h"
+
+namespace vkspmd::ir {
+
+class Computation;
+
+// Where an instruction was written, when it came from text (line and column are 1-based).
+struct SourceLocation {
+  int line = 0;
+  int column = 0;
+  bool known() const { return line > 0; }
+};
+
+struct SliceDimension {
+  int64_t start = 0;
+  int64_t limit = 0;
+  int64_t stride = 1;
+  bool operator==(const SliceDimension&) const = default;
+};
+
+// padding=low_high or low_high_interior per dimension; low and high may be negative.
+struct PaddingDimension {
+  int64_t low = 0;
+  int64_t high = 0;
+  int64_t interior = 0;
+  bool operator==(const PaddingDimension&) const = default;
+};
+
+struct DotDimensions {
+  std::vector<int64_t> lhs_batch;
+  std::vector<int64_t> rhs_batch;
+  std::vector<int64_t> lhs_contracting;
+  std::vector<int64_t> rhs_contracting;
+  bool operator==(const DotDimensions&) const = default;
+};
+
+// replica_groups={{0,1},{2,3}} or the iota form [2,2]<=[4] (kept as parsed for printing).
+struct ReplicaGroups {
+  std::vector<std::vector<int64_t>> groups;
+  std::optional<DeviceArray> iota;
+  // The groups as lists, expanding the iota form: rows of the [groups, size] array.
+  std::vector<std::vector<int64_t>> Expand() const;
+  std::string ToString() const;
+  bool operator==(const ReplicaGroups& other) const { return Expand() == other.Expand(); }
+};
+
+enum class RngAlgorithm { kDefault, kThreeFry, kPhilox };
+
+// Every attribute any op may carry; each op reads only its own (see the printer for which).
+struct InstructionAttributes {
+  int64_t parameter_number = 0;
+  std::optional<Literal> literal;  // constant
+  std::vector<int64_t> dimensions;
+  int64_t iota_dimension = 0;
+  int64_t tuple_index = 0;
+  std::vector<SliceDimension> slice;
+  std::vector<int64_t> dynamic_slice_sizes;
+  std::vector<PaddingDimension> padding;
+  DotDimensions dot;
+  ComparisonDirection direction = ComparisonDirection::kEq;
+  Computation* to_apply = nullptr;
+  ReplicaGroups replica_groups;
+  std::optional<int64_t> channel_id;
+  bool use_global_device_ids = false;
+  std::vector<std::pair<int64_t, int64_t>> source_target_pairs;
+  std::string custom_call_target;
+  RngAlgorithm rng_algorithm = RngAlgorithm::kDefault;
+};
+
+class Instruction {
+ public:
+  Instruction(Opcode opcode, Shape shape, std::vector<Instruction*> operands)
+      : opcode_(opcode), shape_(std::move(shape)), operands_(std::move(operands)) {}
+
+  Opcode opcode() const { return opcode_; }
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+  const Shape& shape() const { return shape_; }
+  void set_shape(Shape shape) { shape_ = std::move(shape); }
+  const std::vector<Instruction*>& operands() const { return operands_; }
+  Instruction* operand(int64_t index) const { return operands_[index]; }
+  int64_t operand_count() const { return static_cast<int64_t>(operands_.size()); }
+  void ReplaceOperand(int64_t index, Instruction* operand) { operands_[index] = operand; }
+
+  const InstructionAttributes& attributes() const { return attributes_; }
+  InstructionAttributes& attributes() { return attributes_; }
+  const std::optional<Sharding>& sharding() const { return sharding_; }
+  void set_sharding(std::optional<Sharding> sharding) { sharding_ = std::move(sharding); }
+  const SourceLocation& location() const { return location_; }
+  void set_location(SourceLocation location) { location_ = location; }
+  Computation* parent() const { return parent_; }
+  void set_parent(Computation* parent) { parent_ = parent; }
+
+  // "4:3: %add.3" (text position when parsed) or "%add.3": how errors name this instruction.
+  std::string Describe() const;
+
+ private:
+  Opcode opcode_;
+  std::string name_;
+  Shape shape_;
+  std::vector<Instruction*> operands_;
+  InstructionAttributes attributes_;
+  std::optional<Sharding> sharding_;
+  SourceLocation location_;
+  Computation* parent_ = nullptr;
+};
+
+}  // namespace vkspmd::ir
