@@ -2,6 +2,7 @@
 // device arrays, replica groups and shardings. Nesting is bounded so hostile text cannot overflow.
 #include "src/ir/text_reader.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -158,7 +159,15 @@ absl::StatusOr<Shape> TextReader::ReadShape() {
     } while (TryConsume(","));
     VKSPMD_RETURN_IF_ERROR(ExpectPunct("]"));
   }
-  if (IsPunct("{")) {
+  // A '{' after a computation signature opens the body, not a layout: a layout starts with a
+  // dimension number, ':' or '}'.
+  Lexer lookahead = lexer_;
+  const Token after_brace = lookahead.Next();
+  const bool starts_layout = (after_brace.kind == TokenKind::kWord &&
+                              std::isdigit(static_cast<unsigned char>(after_brace.text[0]))) ||
+                             (after_brace.kind == TokenKind::kPunct &&
+                              (after_brace.text == "}" || after_brace.text == ":"));
+  if (IsPunct("{") && starts_layout) {
     const Token layout_token = current_;
     Advance();
     std::vector<int64_t> minor_to_major;
