@@ -49,7 +49,8 @@ std::vector<ir::Literal> LoadArguments(const std::string& prefix) {
 }
 
 void ExpectClose(const ir::Literal& actual, const ir::Literal& expected, const std::string& what) {
-  ASSERT_EQ(actual.shape(), expected.shape()) << what;
+  ASSERT_EQ(actual.shape(), expected.shape())
+      << what << ": " << actual.shape().ToString() << " vs " << expected.shape().ToString();
   for (int64_t i = 0; i < actual.ElementCount(); ++i) {
     if (ir::IsFloat(actual.dtype())) {
       const double a = actual.GetAsDouble(i), e = expected.GetAsDouble(i);

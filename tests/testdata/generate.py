@@ -42,7 +42,7 @@ def write(name, hlo, args, outputs, devices):
     with open(os.path.join(HERE, name + ".hlo"), "w") as f:
         f.write(hlo)
     def save(stem, value):
-        np.save(os.path.join(HERE, stem + ".npy"), np.ascontiguousarray(value))
+        np.save(os.path.join(HERE, stem + ".npy"), np.array(value, order="C"))
     if devices is None:
         for k, a in enumerate(args):
             save(f"{name}.arg{k}", a)
