@@ -116,7 +116,6 @@ absl::StatusOr<Shape> InferBinary(const Instruction& instruction) {
     default:
       if (type == DType::kPred) return Invalid(fmt::format("{} does not take pred operands", name));
   }
-  if (instruction.opcode() == Opcode::kCompare) return Shape(DType::kPred, lhs.dimensions());
   return lhs;
 }
 
@@ -170,7 +169,13 @@ absl::StatusOr<Shape> InferBroadcast(const Instruction& instruction) {
     if (i > 0 && dimensions[i] <= dimensions[i - 1]) {
       return Invalid("broadcast dimensions must be strictly increasing");
     }
-    expected[dimensions[i]] = operand.dimension(static_cast<int64_t>(i));
+    const int64_t size = operand.dimension(static_cast<int64_t>(i));
+    if (result.dimension(dimensions[i]) != size) {
+      return Invalid(fmt::format(
+          "broadcast operand dimension {} (size {}) does not match result dimension {} (size {})",
+          i, size, dimensions[i], result.dimension(dimensions[i])));
+    }
+    expected[dimensions[i]] = size;
   }
   return Shape(operand.dtype(), expected);
 }

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
 #include "fmt/format.h"
 #include "src/ir/status_macros.h"
 
@@ -235,6 +236,9 @@ absl::Status TextReader::ReadLiteralElements(const Shape& shape, size_t dimensio
   VKSPMD_RETURN_IF_ERROR(ExpectPunct("{"));
   const int64_t size = shape.dimension(static_cast<int64_t>(dimension));
   for (int64_t k = 0; k < size; ++k) {
+    if (k > 0 && IsPunct("}")) {
+      return Error(fmt::format("expected {} elements in dimension {}, got {}", size, dimension, k));
+    }
     if (k > 0) VKSPMD_RETURN_IF_ERROR(ExpectPunct(","));
     if (dimension + 1 == static_cast<size_t>(shape.rank())) {
       VKSPMD_RETURN_IF_ERROR(ReadElement(literal, next_index++));
@@ -310,7 +314,11 @@ absl::StatusOr<DeviceArray> TextReader::ReadDeviceArray() {
     }
   } else {
     for (int64_t i = 0; i < count; ++i) {
-      if (i > 0) VKSPMD_RETURN_IF_ERROR(ExpectPunct(","));
+      if (i > 0 && !IsPunct(",")) {
+        return Error(fmt::format("devices=[{}] needs {} device ids, got {}",
+                                 absl::StrJoin(array.dimensions, ","), count, i));
+      }
+      if (i > 0) Advance();
       VKSPMD_ASSIGN_OR_RETURN(int64_t device, ReadInteger());
       array.device_ids.push_back(device);
     }
