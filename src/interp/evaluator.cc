@@ -155,9 +155,7 @@ absl::StatusOr<Literal> EvaluateComputation(const ir::Computation& computation,
 }
 
 absl::StatusOr<Literal> Evaluate(const ir::Module& module, const std::vector<Literal>& arguments) {
-  if (module.replica_count() * module.partition_count() == 1) {
-    return EvaluateComputation(*module.entry(), arguments);
-  }
+  // Every device gets the same arguments; device 0's result is returned.
   std::vector<std::vector<Literal>> per_device(module.replica_count() * module.partition_count(),
                                                arguments);
   VKSPMD_ASSIGN_OR_RETURN(std::vector<Literal> results, EvaluateOnDevices(module, per_device));

@@ -15,8 +15,8 @@ struct DeviceContext {
   int64_t partition_id = 0;
 };
 
-// Evaluates the entry computation once; the module must have no collectives unless it has a
-// single device. Argument shapes must equal the parameter shapes.
+// Evaluates the entry computation with the same arguments on every device of the module and
+// returns device 0's result. Argument shapes must equal the parameter shapes.
 absl::StatusOr<ir::Literal> Evaluate(const ir::Module& module,
                                      const std::vector<ir::Literal>& arguments);
 
