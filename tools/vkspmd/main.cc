@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("vkspmd ") + VKSPMD_VERSION);
   app.require_subcommand(1);
   RegisterDevicesCommand(app);
+  RegisterCheckCommand(app);
+  RegisterEvalCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {
