@@ -4,6 +4,8 @@
 
 #include <cctype>
 
+#include "absl/strings/escaping.h"
+
 namespace vkspmd::ir {
 namespace {
 
@@ -59,13 +61,15 @@ Token Lexer::Next() {
   }
   if (c == '"') {
     Advance();
-    std::string value;
+    const size_t start = position_;
     while (position_ < input_.size() && Peek() != '"' && Peek() != '\n') {
-      if (Peek() == '\\' && position_ + 1 < input_.size()) Advance();
-      value += Peek();
+      if (Peek() == '\\' && position_ + 1 < input_.size() && Peek(1) != '\n') Advance();
       Advance();
     }
-    if (Peek() != '"') {
+    std::string value;
+    // C escapes, as the printer writes them; an invalid escape counts as unterminated.
+    if (Peek() != '"' ||
+        !absl::CUnescape(absl::string_view(input_.data() + start, position_ - start), &value)) {
       token.text = "\"";
       return token;
     }

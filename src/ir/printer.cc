@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
 
@@ -100,7 +101,10 @@ std::vector<std::string> AttributeStrings(const Instruction& instruction,
       parts.push_back("dynamic_slice_sizes=" + Braced(attributes.dynamic_slice_sizes));
       break;
     case Opcode::kPad:
-      parts.push_back("padding=" + PaddingToString(attributes.padding));
+      // A rank-0 pad has no padding to print (and "padding=" alone would not parse).
+      if (!attributes.padding.empty()) {
+        parts.push_back("padding=" + PaddingToString(attributes.padding));
+      }
       break;
     case Opcode::kCompare:
       parts.push_back(fmt::format("direction={}", ComparisonDirectionName(attributes.direction)));
@@ -125,7 +129,8 @@ std::vector<std::string> AttributeStrings(const Instruction& instruction,
       parts = CollectiveAttributes(instruction);
       break;
     case Opcode::kCustomCall:
-      parts.push_back(fmt::format("custom_call_target=\"{}\"", attributes.custom_call_target));
+      parts.push_back(fmt::format("custom_call_target=\"{}\"",
+                                  absl::CEscape(attributes.custom_call_target)));
       break;
     case Opcode::kRngBitGenerator:
       parts.push_back("algorithm=" + RngAlgorithmName(attributes.rng_algorithm));

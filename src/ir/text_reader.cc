@@ -16,6 +16,7 @@ namespace vkspmd::ir {
 namespace {
 
 constexpr int kMaxNesting = 64;
+constexpr size_t kMaxRank = 64;
 constexpr int64_t kMaxDeviceArraySize = int64_t{1} << 20;
 
 // Ends one level of nesting when it goes out of scope.
@@ -157,6 +158,7 @@ absl::StatusOr<Shape> TextReader::ReadShape() {
       }
       element_count *= size;
       dimensions.push_back(size);
+      if (dimensions.size() > kMaxRank) return ErrorAt(size_token, "rank is too large");
     } while (TryConsume(","));
     VKSPMD_RETURN_IF_ERROR(ExpectPunct("]"));
   }
