@@ -1,0 +1,64 @@
+// Emits the ops of a backward pass into the gradient computation: arithmetic on arrays with
+// scalar constants broadcast as needed, sums over dimensions, and caches so the same constant or
+// broadcast is emitted once and shared by every rule that needs it.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "src/ir/builder.h"
+#include "src/ir/module.h"
+
+namespace vkspmd::autodiff {
+
+class GradientEmitter {
+ public:
+  // `builder` and `module` are borrowed; reducers the backward pass needs are added to `module`.
+  GradientEmitter(ir::ComputationBuilder& builder, ir::Module& module)
+      : builder_(builder), module_(module) {}
+
+  ir::ComputationBuilder& builder() { return builder_; }
+
+  // `value` of `type` as an array of `shape`'s dimensions (one cached broadcast per shape).
+  absl::StatusOr<ir::Instruction*> Full(double value, const ir::Shape& shape);
+  absl::StatusOr<ir::Instruction*> Zeros(const ir::Shape& shape) { return Full(0, shape); }
+  absl::StatusOr<ir::Instruction*> ScalarConstant(double value, ir::DType type);
+
+  absl::StatusOr<ir::Instruction*> Unary(ir::Opcode opcode, ir::Instruction* operand);
+  absl::StatusOr<ir::Instruction*> Binary(ir::Opcode opcode, ir::Instruction* lhs,
+                                          ir::Instruction* rhs);
+  // lhs OP value, with the scalar broadcast to lhs's shape.
+  absl::StatusOr<ir::Instruction*> BinaryWithScalar(ir::Opcode opcode, ir::Instruction* lhs,
+                                                    double value);
+  absl::StatusOr<ir::Instruction*> Compare(ir::Instruction* lhs, ir::Instruction* rhs,
+                                           ir::ComparisonDirection direction);
+  absl::StatusOr<ir::Instruction*> Select(ir::Instruction* predicate, ir::Instruction* on_true,
+                                          ir::Instruction* on_false);
+  absl::StatusOr<ir::Instruction*> Add(ir::Opcode opcode, std::vector<ir::Instruction*> operands,
+                                       ir::InstructionAttributes attributes,
+                                       std::optional<ir::Shape> declared = std::nullopt);
+
+  // Sum over `dimensions` (reduce with an add reducer of the operand's type).
+  absl::StatusOr<ir::Instruction*> Sum(ir::Instruction* operand, std::vector<int64_t> dimensions);
+  // Sums `gradient` down to `shape` when `shape` is a scalar broadcast into it (clamp's bounds);
+  // returns it unchanged when the shapes already agree.
+  absl::StatusOr<ir::Instruction*> SumToShape(ir::Instruction* gradient, const ir::Shape& shape);
+  // Broadcast `operand` into `shape`, operand dimension i becoming dimension dimensions[i].
+  absl::StatusOr<ir::Instruction*> Broadcast(ir::Instruction* operand, const ir::Shape& shape,
+                                             std::vector<int64_t> dimensions);
+
+ private:
+  absl::StatusOr<ir::Computation*> AddReducer(ir::DType type);
+
+  ir::ComputationBuilder& builder_;
+  ir::Module& module_;
+  std::map<std::pair<ir::DType, double>, ir::Instruction*> scalars_;
+  std::map<std::tuple<ir::DType, double, std::vector<int64_t>>, ir::Instruction*> fulls_;
+  std::map<ir::DType, ir::Computation*> add_reducers_;
+};
+
+}  // namespace vkspmd::autodiff

@@ -1,0 +1,25 @@
+// Reverse-mode automatic differentiation as an IR-to-IR transformation: from a module computing a
+// scalar loss, a module computing the loss and its gradients with respect to chosen parameters,
+// made of ordinary IR ops so every later pass (partitioning included) treats it like any program.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "src/ir/module.h"
+
+namespace vkspmd::autodiff {
+
+// The loss is the entry's root, or element `loss_index` of a root tuple. It must be a floating
+// scalar. The result's entry takes the same parameters and returns
+// (loss, d loss/d parameter wrt[0], d loss/d parameter wrt[1], ...). Parameters the loss does not
+// depend on get zero gradients. Integer and predicate paths stop the gradient; an op on the path
+// without a gradient rule is an error naming it.
+absl::StatusOr<std::unique_ptr<ir::Module>> Gradients(const ir::Module& module,
+                                                      std::optional<int64_t> loss_index,
+                                                      const std::vector<int64_t>& wrt);
+
+}  // namespace vkspmd::autodiff
