@@ -129,8 +129,8 @@ std::vector<std::string> AttributeStrings(const Instruction& instruction,
       parts = CollectiveAttributes(instruction);
       break;
     case Opcode::kCustomCall:
-      parts.push_back(fmt::format("custom_call_target=\"{}\"",
-                                  absl::CEscape(attributes.custom_call_target)));
+      parts.push_back(
+          fmt::format("custom_call_target=\"{}\"", absl::CEscape(attributes.custom_call_target)));
       break;
     case Opcode::kRngBitGenerator:
       parts.push_back("algorithm=" + RngAlgorithmName(attributes.rng_algorithm));

@@ -8,9 +8,10 @@ seconds="${1:?usage: run_fuzzer.sh SECONDS}"
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${VKSPMD_FUZZ_BUILD_DIR:-${repo}/build-fuzz}"
 
+mkdir -p "${build}"
 CC=clang CXX=clang++ cmake -S "${repo}" -B "${build}" -G Ninja -DVKSPMD_FUZZ=ON \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo > "${build}.configure.log" 2>&1 ||
-  { cat "${build}.configure.log"; exit 1; }
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo > "${build}/configure.log" 2>&1 ||
+  { cat "${build}/configure.log"; exit 1; }
 cmake --build "${build}" --target hlo_parser_fuzzer
 
 # libFuzzer writes new inputs into the first corpus directory, so seed a scratch copy.
