@@ -39,24 +39,6 @@ Literal Concatenate(const std::vector<const Literal*>& parts, int64_t axis) {
   return result;
 }
 
-// Position of `device` in the flattened tile assignment, as a multi-index over its dims.
-absl::StatusOr<std::vector<int64_t>> TileIndex(const ir::Sharding& sharding, int64_t device) {
-  const std::vector<int64_t> ids = sharding.tile_assignment().Flatten();
-  auto found = std::find(ids.begin(), ids.end(), device);
-  if (found == ids.end()) {
-    return absl::InvalidArgumentError(
-        fmt::format("device {} is not in sharding {}", device, sharding.ToString()));
-  }
-  const auto& dims = sharding.tile_assignment().dimensions;
-  std::vector<int64_t> index(dims.size(), 0);
-  int64_t linear = found - ids.begin();
-  for (int64_t i = static_cast<int64_t>(dims.size()) - 1; i >= 0; --i) {
-    index[i] = linear % dims[i];
-    linear /= dims[i];
-  }
-  return index;
-}
-
 }  // namespace
 
 absl::StatusOr<Literal> ExtractShard(const ir::Shape& shard_shape, const Literal& full,
@@ -68,13 +50,15 @@ absl::StatusOr<Literal> ExtractShard(const ir::Shape& shard_shape, const Literal
     }
     return full;
   }
-  VKSPMD_ASSIGN_OR_RETURN(std::vector<int64_t> tile, TileIndex(sharding, partition));
-  std::vector<int64_t> start, block;
-  for (int64_t i = 0; i < shard_shape.rank(); ++i) {
-    start.push_back(tile[i] * shard_shape.dimension(i));
-    block.push_back(
-        std::clamp<int64_t>(full.shape().dimension(i) - start.back(), 0, shard_shape.dimension(i)));
-    start.back() = std::min(start.back(), full.shape().dimension(i));
+  if (!sharding.TileIndexForDevice(partition).has_value()) {
+    return absl::InvalidArgumentError(
+        fmt::format("device {} is not in sharding {}", partition, sharding.ToString()));
+  }
+  const std::vector<int64_t> start = sharding.TileOffsetForDevice(full.shape(), partition);
+  const std::vector<int64_t> limit = sharding.TileLimitForDevice(full.shape(), partition);
+  std::vector<int64_t> block;
+  for (size_t i = 0; i < start.size(); ++i) {
+    block.push_back(std::min(limit[i] - start[i], shard_shape.dimension(i)));
   }
   CopyBlock(full, start, shard, std::vector<int64_t>(start.size(), 0), block);
   return shard;
@@ -102,14 +86,14 @@ absl::StatusOr<std::vector<Literal>> EvaluateShardToFull(
     Literal full(full_shape);
     const int64_t replica_base = device - device % partition_count;
     for (int64_t partition = 0; partition < partition_count; ++partition) {
-      absl::StatusOr<std::vector<int64_t>> tile = TileIndex(sharding, partition);
-      if (!tile.ok()) continue;  // a partition outside the tile assignment holds nothing
+      // A partition outside the tile assignment holds nothing.
+      if (!sharding.TileIndexForDevice(partition).has_value()) continue;
       const Literal& shard = *operands[replica_base + partition];
-      std::vector<int64_t> start, block;
-      for (int64_t i = 0; i < full_shape.rank(); ++i) {
-        start.push_back(std::min((*tile)[i] * shard.shape().dimension(i), full_shape.dimension(i)));
-        block.push_back(std::clamp<int64_t>(full_shape.dimension(i) - start.back(), 0,
-                                            shard.shape().dimension(i)));
+      const std::vector<int64_t> start = sharding.TileOffsetForDevice(full_shape, partition);
+      const std::vector<int64_t> limit = sharding.TileLimitForDevice(full_shape, partition);
+      std::vector<int64_t> block;
+      for (size_t i = 0; i < start.size(); ++i) {
+        block.push_back(std::min(limit[i] - start[i], shard.shape().dimension(i)));
       }
       CopyBlock(shard, std::vector<int64_t>(start.size(), 0), full, start, block);
     }

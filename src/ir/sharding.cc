@@ -132,6 +132,60 @@ int64_t Sharding::TiledDataRank() const {
          (last_tile_dim_replicate_ ? 1 : 0) - static_cast<int64_t>(subgroup_types_.size());
 }
 
+std::optional<std::vector<int64_t>> Sharding::TileIndexForDevice(int64_t device) const {
+  if (kind_ != Kind::kTiled) return std::vector<int64_t>{};
+  const std::vector<int64_t> ids = tile_assignment_.Flatten();
+  const auto found = std::find(ids.begin(), ids.end(), device);
+  if (found == ids.end()) return std::nullopt;
+  const std::vector<int64_t>& dims = tile_assignment_.dimensions;
+  std::vector<int64_t> index(dims.size(), 0);
+  int64_t linear = found - ids.begin();
+  for (int64_t i = static_cast<int64_t>(dims.size()) - 1; i >= 0; --i) {
+    index[i] = linear % dims[i];
+    linear /= dims[i];
+  }
+  return index;
+}
+
+Shape Sharding::TileShape(const Shape& shape) const {
+  if (kind_ != Kind::kTiled) return shape;
+  std::vector<int64_t> dims = shape.dimensions();
+  for (int64_t i = 0; i < TiledDataRank() && i < shape.rank(); ++i) {
+    const int64_t tiles = tile_assignment_.dimensions[i];
+    dims[i] = (dims[i] + tiles - 1) / tiles;
+  }
+  return Shape(shape.dtype(), dims);
+}
+
+std::vector<int64_t> Sharding::TileOffsetForDevice(const Shape& shape, int64_t device) const {
+  std::vector<int64_t> offsets(shape.rank(), 0);
+  const std::optional<std::vector<int64_t>> index = TileIndexForDevice(device);
+  if (kind_ != Kind::kTiled || !index.has_value()) return offsets;
+  const Shape tile = TileShape(shape);
+  for (int64_t i = 0; i < TiledDataRank() && i < shape.rank(); ++i) {
+    offsets[i] = std::min((*index)[i] * tile.dimension(i), shape.dimension(i));
+  }
+  return offsets;
+}
+
+std::vector<int64_t> Sharding::TileLimitForDevice(const Shape& shape, int64_t device) const {
+  if (kind_ != Kind::kTiled) return shape.dimensions();
+  std::vector<int64_t> limits = TileOffsetForDevice(shape, device);
+  const Shape tile = TileShape(shape);
+  if (!TileIndexForDevice(device).has_value()) return limits;
+  for (int64_t i = 0; i < shape.rank(); ++i) {
+    limits[i] = std::min(limits[i] + tile.dimension(i), shape.dimension(i));
+  }
+  return limits;
+}
+
+int64_t Sharding::NumTiles() const {
+  if (kind_ != Kind::kTiled) return 1;
+  int64_t tiles = 1;
+  for (int64_t i = 0; i < TiledDataRank(); ++i) tiles *= tile_assignment_.dimensions[i];
+  return tiles;
+}
+
 absl::Status Sharding::ValidateForShape(const Shape& shape) const {
   if (kind_ == Kind::kTuple) {
     if (!shape.IsTuple() || shape.tuple_elements().size() != tuple_elements_.size()) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,17 @@ class Sharding {
 
   // Rank of the tensor this sharding tiles: tile dims less the replication/subgroup dims.
   int64_t TiledDataRank() const;
+  // Tile queries of a tiled sharding (XLA's HloSharding names). The tile index of a device has one
+  // coordinate per tile-assignment dim (replication dims included); nullopt when the device holds
+  // no tile. Tiles are ceil(dim / tiles) long; the last ones may overhang the dim, so offsets
+  // and limits are clamped to it. Untiled shardings have one tile: the whole shape.
+  std::optional<std::vector<int64_t>> TileIndexForDevice(int64_t device) const;
+  Shape TileShape(const Shape& shape) const;
+  std::vector<int64_t> TileOffsetForDevice(const Shape& shape, int64_t device) const;
+  std::vector<int64_t> TileLimitForDevice(const Shape& shape, int64_t device) const;
+  // Number of distinct tiles (replication dims excluded).
+  int64_t NumTiles() const;
+
   // Checks that a sharding fits a value of `shape` (tile rank, tuple arity).
   absl::Status ValidateForShape(const Shape& shape) const;
 

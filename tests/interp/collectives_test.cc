@@ -149,6 +149,24 @@ TEST(CollectivesTest, RejectsTheWrongNumberOfDevices) {
             "given");
 }
 
+TEST(CollectivesTest, UnevenShardsArePaddedAndReassembled) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"hlo(
+HloModule m, num_partitions=2
+ENTRY %e (p: f32[5]) -> (f32[3], f32[5]) {
+  %p = f32[5]{0} parameter(0), sharding={devices=[2]0,1}
+  %shard = f32[3]{0} custom-call(f32[5]{0} %p), custom_call_target="SPMDFullToShardShape", sharding={manual}
+  %full = f32[5]{0} custom-call(f32[3]{0} %shard), custom_call_target="SPMDShardToFullShape", sharding={devices=[2]0,1}
+  ROOT %t = (f32[3]{0}, f32[5]{0}) tuple(f32[3]{0} %shard, f32[5]{0} %full)
+})hlo");
+  ASSERT_TRUE(module.ok()) << module.status();
+  const Literal input = Literal::Create<float>(DType::kF32, {5}, {1, 2, 3, 4, 5});
+  absl::StatusOr<std::vector<Literal>> results = EvaluateOnDevices(**module, {{input}, {input}});
+  ASSERT_TRUE(results.ok()) << results.status();
+  EXPECT_EQ((*results)[1].tuple_elements()[0], Literal::Create<float>(DType::kF32, {3}, {4, 5, 0}));
+  EXPECT_EQ((*results)[0].tuple_elements()[1], input);
+  EXPECT_EQ((*results)[1].tuple_elements()[1], input);
+}
+
 TEST(CollectiveGroupsTest, GroupsMustCoverEveryDeviceOnce) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseModule(
       std::string("HloModule m, num_partitions=4\n") + std::string(kReducers) +

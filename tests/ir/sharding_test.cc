@@ -64,6 +64,21 @@ TEST(ShardingTest, ValidatesAgainstShapes) {
   EXPECT_FALSE(ParseSharding("{{replicated}}")->ValidateForShape(pair).ok());
 }
 
+TEST(ShardingTest, TileQueriesFollowTheTileAssignment) {
+  const Sharding sharding =
+      *ParseSharding("{devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}");
+  const Shape shape(DType::kF32, {5, 3});
+  EXPECT_EQ(sharding.NumTiles(), 2);
+  EXPECT_EQ(sharding.TileShape(shape), Shape(DType::kF32, {3, 3}));
+  // Devices in array order: 0, 2, 1, 3; device 1 is at (1, 0, 0).
+  EXPECT_EQ(sharding.TileIndexForDevice(1), (std::vector<int64_t>{1, 0, 0}));
+  EXPECT_EQ(sharding.TileOffsetForDevice(shape, 1), (std::vector<int64_t>{3, 0}));
+  EXPECT_EQ(sharding.TileLimitForDevice(shape, 1), (std::vector<int64_t>{5, 3}));
+  EXPECT_EQ(sharding.TileOffsetForDevice(shape, 2), (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(sharding.TileIndexForDevice(7), std::nullopt);
+  EXPECT_EQ(Sharding::Replicated().TileShape(shape), shape);
+}
+
 TEST(ShardingTest, MetadataInsideAShardingIsIgnored) {
   absl::StatusOr<Sharding> sharding =
       ParseSharding("{devices=[2]0,1 metadata={op_name=\"x\" source_line=3}}");
