@@ -171,32 +171,54 @@ absl::StatusOr<Instruction*> DotOperandGradient(const RuleInput& input, Gradient
                                       }())
                                .size());
 
-  // The adjoint's dims: [batch..., lhs free..., rhs free...]; contract its `other` free part.
-  ir::DotDimensions backward;
+  // The adjoint's dims: [batch..., lhs free..., rhs free...]; contract its `other` free part
+  // with `other`. Either operand order works; the one whose result already has `self`'s layout
+  // saves a transpose (dot(x, g) rather than dot(g, x) for the weights of x @ w).
+  ir::DotDimensions adjoint_first;
+  ir::DotDimensions other_first;
   const int64_t other_free_offset = for_lhs ? batch + lhs_free_count : batch;
   for (int64_t i = 0; i < batch; ++i) {
-    backward.lhs_batch.push_back(i);
-    backward.rhs_batch.push_back(other_batch[i]);
+    adjoint_first.lhs_batch.push_back(i);
+    adjoint_first.rhs_batch.push_back(other_batch[i]);
+    other_first.lhs_batch.push_back(other_batch[i]);
+    other_first.rhs_batch.push_back(i);
   }
   for (size_t j = 0; j < other_free.size(); ++j) {
-    backward.lhs_contracting.push_back(other_free_offset + static_cast<int64_t>(j));
-    backward.rhs_contracting.push_back(other_free[j]);
+    adjoint_first.lhs_contracting.push_back(other_free_offset + static_cast<int64_t>(j));
+    adjoint_first.rhs_contracting.push_back(other_free[j]);
+    other_first.lhs_contracting.push_back(other_free[j]);
+    other_first.rhs_contracting.push_back(other_free_offset + static_cast<int64_t>(j));
   }
-  VKSPMD_ASSIGN_OR_RETURN(Instruction * product,
-                          emit.builder().Dot(input.adjoint, other, backward));
-  // product dims: [batch..., self free..., other's contracting dims in ascending order...].
+  // Where each of self's dims lands in either product. Adjoint first: [batch..., self free...,
+  // other's contracting dims ascending...]; other first: [batch..., other's contracting dims
+  // ascending..., self free...].
   std::vector<int64_t> sorted_other_contracting = other_contracting;
   std::sort(sorted_other_contracting.begin(), sorted_other_contracting.end());
-  std::vector<int64_t> permutation(self->shape().rank());
-  for (int64_t i = 0; i < batch; ++i) permutation[self_batch[i]] = i;
-  for (size_t j = 0; j < self_free.size(); ++j) {
-    permutation[self_free[j]] = batch + static_cast<int64_t>(j);
+  const int64_t free_count = static_cast<int64_t>(self_free.size());
+  const int64_t contracting_count = static_cast<int64_t>(self_contracting.size());
+  std::vector<int64_t> adjoint_first_permutation(self->shape().rank());
+  std::vector<int64_t> other_first_permutation(self->shape().rank());
+  for (int64_t i = 0; i < batch; ++i) {
+    adjoint_first_permutation[self_batch[i]] = i;
+    other_first_permutation[self_batch[i]] = i;
   }
-  for (size_t k = 0; k < self_contracting.size(); ++k) {
-    permutation[self_contracting[k]] =
-        batch + static_cast<int64_t>(self_free.size()) +
-        RankAmongSorted(sorted_other_contracting, other_contracting[k]);
+  for (int64_t j = 0; j < free_count; ++j) {
+    adjoint_first_permutation[self_free[j]] = batch + j;
+    other_first_permutation[self_free[j]] = batch + contracting_count + j;
   }
+  for (int64_t k = 0; k < contracting_count; ++k) {
+    int64_t rank = RankAmongSorted(sorted_other_contracting, other_contracting[k]);
+    adjoint_first_permutation[self_contracting[k]] = batch + free_count + rank;
+    other_first_permutation[self_contracting[k]] = batch + rank;
+  }
+  std::vector<int64_t> identity(self->shape().rank());
+  std::iota(identity.begin(), identity.end(), 0);
+  if (other_first_permutation == identity && adjoint_first_permutation != identity) {
+    return emit.builder().Dot(other, input.adjoint, other_first);
+  }
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * product,
+                          emit.builder().Dot(input.adjoint, other, adjoint_first));
+  std::vector<int64_t> permutation = adjoint_first_permutation;
   return TransposeUnlessIdentity(emit, product, permutation);
 }
 

@@ -35,5 +35,6 @@ int& CommandExitCode();
 void RegisterDevicesCommand(CLI::App& app);
 void RegisterCheckCommand(CLI::App& app);
 void RegisterEvalCommand(CLI::App& app);
+void RegisterGradCommand(CLI::App& app);
 
 }  // namespace vkspmd::cli

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   RegisterDevicesCommand(app);
   RegisterCheckCommand(app);
   RegisterEvalCommand(app);
+  RegisterGradCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {

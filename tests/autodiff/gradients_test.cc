@@ -1,0 +1,230 @@
+// The shape of gradient modules and the errors of Gradients: lean backward graphs, exact zeros
+// where the gradient stops, JAX's tie convention, loss selection, and clear errors.
+#include "src/autodiff/gradients.h"
+
+#include <gtest/gtest.h>
+
+#include "src/ir/parser.h"
+#include "src/ir/printer.h"
+#include "tests/autodiff/gradient_check.h"
+
+namespace vkspmd::autodiff {
+namespace {
+
+std::unique_ptr<ir::Module> Parse(const std::string& text) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
+  EXPECT_TRUE(module.ok()) << module.status();
+  return module.ok() ? std::move(*module) : nullptr;
+}
+
+int Count(const ir::Module& module, ir::Opcode opcode) {
+  int count = 0;
+  for (const auto& instruction : module.entry()->instructions())
+    count += instruction->opcode() == opcode;
+  return count;
+}
+
+constexpr char kAdd[] = R"(
+%add (lhs: f64[], rhs: f64[]) -> f64[] {
+  %lhs = f64[] parameter(0)
+  %rhs = f64[] parameter(1)
+  ROOT %sum = f64[] add(%lhs, %rhs)
+}
+)";
+
+std::string WithAdd(const std::string& name, const std::string& entry) {
+  return "HloModule " + name + "\n" + kAdd + entry;
+}
+
+const std::string kExpTimesWeights = WithAdd("exp_weights", R"(
+ENTRY %main (x: f64[4], w: f64[4]) -> f64[] {
+  %x = f64[4] parameter(0)
+  %w = f64[4] parameter(1)
+  %e = f64[4] exponential(%x)
+  %m = f64[4] multiply(%e, %w)
+  %zero = f64[] constant(0)
+  ROOT %loss = f64[] reduce(%m, %zero), dimensions={0}, to_apply=%add
+}
+)");
+
+TEST(GradientsTest, ReusesForwardValuesInsteadOfRecomputing) {
+  std::unique_ptr<ir::Module> module = Parse(kExpTimesWeights);
+  absl::StatusOr<std::unique_ptr<ir::Module>> gradients = Gradients(*module, std::nullopt, {0, 1});
+  ASSERT_TRUE(gradients.ok()) << gradients.status();
+  EXPECT_EQ(Count(**gradients, ir::Opcode::kExp), 1) << ir::PrintModule(**gradients);
+}
+
+TEST(GradientsTest, ComputesOnlyTheGradientsAskedFor) {
+  std::unique_ptr<ir::Module> module = Parse(kExpTimesWeights);
+  absl::StatusOr<std::unique_ptr<ir::Module>> both = Gradients(*module, std::nullopt, {0, 1});
+  absl::StatusOr<std::unique_ptr<ir::Module>> only_w = Gradients(*module, std::nullopt, {1});
+  ASSERT_TRUE(both.ok() && only_w.ok());
+  // d/dw = exp(x) * g: one multiply beyond the forward one; d/dx would need another.
+  EXPECT_EQ(Count(**only_w, ir::Opcode::kMultiply), 2) << ir::PrintModule(**only_w);
+  EXPECT_GT(Count(**both, ir::Opcode::kMultiply), Count(**only_w, ir::Opcode::kMultiply));
+  EXPECT_LT((*only_w)->entry()->instructions().size(), (*both)->entry()->instructions().size());
+}
+
+TEST(GradientsTest, DotGradientsNeedNoTransposeForPlainMatrixProducts) {
+  std::unique_ptr<ir::Module> module = Parse(WithAdd("matmul", R"(
+ENTRY %main (x: f64[8,16], w: f64[16,4]) -> f64[] {
+  %x = f64[8,16] parameter(0)
+  %w = f64[16,4] parameter(1)
+  %y = f64[8,4] dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %zero = f64[] constant(0)
+  ROOT %loss = f64[] reduce(%y, %zero), dimensions={0,1}, to_apply=%add
+}
+)"));
+  absl::StatusOr<std::unique_ptr<ir::Module>> gradients = Gradients(*module, std::nullopt, {0, 1});
+  ASSERT_TRUE(gradients.ok()) << gradients.status();
+  EXPECT_EQ(Count(**gradients, ir::Opcode::kTranspose), 0) << ir::PrintModule(**gradients);
+  EXPECT_EQ(Count(**gradients, ir::Opcode::kDot), 3);
+}
+
+TEST(GradientsTest, StoppedPathsGiveExactZeros) {
+  std::unique_ptr<ir::Module> module = Parse(WithAdd("stops", R"(
+ENTRY %main (x: f64[5], y: f64[5]) -> f64[] {
+  %x = f64[5] parameter(0)
+  %y = f64[5] parameter(1)
+  %i = s32[5] convert(%x)
+  %f = f64[5] convert(%i)
+  %less = pred[5] compare(%x, %y), direction=LT
+  %one = f64[] constant(1)
+  %ones = f64[5] broadcast(%one), dimensions={}
+  %nothing = f64[] constant(0)
+  %zeros = f64[5] broadcast(%nothing), dimensions={}
+  %picked = f64[5] select(%less, %ones, %zeros)
+  %floor = f64[5] floor(%y)
+  %sum1 = f64[5] add(%f, %picked)
+  %sum2 = f64[5] add(%sum1, %floor)
+  %zero = f64[] constant(0)
+  ROOT %loss = f64[] reduce(%sum2, %zero), dimensions={0}, to_apply=%add
+}
+)"));
+  absl::StatusOr<std::unique_ptr<ir::Module>> gradients = Gradients(*module, std::nullopt, {0, 1});
+  ASSERT_TRUE(gradients.ok()) << gradients.status();
+  std::vector<ir::Literal> arguments = testing::RandomArguments(*module, -3, 3, 7);
+  absl::StatusOr<std::vector<ir::Literal>> results =
+      testing::EvaluateGradients(**gradients, arguments);
+  ASSERT_TRUE(results.ok()) << results.status();
+  for (int k = 1; k <= 2; ++k) {
+    for (int64_t i = 0; i < 5; ++i) EXPECT_EQ((*results)[k].GetAsDouble(i), 0.0) << k << "," << i;
+  }
+  EXPECT_EQ(Count(**gradients, ir::Opcode::kMultiply), 0) << "nothing is emitted for stopped paths";
+}
+
+TEST(GradientsTest, TiedMaximumSplitsTheGradientEvenlyLikeJax) {
+  std::unique_ptr<ir::Module> module = Parse(R"(
+HloModule tie
+ENTRY %main (a: f64[], b: f64[]) -> f64[] {
+  %a = f64[] parameter(0)
+  %b = f64[] parameter(1)
+  ROOT %m = f64[] maximum(%a, %b)
+}
+)");
+  absl::StatusOr<std::unique_ptr<ir::Module>> gradients = Gradients(*module, std::nullopt, {0, 1});
+  ASSERT_TRUE(gradients.ok()) << gradients.status();
+  ir::Literal one(ir::Shape::Scalar(ir::DType::kF64));
+  one.SetFromDouble(0, 1.5);
+  absl::StatusOr<std::vector<ir::Literal>> results =
+      testing::EvaluateGradients(**gradients, {one, one});
+  ASSERT_TRUE(results.ok()) << results.status();
+  EXPECT_EQ((*results)[1].GetAsDouble(0), 0.5);
+  EXPECT_EQ((*results)[2].GetAsDouble(0), 0.5);
+}
+
+TEST(GradientsTest, LossFromATupleRootAndUnusedParametersGetZeros) {
+  std::unique_ptr<ir::Module> module = Parse(WithAdd("tuple_root", R"(
+ENTRY %main (x: f64[3], unused: f64[2]) -> (f64[3], f64[]) {
+  %x = f64[3] parameter(0)
+  %unused = f64[2] parameter(1)
+  %square = f64[3] multiply(%x, %x)
+  %zero = f64[] constant(0)
+  %loss = f64[] reduce(%square, %zero), dimensions={0}, to_apply=%add
+  ROOT %out = (f64[3], f64[]) tuple(%square, %loss)
+}
+)"));
+  absl::StatusOr<std::unique_ptr<ir::Module>> gradients = Gradients(*module, 1, {0, 1});
+  ASSERT_TRUE(gradients.ok()) << gradients.status();
+  std::vector<ir::Literal> arguments = testing::RandomArguments(*module, -1, 1, 3);
+  absl::StatusOr<std::vector<ir::Literal>> results =
+      testing::EvaluateGradients(**gradients, arguments);
+  ASSERT_TRUE(results.ok()) << results.status();
+  for (int64_t i = 0; i < 3; ++i) {
+    EXPECT_DOUBLE_EQ((*results)[1].GetAsDouble(i), 2 * arguments[0].GetAsDouble(i));
+  }
+  EXPECT_EQ((*results)[2].shape().dimensions(), std::vector<int64_t>{2});
+  EXPECT_EQ((*results)[2].GetAsDouble(0), 0.0);
+  EXPECT_EQ((*results)[2].GetAsDouble(1), 0.0);
+}
+
+TEST(GradientsTest, ErrorsNameWhatIsWrong) {
+  std::unique_ptr<ir::Module> module = Parse(kExpTimesWeights);
+  absl::Status status = Gradients(*module, std::nullopt, {2}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("no parameter 2"), std::string::npos) << status;
+  status = Gradients(*module, 0, {0}).status();
+  EXPECT_NE(status.message().find("needs a tuple root"), std::string::npos) << status;
+  status = Gradients(*module, std::nullopt, {0, 0}).status();
+  EXPECT_NE(status.message().find("listed twice"), std::string::npos) << status;
+
+  std::unique_ptr<ir::Module> vector_loss = Parse(R"(
+HloModule vector_loss
+ENTRY %main (x: f64[3]) -> f64[3] {
+  %x = f64[3] parameter(0)
+  ROOT %e = f64[3] exponential(%x)
+}
+)");
+  status = Gradients(*vector_loss, std::nullopt, {0}).status();
+  EXPECT_NE(status.message().find("the loss must be a floating-point scalar"), std::string::npos)
+      << status;
+
+  std::unique_ptr<ir::Module> integer_parameter = Parse(R"(
+HloModule integer_parameter
+ENTRY %main (i: s32[], x: f64[]) -> f64[] {
+  %i = s32[] parameter(0)
+  %x = f64[] parameter(1)
+  %f = f64[] convert(%i)
+  ROOT %m = f64[] multiply(%f, %x)
+}
+)");
+  status = Gradients(*integer_parameter, std::nullopt, {0}).status();
+  EXPECT_NE(status.message().find("only floating-point array parameters"), std::string::npos)
+      << status;
+}
+
+TEST(GradientsTest, AnOpWithoutARuleIsAnErrorNamingIt) {
+  std::unique_ptr<ir::Module> module = Parse(WithAdd("collective", R"(
+ENTRY %main (x: f64[4]) -> f64[] {
+  %x = f64[4] parameter(0)
+  %summed = f64[4] all-reduce(%x), replica_groups={}, to_apply=%add
+  %zero = f64[] constant(0)
+  ROOT %loss = f64[] reduce(%summed, %zero), dimensions={0}, to_apply=%add
+}
+)"));
+  ASSERT_NE(module, nullptr);
+  absl::Status status = Gradients(*module, std::nullopt, {0}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(status.message().find("no gradient rule for all-reduce"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("%summed"), std::string::npos) << status;
+
+  std::unique_ptr<ir::Module> product = Parse(R"(
+HloModule product
+%mul (lhs: f64[], rhs: f64[]) -> f64[] {
+  %lhs = f64[] parameter(0)
+  %rhs = f64[] parameter(1)
+  ROOT %p = f64[] multiply(%lhs, %rhs)
+}
+ENTRY %main (x: f64[4]) -> f64[] {
+  %x = f64[4] parameter(0)
+  %one = f64[] constant(1)
+  ROOT %loss = f64[] reduce(%x, %one), dimensions={0}, to_apply=%mul
+}
+)");
+  status = Gradients(*product, std::nullopt, {0}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(status.message().find("reduce with multiply"), std::string::npos) << status;
+}
+
+}  // namespace
+}  // namespace vkspmd::autodiff
