@@ -122,6 +122,31 @@ absl::StatusOr<Literal> EvaluateLocal(const Instruction& instruction,
                   instruction.Describe(), ir::OpcodeName(opcode)));
 }
 
+// The evaluator keeps every value in host memory; a shape beyond this is refused up front rather
+// than failing an allocation half-way.
+constexpr int64_t kMaxValueBytes = int64_t{4} << 30;
+
+int64_t ByteSize(const ir::Shape& shape) {
+  if (!shape.IsTuple()) return shape.ElementCount() * ir::DTypeByteSize(shape.dtype());
+  int64_t total = 0;
+  for (const ir::Shape& element : shape.tuple_elements()) total += ByteSize(element);
+  return total;
+}
+
+absl::Status CheckValueSizes(const ir::Module& module) {
+  for (const auto& computation : module.computations()) {
+    for (const auto& instruction : computation->instructions()) {
+      const int64_t bytes = ByteSize(instruction->shape());
+      if (bytes > kMaxValueBytes) {
+        return absl::ResourceExhaustedError(fmt::format(
+            "{}: {} needs {} bytes, more than the reference evaluator's limit of {}",
+            instruction->Describe(), instruction->shape().ToString(), bytes, kMaxValueBytes));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 bool NeedsAllDevices(const Instruction& instruction) {
   return ir::IsCollective(instruction.opcode()) ||
          (instruction.opcode() == Opcode::kCustomCall &&
@@ -172,6 +197,7 @@ absl::StatusOr<std::vector<Literal>> EvaluateOnDevices(
         "given",
         device_count, module.replica_count(), partition_count, arguments.size()));
   }
+  VKSPMD_RETURN_IF_ERROR(CheckValueSizes(module));
   const ir::Computation& entry = *module.entry();
   for (const auto& device_arguments : arguments) {
     VKSPMD_RETURN_IF_ERROR(CheckArguments(entry, device_arguments));

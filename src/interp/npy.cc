@@ -113,7 +113,7 @@ absl::StatusOr<ir::Literal> ParseNpy(std::string_view bytes) {
                                                   bytes.size() - data_start, data_size));
   }
   ir::Literal literal(shape);
-  std::memcpy(literal.bytes().data(), bytes.data() + data_start, data_size);
+  if (data_size > 0) std::memcpy(literal.bytes().data(), bytes.data() + data_start, data_size);
   if (found->type == ir::DType::kPred) {
     for (uint8_t& value : literal.bytes()) value = value != 0 ? 1 : 0;
   }

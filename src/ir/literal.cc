@@ -3,6 +3,7 @@
 #include "src/ir/literal.h"
 
 #include <cmath>
+#include <functional>
 
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"

@@ -2,6 +2,7 @@
 // hold one, and the reference evaluator computes on them.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -24,8 +25,8 @@ class Literal {
   template <typename T>
   static Literal Create(DType type, std::vector<int64_t> dimensions, const std::vector<T>& values) {
     Literal literal(Shape(type, std::move(dimensions)));
-    std::memcpy(literal.bytes_.data(), values.data(),
-                std::min(literal.bytes_.size(), values.size() * sizeof(T)));
+    const size_t size = std::min(literal.bytes_.size(), values.size() * sizeof(T));
+    if (size > 0) std::memcpy(literal.bytes_.data(), values.data(), size);
     return literal;
   }
 

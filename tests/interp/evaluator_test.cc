@@ -303,5 +303,17 @@ TEST(EvaluatorTest, RejectsArgumentsOfTheWrongShape) {
   EXPECT_FALSE(Evaluate(**module, {}).ok());
 }
 
+TEST(EvaluatorTest, RefusesValuesTooLargeForHostMemory) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(
+      "HloModule t\nENTRY %e () -> f32[65536,65536] {\n  %z = f32[] constant(0)\n"
+      "  ROOT %b = f32[65536,65536]{1,0} broadcast(f32[] %z), dimensions={}\n}\n");
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<Literal> result = Evaluate(**module, {});
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(std::string(result.status().message()),
+            "4:8: %b: f32[65536,65536] needs 17179869184 bytes, more than the reference "
+            "evaluator's limit of 4294967296");
+}
+
 }  // namespace
 }  // namespace vkspmd::interp
