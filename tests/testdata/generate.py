@@ -241,7 +241,7 @@ ENTRY %main (p0: f32[4,4]) -> (pred[4,4], pred[4,4], pred[4,4], pred[4,4]) {
 # --- constants of every type ---------------------------------------------------------------------
 case("constants_all_types", """HloModule constants_all_types
 
-ENTRY %main () -> (pred[3], s32[2,2], u32[3], f32[2,3], f64[2], /*index=5*/f32[], s32[0], f32[2,0]) {
+ENTRY %main () -> (pred[3], s32[2,2], u32[3], f32[2,3], f64[2], /*index=5*/f32[], s32[0], f32[2,0], s8[2], u8[2], /*index=10*/s16[2], u16[2], s64[2], u64[2], f16[3], /*index=15*/f32[2]) {
   %pred = pred[3]{0} constant({true, false, true})
   %s32 = s32[2,2]{1,0} constant({ {-2147483648, 2147483647}, {0, -1} })
   %u32 = u32[3]{0} constant({0, 4294967295, 7})
@@ -250,13 +250,26 @@ ENTRY %main () -> (pred[3], s32[2,2], u32[3], f32[2,3], f64[2], /*index=5*/f32[]
   %scalar = f32[] constant(-0)
   %empty = s32[0]{0} constant({})
   %empty2 = f32[2,0]{1,0} constant({ {}, {} })
-  ROOT %tuple = (pred[3]{0}, s32[2,2]{1,0}, u32[3]{0}, f32[2,3]{1,0}, f64[2]{0}, /*index=5*/f32[], s32[0]{0}, f32[2,0]{1,0}) tuple(pred[3]{0} %pred, s32[2,2]{1,0} %s32, u32[3]{0} %u32, f32[2,3]{1,0} %f32, f64[2]{0} %f64, /*index=5*/f32[] %scalar, s32[0]{0} %empty, f32[2,0]{1,0} %empty2)
+  %s8 = s8[2]{0} constant({-128, 127})
+  %u8 = u8[2]{0} constant({0, 255})
+  %s16 = s16[2]{0} constant({-32768, 32767})
+  %u16 = u16[2]{0} constant({0, 65535})
+  %s64 = s64[2]{0} constant({-9223372036854775808, 9223372036854775807})
+  %u64 = u64[2]{0} constant({0, 18446744073709551615})
+  %f16 = f16[3]{0} constant({1, -0.333251953, 65504})
+  %bf16 = bf16[2]{0} constant({1.5, -2.5})
+  %bf16_as_f32 = f32[2]{0} convert(bf16[2]{0} %bf16)
+  ROOT %tuple = (pred[3]{0}, s32[2,2]{1,0}, u32[3]{0}, f32[2,3]{1,0}, f64[2]{0}, /*index=5*/f32[], s32[0]{0}, f32[2,0]{1,0}, s8[2]{0}, u8[2]{0}, /*index=10*/s16[2]{0}, u16[2]{0}, s64[2]{0}, u64[2]{0}, f16[3]{0}, /*index=15*/f32[2]{0}) tuple(pred[3]{0} %pred, s32[2,2]{1,0} %s32, u32[3]{0} %u32, f32[2,3]{1,0} %f32, f64[2]{0} %f64, /*index=5*/f32[] %scalar, s32[0]{0} %empty, f32[2,0]{1,0} %empty2, s8[2]{0} %s8, u8[2]{0} %u8, /*index=10*/s16[2]{0} %s16, u16[2]{0} %u16, s64[2]{0} %s64, u64[2]{0} %u64, f16[3]{0} %f16, /*index=15*/f32[2]{0} %bf16_as_f32)
 }
 """, [], [np.array([True, False, True]), np.array([[-2**31, 2**31 - 1], [0, -1]], dtype=np.int32),
           np.array([0, 2**32 - 1, 7], dtype=np.uint32),
           np.array([[1, -0.5, np.inf], [-np.inf, 1e-30, 3.4028235e+38]], dtype=np.float32),
           np.array([0.1, -1e300]), np.float32(-0.0), np.zeros((0,), np.int32),
-          np.zeros((2, 0), np.float32)])
+          np.zeros((2, 0), np.float32), np.array([-128, 127], np.int8),
+          np.array([0, 255], np.uint8), np.array([-32768, 32767], np.int16),
+          np.array([0, 65535], np.uint16), np.array([-2**63, 2**63 - 1], np.int64),
+          np.array([0, 2**64 - 1], np.uint64), np.array([1, -0.333251953, 65504], np.float16),
+          np.array([1.5, -2.5], np.float32)])
 
 # --- reductions ----------------------------------------------------------------------------------
 x = f32(4, 8)
