@@ -76,7 +76,8 @@ absl::StatusOr<std::string> TextReader::ReadName() {
   if (current_.kind != TokenKind::kWord) return Expected("a name");
   std::string name = current_.text;
   if (!name.empty() && name[0] == '%') name.erase(0, 1);
-  if (name.empty()) return Expected("a name");
+  // Names are printed without '%' in signatures, where a leading '-' would not read back.
+  if (name.empty() || name[0] == '-') return Expected("a name");
   Advance();
   return name;
 }

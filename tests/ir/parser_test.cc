@@ -126,5 +126,13 @@ ENTRY %main (p: f32[2]) -> (f32[4], f32[4]) {
   EXPECT_EQ(Reprint(kText), PrintModule(**module));
 }
 
+TEST(ParserTest, RejectsNamesThatCannotBePrintedBack) {
+  // Found by the fuzzer: "%-" printed as the signature parameter "-" did not read back.
+  absl::StatusOr<std::unique_ptr<Module>> module = ParseModule(
+      "HloModule m\nENTRY %m (p: f32[4]) -> f32[4] {\n %- = f32[4]{0} parameter(0)\n}\n");
+  ASSERT_FALSE(module.ok());
+  EXPECT_EQ(std::string(module.status().message()), "3:2: expected a name, got '%-'");
+}
+
 }  // namespace
 }  // namespace vkspmd::ir
