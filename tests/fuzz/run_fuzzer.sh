@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the HLO parser fuzzer with clang (-DVKSPMD_FUZZ=ON, a separate build directory) and runs
 # it for SECONDS from a seed corpus of tests/testdata/*.hlo and tests/fuzz/corpus/*.
-# Usage: tests/fuzz/run_fuzzer.sh SECONDS   (exit status is non-zero on any crash or report)
+# Usage: tests/fuzz/run_fuzzer.sh SECONDS   (exit status 1 on any crash, hang or sanitizer report;
+# never 77, which this project's scripts read as "skipped")
 set -euo pipefail
 
 seconds="${1:?usage: run_fuzzer.sh SECONDS}"
@@ -27,7 +28,8 @@ status=0
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   "${build}/tests/fuzz/hlo_parser_fuzzer" "${work}/corpus" \
   -max_total_time="${seconds}" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-  -artifact_prefix="${work}/artifacts/" -print_final_stats=1 || status=$?
+  -artifact_prefix="${work}/artifacts/" -print_final_stats=1 \
+  -error_exitcode=1 -timeout_exitcode=1 || status=$?
 if compgen -G "${work}/artifacts/*" > /dev/null; then
   mkdir -p "${repo}/build-fuzz-artifacts"
   cp "${work}"/artifacts/* "${repo}/build-fuzz-artifacts/"
