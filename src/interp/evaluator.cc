@@ -163,14 +163,10 @@ absl::StatusOr<Literal> EvaluateComputation(const ir::Computation& computation,
     std::vector<const Literal*> operands;
     for (const Instruction* operand : instruction->operands())
       operands.push_back(&values.at(operand));
-    if (NeedsAllDevices(*instruction) && instruction->opcode() != Opcode::kCustomCall) {
-      return absl::InvalidArgumentError(
-          fmt::format("{}: collectives need EvaluateOnDevices", instruction->Describe()));
-    }
     if (NeedsAllDevices(*instruction)) {
-      VKSPMD_ASSIGN_OR_RETURN(auto full, EvaluateShardToFull(*instruction, operands, 1));
-      values[instruction.get()] = std::move(full[0]);
-      continue;
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: {} needs every device; evaluate the module with EvaluateOnDevices",
+          instruction->Describe(), ir::OpcodeName(instruction->opcode())));
     }
     VKSPMD_ASSIGN_OR_RETURN(Literal value,
                             EvaluateLocal(*instruction, operands, arguments, device));
