@@ -69,9 +69,22 @@ std::vector<std::string> CollectiveAttributes(const Instruction& instruction) {
     return parts;
   }
   parts.push_back("replica_groups=" + attributes.replica_groups.ToString());
-  const bool has_dimensions = instruction.opcode() != Opcode::kAllReduce;
-  if (has_dimensions) parts.push_back("dimensions=" + Braced(attributes.dimensions));
-  if (attributes.use_global_device_ids) parts.push_back("use_global_device_ids=true");
+  // XLA's order: reduce-scatter prints the all-reduce attributes before its dimensions,
+  // all-gather its dimensions before use_global_device_ids.
+  const std::string dimensions = "dimensions=" + Braced(attributes.dimensions);
+  const bool global = attributes.use_global_device_ids;
+  switch (instruction.opcode()) {
+    case Opcode::kAllReduce:
+      if (global) parts.push_back("use_global_device_ids=true");
+      break;
+    case Opcode::kReduceScatter:
+      if (global) parts.push_back("use_global_device_ids=true");
+      parts.push_back(dimensions);
+      break;
+    default:
+      parts.push_back(dimensions);
+      if (global) parts.push_back("use_global_device_ids=true");
+  }
   return parts;
 }
 
