@@ -3,6 +3,7 @@
 #include "src/ir/literal.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 
 #include "absl/strings/str_join.h"
@@ -179,6 +180,16 @@ std::string Literal::ElementToString(int64_t i) const {
   if (std::isnan(value)) return std::signbit(value) ? "-nan" : "nan";
   if (std::isinf(value)) return value < 0 ? "-inf" : "inf";
   if (dtype() == DType::kF64) return fmt::format("{}", value);
+  if (dtype() == DType::kF32) return fmt::format("{}", static_cast<float>(value));
+  // f16 and bf16: the fewest digits that read back to the same 16 bits, as XLA prints them.
+  const uint16_t bits = Get<uint16_t>(i);
+  for (int digits = 1; digits < 10; ++digits) {
+    const std::string text = fmt::format("{:.{}g}", value, digits);
+    const float parsed = std::strtof(text.c_str(), nullptr);
+    const uint16_t reparsed =
+        dtype() == DType::kF16 ? FloatToHalfBits(parsed) : FloatToBFloat16Bits(parsed);
+    if (reparsed == bits) return text;
+  }
   return fmt::format("{}", static_cast<float>(value));
 }
 

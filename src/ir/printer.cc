@@ -173,7 +173,7 @@ std::string InstructionLine(const Instruction& instruction, const NameOf& name,
       operands.push_back(
           fmt::format("{} %{}", operand->shape().ToStringWithLayout(), name(*operand)));
     }
-    inside = absl::StrJoin(operands, ", ");
+    inside = JoinWithIndexComments(operands);
   }
   std::string line =
       fmt::format("%{} = {} {}({})", name(instruction), instruction.shape().ToStringWithLayout(),

@@ -7,6 +7,16 @@
 
 namespace vkspmd::ir {
 
+std::string JoinWithIndexComments(const std::vector<std::string>& parts) {
+  std::string text;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) text += ", ";
+    if (i > 0 && i % 5 == 0) text += fmt::format("/*index={}*/", i);
+    text += parts[i];
+  }
+  return text;
+}
+
 Shape Shape::Tuple(std::vector<Shape> elements) {
   Shape shape;
   shape.is_tuple_ = true;
@@ -24,7 +34,7 @@ std::string Shape::ToString() const {
   if (is_tuple_) {
     std::vector<std::string> parts;
     for (const Shape& element : tuple_elements_) parts.push_back(element.ToString());
-    return fmt::format("({})", absl::StrJoin(parts, ", "));
+    return fmt::format("({})", JoinWithIndexComments(parts));
   }
   return fmt::format("{}[{}]", DTypeName(dtype_), absl::StrJoin(dimensions_, ","));
 }
@@ -33,7 +43,7 @@ std::string Shape::ToStringWithLayout() const {
   if (is_tuple_) {
     std::vector<std::string> parts;
     for (const Shape& element : tuple_elements_) parts.push_back(element.ToStringWithLayout());
-    return fmt::format("({})", absl::StrJoin(parts, ", "));
+    return fmt::format("({})", JoinWithIndexComments(parts));
   }
   if (dimensions_.empty()) return ToString();
   std::vector<int64_t> minor_to_major;

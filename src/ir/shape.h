@@ -46,6 +46,10 @@ class Shape {
   std::vector<Shape> tuple_elements_;
 };
 
+// "a, b, c, d, e, /*index=5*/f": how XLA joins tuple elements and operand lists, marking every
+// fifth position.
+std::string JoinWithIndexComments(const std::vector<std::string>& parts);
+
 // Row-major strides in elements of the given dimensions.
 std::vector<int64_t> RowMajorStrides(absl::Span<const int64_t> dimensions);
 

@@ -29,6 +29,12 @@ TEST(ShapeTest, PrintsLikeXla) {
   EXPECT_EQ(tuple.ToStringWithLayout(), "(f32[2]{0}, ())");
 }
 
+TEST(ShapeTest, LongTuplesCarryXlasIndexComments) {
+  std::vector<Shape> elements(7, Shape::Scalar(DType::kS32));
+  EXPECT_EQ(Shape::Tuple(elements).ToString(),
+            "(s32[], s32[], s32[], s32[], s32[], /*index=5*/s32[], s32[])");
+}
+
 TEST(ShapeTest, ElementCountsIncludeRankZeroAndZeroSizedDims) {
   EXPECT_EQ(Shape::Scalar(DType::kF32).ElementCount(), 1);
   EXPECT_EQ(Shape(DType::kF32, {3, 0, 2}).ElementCount(), 0);
@@ -67,6 +73,14 @@ TEST(LiteralTest, PrintsConstantsLikeXla) {
   EXPECT_EQ(Literal::Create<uint8_t>(DType::kPred, {}, {1}).ValuesToString(), "true");
   EXPECT_EQ(Literal(Shape(DType::kS32, {0})).ValuesToString(), "{}");
   EXPECT_EQ(Literal::Create<float>(DType::kF32, {}, {-0.0f}).ValuesToString(), "-0");
+  // f16/bf16 print the fewest digits that read back to the same bits.
+  Literal half(Shape(DType::kF16, {2}));
+  half.SetFromDouble(0, -1.0 / 3.0);
+  half.SetFromDouble(1, 65504);
+  EXPECT_EQ(half.ValuesToString(), "{-0.3333, 6.55e+04}");  // %g, as XLA formats it
+  Literal brain(Shape(DType::kBF16, {}));
+  brain.SetFromDouble(0, 0.1);
+  EXPECT_EQ(brain.ValuesToString(), "0.1");
 }
 
 }  // namespace
