@@ -311,9 +311,47 @@ absl::Status ParseSourceTargetPairs(TextReader& reader,
   return reader.ExpectPunct("}");
 }
 
+// Whether an op takes a meaningful attribute; an attribute on the wrong op is an error rather
+// than something silently dropped when printing.
+bool AttributeAppliesTo(std::string_view name, Opcode opcode) {
+  const bool collective = IsCollective(opcode);
+  const bool grouped = collective && opcode != Opcode::kCollectivePermute;
+  const bool has_global_flag = opcode == Opcode::kAllReduce || opcode == Opcode::kAllGather ||
+                               opcode == Opcode::kReduceScatter;
+  if (name == "dimensions") {
+    return opcode == Opcode::kBroadcast || opcode == Opcode::kTranspose ||
+           opcode == Opcode::kConcatenate || opcode == Opcode::kReverse ||
+           opcode == Opcode::kReduce || (grouped && opcode != Opcode::kAllReduce);
+  }
+  if (name == "iota_dimension") return opcode == Opcode::kIota;
+  if (name == "index") return opcode == Opcode::kGetTupleElement;
+  if (name == "slice") return opcode == Opcode::kSlice;
+  if (name == "dynamic_slice_sizes") return opcode == Opcode::kDynamicSlice;
+  if (name == "padding") return opcode == Opcode::kPad;
+  if (name == "lhs_batch_dims" || name == "rhs_batch_dims" || name == "lhs_contracting_dims" ||
+      name == "rhs_contracting_dims") {
+    return opcode == Opcode::kDot;
+  }
+  if (name == "direction" || name == "type") return opcode == Opcode::kCompare;
+  if (name == "to_apply") {
+    return opcode == Opcode::kReduce || opcode == Opcode::kAllReduce ||
+           opcode == Opcode::kReduceScatter;
+  }
+  if (name == "replica_groups") return grouped;
+  if (name == "channel_id") return collective;
+  if (name == "use_global_device_ids") return has_global_flag;
+  if (name == "source_target_pairs") return opcode == Opcode::kCollectivePermute;
+  if (name == "custom_call_target") return opcode == Opcode::kCustomCall;
+  return true;
+}
+
 absl::Status ModuleParser::ParseAttribute(Instruction& instruction) {
   const Token name_token = reader_.current();
   VKSPMD_ASSIGN_OR_RETURN(std::string name, reader_.ReadWord("an attribute name"));
+  if (!AttributeAppliesTo(name, instruction.opcode())) {
+    return reader_.ErrorAt(name_token, fmt::format("attribute {} does not apply to {}", name,
+                                                   OpcodeName(instruction.opcode())));
+  }
   VKSPMD_RETURN_IF_ERROR(reader_.ExpectPunct("="));
   InstructionAttributes& attributes = instruction.attributes();
   if (name == "dimensions") {

@@ -15,6 +15,15 @@ struct MalformedCase {
 };
 
 const MalformedCase kCases[] = {
+    {"attribute_on_the_wrong_op",
+     R"hlo(HloModule m
+
+ENTRY %m (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %n = f32[4]{0} negate(f32[4]{0} %p), dimensions={0}
+}
+)hlo",
+     "5:45: attribute dimensions does not apply to negate"},
     {"bad_alias_kind",
      R"hlo(HloModule m, input_output_alias={ {}: (0, {}, maybe-alias) }
 
