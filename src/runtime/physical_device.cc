@@ -75,6 +75,7 @@ PhysicalDeviceInfo ReadSnapshot(const InstanceFunctions& functions, VkPhysicalDe
   std::copy_n(limits.maxComputeWorkGroupSize, 3, info.max_workgroup_size.begin());
   info.max_storage_buffer_range = limits.maxStorageBufferRange;
   info.max_push_constants_bytes = limits.maxPushConstantsSize;
+  info.max_storage_buffers_per_stage = limits.maxPerStageDescriptorStorageBuffers;
   info.min_storage_buffer_offset_alignment = limits.minStorageBufferOffsetAlignment;
   info.timestamp_period_ns = limits.timestampPeriod;
   info.quirks = QuirksFor(driver.driverID);

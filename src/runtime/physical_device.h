@@ -68,6 +68,7 @@ struct PhysicalDeviceInfo {
   std::array<uint32_t, 3> max_workgroup_size{};
   uint64_t max_storage_buffer_range = 0;
   uint32_t max_push_constants_bytes = 0;
+  uint32_t max_storage_buffers_per_stage = 0;
   uint64_t min_storage_buffer_offset_alignment = 0;
   uint64_t max_memory_allocation_size = 0;
   float timestamp_period_ns = 0;

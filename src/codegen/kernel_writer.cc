@@ -1,0 +1,446 @@
+// GLSL for fused elementwise and index-mapping instructions.
+#include "src/codegen/kernel_writer.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "src/codegen/glsl_preamble.h"
+#include "src/ir/status_macros.h"
+
+namespace vkspmd::codegen {
+namespace {
+
+using ir::DType;
+using ir::Instruction;
+using ir::Opcode;
+
+std::string Literal(const ir::Literal& literal, int64_t index) {
+  switch (literal.dtype()) {
+    case DType::kF32:
+      return absl::StrFormat("uintBitsToFloat(0x%08xu)", literal.Get<uint32_t>(index));
+    case DType::kS32:
+      return absl::StrFormat("int(0x%08xu)", literal.Get<uint32_t>(index));
+    case DType::kU32:
+      return absl::StrFormat("0x%08xu", literal.Get<uint32_t>(index));
+    default:  // pred
+      return literal.GetAsUint64(index) != 0 ? "1u" : "0u";
+  }
+}
+
+std::string Unsupported(const Instruction& instruction, const std::string& what) {
+  return absl::StrCat("the device compiler does not support ", what, " (", instruction.Describe(),
+                      ": ", instruction.shape().ToString(), ")");
+}
+
+std::string Convert(DType from, DType to, const std::string& x) {
+  if (from == to) return x;
+  const bool from_float = from == DType::kF32;
+  switch (to) {
+    case DType::kF32:
+      return absl::StrCat("float(", x, ")");
+    case DType::kS32:
+      return from_float ? absl::StrCat("xla_f2s(", x, ")") : absl::StrCat("int(", x, ")");
+    case DType::kU32:
+      return from_float ? absl::StrCat("xla_f2u(", x, ")") : absl::StrCat("uint(", x, ")");
+    default:  // pred
+      return absl::StrCat("((", x, ") != ", from_float ? "0.0" : (from == DType::kS32 ? "0" : "0u"),
+                          " ? 1u : 0u)");
+  }
+}
+
+}  // namespace
+
+std::vector<int64_t> Strides(const std::vector<int64_t>& dimensions) {
+  std::vector<int64_t> strides(dimensions.size(), 1);
+  for (int64_t d = static_cast<int64_t>(dimensions.size()) - 2; d >= 0; --d) {
+    strides[d] = strides[d + 1] * dimensions[d + 1];
+  }
+  return strides;
+}
+
+std::string KernelWriter::Coordinates(const std::string& prefix, const std::string& index,
+                                      const std::vector<int64_t>& dimensions) {
+  std::vector<int64_t> strides = Strides(dimensions);
+  std::string code;
+  for (size_t d = 0; d < dimensions.size(); ++d) {
+    absl::StrAppend(&code, "  uint ", prefix, d, " = (", index, " / ", strides[d], "u) % ",
+                    std::max<int64_t>(dimensions[d], 1), "u;\n");
+  }
+  return code;
+}
+
+int KernelWriter::Bind(int buffer_id) {
+  for (size_t slot = 0; slot < inputs_.size(); ++slot) {
+    if (inputs_[slot] == buffer_id) return static_cast<int>(slot);
+  }
+  inputs_.push_back(buffer_id);
+  return static_cast<int>(inputs_.size()) - 1;
+}
+
+std::string KernelWriter::ReadBuffer(int buffer_id) {
+  if (auto found = buffer_reads_.find(buffer_id); found != buffer_reads_.end())
+    return found->second;
+  int slot = Bind(buffer_id);
+  std::string type = *GlslType(plan_.buffers[buffer_id].shape.dtype());
+  std::string name = absl::StrCat("read", slot);
+  absl::StrAppend(&functions_, type, " ", name, "(uint i) { return in", slot, ".data[i]; }\n");
+  buffer_reads_[buffer_id] = name;
+  return name;
+}
+
+absl::StatusOr<std::string> KernelWriter::Value(const Instruction* instruction, bool compute) {
+  auto materialized = materialized_.find(instruction);
+  if (!compute && materialized != materialized_.end()) return ReadBuffer(materialized->second);
+  auto key = std::make_pair(instruction, compute);
+  if (auto found = names_.find(key); found != names_.end()) return found->second;
+  if (instruction->shape().IsTuple()) {
+    return absl::UnimplementedError(Unsupported(*instruction, "tuple-shaped values here"));
+  }
+  VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(instruction->shape().dtype()));
+  std::string name = absl::StrCat("v", next_function_++);
+  VKSPMD_ASSIGN_OR_RETURN(std::string body, Compute(*instruction, name));
+  absl::StrAppend(&functions_, "// ", instruction->name(), "\n", type, " ", name, "(uint i) {\n",
+                  body, "}\n");
+  names_[key] = name;
+  return name;
+}
+
+absl::StatusOr<std::string> KernelWriter::Compute(const Instruction& instruction,
+                                                  const std::string& name) {
+  (void)name;
+  const Opcode opcode = instruction.opcode();
+  if (ir::IsElementwiseUnary(opcode) || ir::IsElementwiseBinary(opcode) ||
+      opcode == Opcode::kCompare || opcode == Opcode::kSelect || opcode == Opcode::kClamp ||
+      opcode == Opcode::kConvert || opcode == Opcode::kCopy) {
+    return Elementwise(instruction);
+  }
+  return IndexMapping(instruction);
+}
+
+absl::StatusOr<std::string> KernelWriter::Elementwise(const Instruction& instruction) {
+  const Opcode opcode = instruction.opcode();
+  std::vector<std::string> operands;
+  std::map<const Instruction*, std::string> locals;
+  std::string code;
+  for (int64_t k = 0; k < instruction.operand_count(); ++k) {
+    const Instruction* operand = instruction.operand(k);
+    if (!locals.count(operand)) {
+      VKSPMD_ASSIGN_OR_RETURN(std::string function, Value(operand));
+      std::string index = operand->shape().rank() == 0 ? "0u" : "i";
+      std::string local = absl::StrCat("x", locals.size());
+      VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(operand->shape().dtype()));
+      absl::StrAppend(&code, "  ", type, " ", local, " = ", function, "(", index, ");\n");
+      locals[operand] = local;
+    }
+    operands.push_back(locals[operand]);
+  }
+  const DType type = instruction.operand(0)->shape().dtype();
+  const bool is_float = type == DType::kF32;
+  const std::string& a = operands[0];
+  const std::string b = operands.size() > 1 ? operands[1] : "";
+  std::string result;
+  switch (opcode) {
+    case Opcode::kNegate:
+      result = type == DType::kU32 ? "0u - " + a : "-" + a;
+      break;
+    case Opcode::kAbs:
+      result = type == DType::kU32 ? a : "abs(" + a + ")";
+      break;
+    case Opcode::kSign:
+      result = "xla_sign(" + a + ")";
+      break;
+    case Opcode::kExp:
+      result = "exp(" + a + ")";
+      break;
+    case Opcode::kExpm1:
+      result = "xla_expm1(" + a + ")";
+      break;
+    case Opcode::kLog:
+      result = "log(" + a + ")";
+      break;
+    case Opcode::kLog1p:
+      result = "xla_log1p(" + a + ")";
+      break;
+    case Opcode::kSqrt:
+      result = "sqrt(" + a + ")";
+      break;
+    case Opcode::kRsqrt:
+      result = "inversesqrt(" + a + ")";
+      break;
+    case Opcode::kTanh:
+      result = "xla_tanh(" + a + ")";
+      break;
+    case Opcode::kLogistic:
+      result = "xla_logistic(" + a + ")";
+      break;
+    case Opcode::kSine:
+      result = "sin(" + a + ")";
+      break;
+    case Opcode::kCosine:
+      result = "cos(" + a + ")";
+      break;
+    case Opcode::kFloor:
+      result = "floor(" + a + ")";
+      break;
+    case Opcode::kCeil:
+      result = "ceil(" + a + ")";
+      break;
+    case Opcode::kRoundNearestEven:
+      result = "roundEven(" + a + ")";
+      break;
+    case Opcode::kErf:
+      result = "xla_erf(" + a + ")";
+      break;
+    case Opcode::kNot:
+      result = type == DType::kPred ? "(" + a + " == 0u ? 1u : 0u)" : "~" + a;
+      break;
+    case Opcode::kIsFinite:
+      result = "((isinf(" + a + ") || isnan(" + a + ")) ? 0u : 1u)";
+      break;
+    case Opcode::kCopy:
+      result = a;
+      break;
+    case Opcode::kAdd:
+      result = a + " + " + b;
+      break;
+    case Opcode::kSubtract:
+      result = a + " - " + b;
+      break;
+    case Opcode::kMultiply:
+      result = a + " * " + b;
+      break;
+    case Opcode::kDivide:
+      result = is_float ? a + " / " + b : "xla_div(" + a + ", " + b + ")";
+      break;
+    case Opcode::kRemainder:
+      result = "xla_rem(" + a + ", " + b + ")";
+      break;
+    case Opcode::kMaximum:
+      result = "xla_max(" + a + ", " + b + ")";
+      break;
+    case Opcode::kMinimum:
+      result = "xla_min(" + a + ", " + b + ")";
+      break;
+    case Opcode::kPower:
+      result = "xla_pow(" + a + ", " + b + ")";
+      break;
+    case Opcode::kAtan2:
+      result = "atan(" + a + ", " + b + ")";
+      break;
+    case Opcode::kAnd:
+      result = a + " & " + b;
+      break;
+    case Opcode::kOr:
+      result = a + " | " + b;
+      break;
+    case Opcode::kXor:
+      result = a + " ^ " + b;
+      break;
+    case Opcode::kShiftLeft:
+      result = "xla_shl(" + a + ", " + b + ")";
+      break;
+    case Opcode::kShiftRightLogical:
+      result = "xla_srl(" + a + ", " + b + ")";
+      break;
+    case Opcode::kShiftRightArithmetic:
+      result = "xla_sra(" + a + ", " + b + ")";
+      break;
+    case Opcode::kCompare: {
+      static const char* kOperators[] = {"==", "!=", "<", "<=", ">", ">="};
+      result = "((" + a + " " + kOperators[static_cast<int>(instruction.attributes().direction)] +
+               " " + b + ") ? 1u : 0u)";
+      break;
+    }
+    case Opcode::kSelect:
+      result = "(" + a + " != 0u ? " + b + " : " + operands[2] + ")";
+      break;
+    case Opcode::kClamp:
+      result = "xla_min(xla_max(" + b + ", " + a + "), " + operands[2] + ")";
+      break;
+    case Opcode::kConvert:
+      result = Convert(type, instruction.shape().dtype(), a);
+      break;
+    default:
+      return absl::UnimplementedError(
+          Unsupported(instruction, std::string(ir::OpcodeName(opcode))));
+  }
+  if (opcode == Opcode::kAnd || opcode == Opcode::kOr || opcode == Opcode::kXor) {
+    if (is_float)
+      return absl::UnimplementedError(Unsupported(instruction, "bitwise ops on floats"));
+  }
+  return absl::StrCat(code, "  return ", result, ";\n");
+}
+
+absl::StatusOr<std::string> KernelWriter::IndexMapping(const Instruction& instruction) {
+  const std::vector<int64_t>& out = instruction.shape().dimensions();
+  std::string code = Coordinates("c", "i", out);
+  const ir::InstructionAttributes& attributes = instruction.attributes();
+  auto operand_index = [&](const Instruction* operand,
+                           const std::vector<std::string>& coordinates) {
+    std::vector<int64_t> strides = Strides(operand->shape().dimensions());
+    std::vector<std::string> terms = {"0u"};
+    for (size_t d = 0; d < coordinates.size(); ++d) {
+      terms.push_back(absl::StrCat("(", coordinates[d], ") * ", strides[d], "u"));
+    }
+    return absl::StrJoin(terms, " + ");
+  };
+  auto call = [&](const Instruction* operand,
+                  const std::string& index) -> absl::StatusOr<std::string> {
+    VKSPMD_ASSIGN_OR_RETURN(std::string function, Value(operand));
+    return absl::StrCat(function, "(", index, ")");
+  };
+  switch (instruction.opcode()) {
+    case Opcode::kConstant:
+      if (instruction.shape().rank() != 0) break;
+      return absl::StrCat("  return ", Literal(*attributes.literal, 0), ";\n");
+    case Opcode::kIota: {
+      VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(instruction.shape().dtype()));
+      return absl::StrCat(code, "  return ", type, "(c", attributes.iota_dimension, ");\n");
+    }
+    case Opcode::kPartitionId:
+    case Opcode::kReplicaId:
+      return std::string("  return 0u;\n");  // One device: id 0.
+    case Opcode::kReshape: {
+      VKSPMD_ASSIGN_OR_RETURN(std::string value, call(instruction.operand(0), "i"));
+      return absl::StrCat("  return ", value, ";\n");
+    }
+    case Opcode::kBroadcast: {
+      std::vector<std::string> coordinates;
+      for (int64_t d : attributes.dimensions) coordinates.push_back(absl::StrCat("c", d));
+      VKSPMD_ASSIGN_OR_RETURN(
+          std::string value,
+          call(instruction.operand(0), operand_index(instruction.operand(0), coordinates)));
+      return absl::StrCat(code, "  return ", value, ";\n");
+    }
+    case Opcode::kTranspose: {
+      std::vector<std::string> coordinates(out.size());
+      for (size_t j = 0; j < out.size(); ++j)
+        coordinates[attributes.dimensions[j]] = absl::StrCat("c", j);
+      VKSPMD_ASSIGN_OR_RETURN(
+          std::string value,
+          call(instruction.operand(0), operand_index(instruction.operand(0), coordinates)));
+      return absl::StrCat(code, "  return ", value, ";\n");
+    }
+    case Opcode::kSlice: {
+      std::vector<std::string> coordinates;
+      for (size_t d = 0; d < out.size(); ++d) {
+        const ir::SliceDimension& slice = attributes.slice[d];
+        coordinates.push_back(absl::StrCat(slice.start, "u + c", d, " * ", slice.stride, "u"));
+      }
+      VKSPMD_ASSIGN_OR_RETURN(
+          std::string value,
+          call(instruction.operand(0), operand_index(instruction.operand(0), coordinates)));
+      return absl::StrCat(code, "  return ", value, ";\n");
+    }
+    case Opcode::kReverse: {
+      std::vector<std::string> coordinates;
+      for (size_t d = 0; d < out.size(); ++d) {
+        bool reversed = std::find(attributes.dimensions.begin(), attributes.dimensions.end(),
+                                  static_cast<int64_t>(d)) != attributes.dimensions.end();
+        coordinates.push_back(reversed ? absl::StrCat(out[d] - 1, "u - c", d)
+                                       : absl::StrCat("c", d));
+      }
+      VKSPMD_ASSIGN_OR_RETURN(
+          std::string value,
+          call(instruction.operand(0), operand_index(instruction.operand(0), coordinates)));
+      return absl::StrCat(code, "  return ", value, ";\n");
+    }
+    case Opcode::kPad: {
+      const Instruction* operand = instruction.operand(0);
+      std::vector<std::string> coordinates;
+      for (size_t d = 0; d < out.size(); ++d) {
+        const ir::PaddingDimension& pad = attributes.padding[d];
+        absl::StrAppend(&code, "  int p", d, " = int(c", d, ") - (", pad.low, ");\n",
+                        "  bool inside", d, " = p", d, " >= 0 && p", d, " % ", pad.interior + 1,
+                        " == 0 && p", d, " / ", pad.interior + 1, " < ",
+                        operand->shape().dimension(d), ";\n");
+        coordinates.push_back(absl::StrCat("uint(max(p", d, ", 0) / ", pad.interior + 1, ")"));
+      }
+      std::vector<std::string> inside = {"true"};
+      for (size_t d = 0; d < out.size(); ++d) inside.push_back(absl::StrCat("inside", d));
+      VKSPMD_ASSIGN_OR_RETURN(std::string value,
+                              call(operand, operand_index(operand, coordinates)));
+      VKSPMD_ASSIGN_OR_RETURN(std::string padding, call(instruction.operand(1), "0u"));
+      return absl::StrCat(code, "  if (", absl::StrJoin(inside, " && "), ") return ", value,
+                          ";\n  return ", padding, ";\n");
+    }
+    case Opcode::kConcatenate: {
+      const int64_t axis = attributes.dimensions.at(0);
+      int64_t offset = 0;
+      for (int64_t k = 0; k < instruction.operand_count(); ++k) {
+        const Instruction* operand = instruction.operand(k);
+        std::vector<std::string> coordinates;
+        for (size_t d = 0; d < out.size(); ++d) {
+          coordinates.push_back(static_cast<int64_t>(d) == axis
+                                    ? absl::StrCat("c", d, " - ", offset, "u")
+                                    : absl::StrCat("c", d));
+        }
+        int64_t end = offset + operand->shape().dimension(axis);
+        VKSPMD_ASSIGN_OR_RETURN(std::string value,
+                                call(operand, operand_index(operand, coordinates)));
+        absl::StrAppend(&code, "  if (c", axis, " < ", end, "u) return ", value, ";\n");
+        offset = end;
+      }
+      VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(instruction.shape().dtype()));
+      return absl::StrCat(code, "  return ", type, "(0);\n");
+    }
+    case Opcode::kDynamicSlice:
+    case Opcode::kDynamicUpdateSlice: {
+      const bool update = instruction.opcode() == Opcode::kDynamicUpdateSlice;
+      const Instruction* operand = instruction.operand(0);
+      const int64_t first_index = update ? 2 : 1;
+      const std::vector<int64_t>& window =
+          update ? instruction.operand(1)->shape().dimensions() : attributes.dynamic_slice_sizes;
+      for (size_t d = 0; d < out.size(); ++d) {
+        VKSPMD_ASSIGN_OR_RETURN(std::string start,
+                                call(instruction.operand(first_index + d), "0u"));
+        absl::StrAppend(&code, "  uint s", d, " = uint(clamp(int(", start, "), 0, ",
+                        operand->shape().dimension(d) - window[d], "));\n");
+      }
+      if (!update) {
+        std::vector<std::string> coordinates;
+        for (size_t d = 0; d < out.size(); ++d)
+          coordinates.push_back(absl::StrCat("s", d, " + c", d));
+        VKSPMD_ASSIGN_OR_RETURN(std::string value,
+                                call(operand, operand_index(operand, coordinates)));
+        return absl::StrCat(code, "  return ", value, ";\n");
+      }
+      std::vector<std::string> inside = {"true"};
+      std::vector<std::string> coordinates;
+      for (size_t d = 0; d < out.size(); ++d) {
+        inside.push_back(
+            absl::StrCat("c", d, " >= s", d, " && c", d, " < s", d, " + ", window[d], "u"));
+        coordinates.push_back(absl::StrCat("c", d, " - s", d));
+      }
+      const Instruction* patch = instruction.operand(1);
+      VKSPMD_ASSIGN_OR_RETURN(std::string patched, call(patch, operand_index(patch, coordinates)));
+      VKSPMD_ASSIGN_OR_RETURN(std::string original, call(operand, "i"));
+      return absl::StrCat(code, "  if (", absl::StrJoin(inside, " && "), ") return ", patched,
+                          ";\n  return ", original, ";\n");
+    }
+    default:
+      break;
+  }
+  return absl::UnimplementedError(
+      Unsupported(instruction, std::string(ir::OpcodeName(instruction.opcode()))));
+}
+
+std::string KernelWriter::Finish(int output_buffer, const std::string& main_body,
+                                 uint32_t local_size) {
+  std::string declarations;
+  for (size_t slot = 0; slot < inputs_.size(); ++slot) {
+    absl::StrAppend(
+        &declarations, "layout(std430, set = 0, binding = ", slot, ") readonly buffer In", slot,
+        " { ", *GlslType(plan_.buffers[inputs_[slot]].shape.dtype()), " data[]; } in", slot, ";\n");
+  }
+  absl::StrAppend(&declarations, "layout(std430, set = 0, binding = ", inputs_.size(),
+                  ") writeonly buffer Out { ",
+                  *GlslType(plan_.buffers[output_buffer].shape.dtype()),
+                  " data[]; } out_buffer;\n");
+  return absl::StrCat("#version 460\nlayout(local_size_x = ", local_size, ") in;\n", declarations,
+                      kGlslPreamble, functions_, "void main() {\n",
+                      "  uint i = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * ",
+                      local_size, "u + gl_LocalInvocationID.x;\n", main_body, "}\n");
+}
+
+}  // namespace vkspmd::codegen

@@ -1,0 +1,55 @@
+// Writes the GLSL of one kernel: buffer declarations, one function per fused instruction
+// (`T vN(uint i)` returns the instruction's element at linear index i, calling its operands'
+// functions at the indices its index mapping gives), and the kernel's main().
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "src/codegen/program_plan.h"
+#include "src/ir/instruction.h"
+
+namespace vkspmd::codegen {
+
+class KernelWriter {
+ public:
+  // `materialized` maps instructions that live in buffers to their buffer ids; `plan` is
+  // borrowed for buffer shapes.
+  KernelWriter(const std::map<const ir::Instruction*, int>& materialized, const ProgramPlan& plan)
+      : materialized_(materialized), plan_(plan) {}
+
+  // The name of a function returning `instruction`'s element at a linear index: a buffer read for
+  // materialized instructions (unless `compute` is set), otherwise the fused computation.
+  absl::StatusOr<std::string> Value(const ir::Instruction* instruction, bool compute = false);
+  // A buffer read directly (e.g. partial sums); returns its read function's name.
+  std::string ReadBuffer(int buffer_id);
+  // Row-major multi-index helpers: code declaring `uint <prefix>0..` from linear `index`.
+  static std::string Coordinates(const std::string& prefix, const std::string& index,
+                                 const std::vector<int64_t>& dimensions);
+
+  // The complete shader: preamble, bindings (inputs in first-use order, then the output), the
+  // functions, and `main_body` inside main() where `uint i` is the invocation's linear index.
+  std::string Finish(int output_buffer, const std::string& main_body, uint32_t local_size);
+  const std::vector<int>& inputs() const { return inputs_; }
+
+ private:
+  absl::StatusOr<std::string> Compute(const ir::Instruction& instruction, const std::string& name);
+  absl::StatusOr<std::string> Elementwise(const ir::Instruction& instruction);
+  absl::StatusOr<std::string> IndexMapping(const ir::Instruction& instruction);
+  int Bind(int buffer_id);
+
+  const std::map<const ir::Instruction*, int>& materialized_;
+  const ProgramPlan& plan_;
+  std::map<std::pair<const ir::Instruction*, bool>, std::string> names_;
+  std::map<int, std::string> buffer_reads_;
+  std::vector<int> inputs_;
+  std::string functions_;
+  int next_function_ = 0;
+};
+
+// Row-major strides of `dimensions`.
+std::vector<int64_t> Strides(const std::vector<int64_t>& dimensions);
+
+}  // namespace vkspmd::codegen

@@ -1,0 +1,373 @@
+// Planning: which instructions get buffers, and one kernel per computed buffer.
+#include "src/codegen/program_plan.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "src/codegen/kernel_writer.h"
+#include "src/ir/status_macros.h"
+
+namespace vkspmd::codegen {
+namespace {
+
+using ir::Instruction;
+using ir::Opcode;
+
+// The most elements one invocation of a reduce or dot kernel combines; longer reductions are
+// split into passes, which keeps every invocation far below llvmpipe's 65,535-iteration limit.
+constexpr int64_t kMaxElementsPerInvocation = 4096;
+constexpr uint32_t kLocalSize = 64;
+
+int64_t Product(const std::vector<int64_t>& values) {
+  return std::accumulate(values.begin(), values.end(), int64_t{1}, std::multiplies<>());
+}
+
+// How a reducer combines two values, as GLSL.
+absl::StatusOr<std::string> Combiner(const ir::Computation& reducer, const Instruction& reduce) {
+  const Instruction* root = reducer.root();
+  bool simple = reducer.parameter_count() == 2 && root->operand_count() == 2 &&
+                root->operand(0)->opcode() == Opcode::kParameter &&
+                root->operand(1)->opcode() == Opcode::kParameter;
+  if (simple) {
+    switch (root->opcode()) {
+      case Opcode::kAdd:
+        return std::string("a + b");
+      case Opcode::kMultiply:
+        return std::string("a * b");
+      case Opcode::kMaximum:
+        return std::string("xla_max(a, b)");
+      case Opcode::kMinimum:
+        return std::string("xla_min(a, b)");
+      case Opcode::kAnd:
+        return std::string("a & b");
+      case Opcode::kOr:
+        return std::string("a | b");
+      default:
+        break;
+    }
+  }
+  return absl::UnimplementedError(absl::StrCat(
+      "the device compiler supports reduce with add, multiply, maximum, minimum, and, or; ",
+      reduce.Describe(), " reduces with %", reducer.name()));
+}
+
+// GLSL for a reduction's initial value, written into the kernel that applies it.
+using InitCode = std::function<absl::StatusOr<std::string>(KernelWriter&)>;
+
+class Planner {
+ public:
+  Planner(const ir::Module& module, const TargetInfo& target) : module_(module), target_(target) {}
+
+  absl::StatusOr<ProgramPlan> Plan() {
+    const ir::Computation& entry = *module_.entry();
+    VKSPMD_RETURN_IF_ERROR(Check(entry));
+    std::map<const Instruction*, int> users;
+    for (const auto& instruction : entry.instructions()) {
+      std::set<const Instruction*> distinct(instruction->operands().begin(),
+                                            instruction->operands().end());
+      for (const Instruction* operand : distinct) users[operand] += 1;
+    }
+    const Instruction* root = entry.root();
+    std::vector<const Instruction*> outputs;
+    if (root->opcode() == Opcode::kTuple) {
+      plan_.tuple_result = true;
+      outputs.assign(root->operands().begin(), root->operands().end());
+    } else {
+      outputs.push_back(root);
+    }
+    std::set<const Instruction*> output_set(outputs.begin(), outputs.end());
+    for (const auto& owned : entry.instructions()) {
+      const Instruction* instruction = owned.get();
+      if (instruction == root && plan_.tuple_result) continue;
+      Opcode opcode = instruction->opcode();
+      bool needs_buffer = opcode == Opcode::kParameter || opcode == Opcode::kDot ||
+                          opcode == Opcode::kReduce || output_set.count(instruction) ||
+                          (opcode == Opcode::kConstant && instruction->shape().rank() > 0) ||
+                          (users[instruction] > 1 && opcode != Opcode::kConstant);
+      if (!needs_buffer) continue;
+      int id = AddBuffer(*instruction);
+      materialized_[instruction] = id;
+      if (opcode == Opcode::kParameter) {
+        plan_.buffers[id].origin = BufferOrigin::kParameter;
+        plan_.buffers[id].parameter_number = instruction->attributes().parameter_number;
+      } else if (opcode == Opcode::kConstant) {
+        plan_.buffers[id].origin = BufferOrigin::kConstant;
+        plan_.buffers[id].constant = &*instruction->attributes().literal;
+      }
+    }
+    for (const auto& owned : entry.instructions()) {
+      const Instruction* instruction = owned.get();
+      auto found = materialized_.find(instruction);
+      if (found == materialized_.end()) continue;
+      const Opcode opcode = instruction->opcode();
+      if (opcode == Opcode::kParameter || opcode == Opcode::kConstant) continue;
+      if (opcode == Opcode::kDot) {
+        VKSPMD_RETURN_IF_ERROR(PlanDot(*instruction, found->second));
+      } else if (opcode == Opcode::kReduce) {
+        VKSPMD_RETURN_IF_ERROR(PlanReduce(*instruction, found->second));
+      } else {
+        VKSPMD_RETURN_IF_ERROR(PlanMap(*instruction, found->second));
+      }
+    }
+    for (const Instruction* output : outputs) plan_.outputs.push_back(materialized_.at(output));
+    VKSPMD_RETURN_IF_ERROR(CheckLimits());
+    return std::move(plan_);
+  }
+
+ private:
+  absl::Status Check(const ir::Computation& entry) {
+    for (const auto& instruction : entry.instructions()) {
+      const Opcode opcode = instruction->opcode();
+      if (opcode == Opcode::kTuple && instruction.get() == entry.root()) continue;
+      if (instruction->shape().IsTuple() || opcode == Opcode::kGetTupleElement ||
+          ir::IsCollective(opcode) || opcode == Opcode::kRngBitGenerator ||
+          opcode == Opcode::kCustomCall) {
+        return absl::UnimplementedError(absl::StrCat("the device compiler does not support ",
+                                                     std::string(ir::OpcodeName(opcode)), " yet (",
+                                                     instruction->Describe(), ")"));
+      }
+      if (!GlslType(instruction->shape().dtype()).ok()) {
+        return absl::UnimplementedError(
+            absl::StrCat("the device compiler supports f32, s32, u32 and pred; ",
+                         instruction->Describe(), " is ", instruction->shape().ToString()));
+      }
+      if (instruction->opcode() == Opcode::kReduce && instruction->operand_count() != 2) {
+        return absl::UnimplementedError(absl::StrCat(
+            "variadic reduce is not supported on devices yet (", instruction->Describe(), ")"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Bindings larger than the device can bind, or kernels with more inputs than it allows, are
+  // clear errors until the compiler splits them.
+  absl::Status CheckLimits() const {
+    for (const BufferPlan& buffer : plan_.buffers) {
+      if (buffer.byte_size() > target_.max_storage_buffer_range) {
+        return absl::UnimplementedError(absl::StrCat(
+            "%", buffer.name, " (", buffer.shape.ToString(), ", ", buffer.byte_size(),
+            " bytes) exceeds the device's maxStorageBufferRange of ",
+            target_.max_storage_buffer_range, " bytes; splitting bindings is not implemented yet"));
+      }
+    }
+    for (const KernelPlan& kernel : plan_.kernels) {
+      if (kernel.inputs.size() + 1 > target_.max_storage_buffers_per_stage) {
+        return absl::UnimplementedError(
+            absl::StrCat("kernel ", kernel.name, " binds ", kernel.inputs.size() + 1,
+                         " buffers; the device allows ", target_.max_storage_buffers_per_stage));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  int AddBuffer(const Instruction& instruction) {
+    BufferPlan buffer;
+    buffer.shape = instruction.shape();
+    buffer.name = instruction.name();
+    plan_.buffers.push_back(std::move(buffer));
+    return static_cast<int>(plan_.buffers.size()) - 1;
+  }
+
+  int AddScratch(ir::DType type, std::vector<int64_t> dimensions, const std::string& name) {
+    BufferPlan buffer;
+    buffer.shape = ir::Shape(type, std::move(dimensions));
+    buffer.name = name;
+    plan_.buffers.push_back(std::move(buffer));
+    return static_cast<int>(plan_.buffers.size()) - 1;
+  }
+
+  void AddKernel(const std::string& name, KernelWriter& writer, int output, const std::string& body,
+                 uint64_t invocations) {
+    KernelPlan kernel;
+    kernel.name = name;
+    kernel.glsl = writer.Finish(output, body, kLocalSize);
+    kernel.inputs = writer.inputs();
+    kernel.output = output;
+    kernel.invocations = invocations;
+    kernel.local_size = kLocalSize;
+    plan_.kernels.push_back(std::move(kernel));
+  }
+
+  absl::Status PlanMap(const Instruction& instruction, int output) {
+    KernelWriter writer(materialized_, plan_);
+    VKSPMD_ASSIGN_OR_RETURN(std::string value, writer.Value(&instruction, /*compute=*/true));
+    uint64_t count = instruction.shape().ElementCount();
+    AddKernel(
+        instruction.name(), writer, output,
+        absl::StrCat("  if (i >= ", count, "u) return;\n  out_buffer.data[i] = ", value, "(i);\n"),
+        count);
+    return absl::OkStatus();
+  }
+
+  // out[o] = init ⊕ input(o, 0) ⊕ ... ⊕ input(o, R-1), where `input(o, r)` is GLSL code of the
+  // element and the reduction runs in passes of at most kMaxElementsPerInvocation.
+  absl::Status PlanReduction(const std::string& name, KernelWriter& writer, int output,
+                             int64_t outer, int64_t inner, const std::string& element_code,
+                             const std::string& combine, const InitCode& init_code,
+                             ir::DType type) {
+    VKSPMD_ASSIGN_OR_RETURN(std::string glsl_type, GlslType(type));
+    const int64_t chunks = (inner + kMaxElementsPerInvocation - 1) / kMaxElementsPerInvocation;
+    const int64_t chunk = chunks <= 1 ? inner : kMaxElementsPerInvocation;
+    const bool final_pass = chunks <= 1;
+    int destination = final_pass ? output : AddScratch(type, {outer, chunks}, name + ".partial");
+    std::string init = absl::StrCat(glsl_type, "(0)");
+    if (final_pass) {
+      VKSPMD_ASSIGN_OR_RETURN(init, init_code(writer));
+    }
+    std::string body = absl::StrCat(
+        "  if (i >= ", outer * std::max<int64_t>(chunks, 1), "u) return;\n", "  uint o = i / ",
+        std::max<int64_t>(chunks, 1), "u;\n", "  uint begin = (i % ", std::max<int64_t>(chunks, 1),
+        "u) * ", chunk, "u;\n", "  uint end = min(begin + ", chunk, "u, ", inner, "u);\n", "  ",
+        glsl_type, " acc = ", init, ";\n", "  for (uint r = begin; r < end; ++r) {\n", "    ",
+        glsl_type, " a = acc;\n    ", glsl_type, " b = ", element_code, ";\n",
+        final_pass ? "" : "    if (r == begin) { acc = b; continue; }\n", "    acc = ", combine,
+        ";\n  }\n", "  out_buffer.data[i] = acc;\n");
+    AddKernel(final_pass ? name : name + ".partial", writer, destination, body,
+              outer * std::max<int64_t>(chunks, 1));
+    if (final_pass) return absl::OkStatus();
+    // Combine the partial results: a reduction over [outer, chunks] along the chunks.
+    KernelWriter next(materialized_, plan_);
+    std::string read = next.ReadBuffer(destination);
+    return PlanReduction(name, next, output, outer, chunks,
+                         absl::StrCat(read, "(o * ", chunks, "u + r)"), combine, init_code, type);
+  }
+
+  absl::Status PlanReduce(const Instruction& reduce, int output) {
+    const Instruction* operand = reduce.operand(0);
+    const std::vector<int64_t>& dims = operand->shape().dimensions();
+    const std::vector<int64_t>& reduced = reduce.attributes().dimensions;
+    std::vector<int64_t> kept;
+    std::vector<int64_t> reduced_sizes;
+    for (int64_t d = 0; d < static_cast<int64_t>(dims.size()); ++d) {
+      if (std::find(reduced.begin(), reduced.end(), d) == reduced.end()) {
+        kept.push_back(d);
+      }
+    }
+    std::vector<int64_t> sorted_reduced = reduced;
+    std::sort(sorted_reduced.begin(), sorted_reduced.end());
+    for (int64_t d : sorted_reduced) reduced_sizes.push_back(dims[d]);
+    std::vector<int64_t> kept_sizes;
+    for (int64_t d : kept) kept_sizes.push_back(dims[d]);
+    std::vector<int64_t> strides = Strides(dims);
+    std::vector<int64_t> kept_strides = Strides(kept_sizes);
+    std::vector<int64_t> reduced_strides = Strides(reduced_sizes);
+
+    KernelWriter writer(materialized_, plan_);
+    VKSPMD_ASSIGN_OR_RETURN(std::string input, writer.Value(operand));
+    VKSPMD_ASSIGN_OR_RETURN(std::string combine, Combiner(*reduce.attributes().to_apply, reduce));
+    // The operand's linear index from the kept coordinates (of o) and the reduced ones (of r).
+    std::string index = "0u";
+    for (size_t k = 0; k < kept.size(); ++k) {
+      absl::StrAppend(&index, " + ((o / ", kept_strides[k], "u) % ", kept_sizes[k], "u) * ",
+                      strides[kept[k]], "u");
+    }
+    for (size_t k = 0; k < sorted_reduced.size(); ++k) {
+      absl::StrAppend(&index, " + ((r / ", reduced_strides[k], "u) % ", reduced_sizes[k], "u) * ",
+                      strides[sorted_reduced[k]], "u");
+    }
+    return PlanReduction(
+        reduce.name(), writer, output, std::max<int64_t>(Product(kept_sizes), 1),
+        Product(reduced_sizes), absl::StrCat(input, "(", index, ")"), combine,
+        [&reduce](KernelWriter& kernel) -> absl::StatusOr<std::string> {
+          VKSPMD_ASSIGN_OR_RETURN(std::string init, kernel.Value(reduce.operand(1)));
+          return absl::StrCat(init, "(0u)");
+        },
+        reduce.shape().dtype());
+  }
+
+  absl::Status PlanDot(const Instruction& dot, int output) {
+    const ir::DotDimensions& d = dot.attributes().dot;
+    const Instruction* lhs = dot.operand(0);
+    const Instruction* rhs = dot.operand(1);
+    auto free_dims = [](const Instruction* operand, const std::vector<int64_t>& batch,
+                        const std::vector<int64_t>& contracting) {
+      std::vector<int64_t> rest;
+      for (int64_t k = 0; k < operand->shape().rank(); ++k) {
+        if (std::find(batch.begin(), batch.end(), k) == batch.end() &&
+            std::find(contracting.begin(), contracting.end(), k) == contracting.end()) {
+          rest.push_back(k);
+        }
+      }
+      return rest;
+    };
+    std::vector<int64_t> lhs_free = free_dims(lhs, d.lhs_batch, d.lhs_contracting);
+    std::vector<int64_t> rhs_free = free_dims(rhs, d.rhs_batch, d.rhs_contracting);
+    std::vector<int64_t> lhs_strides = Strides(lhs->shape().dimensions());
+    std::vector<int64_t> rhs_strides = Strides(rhs->shape().dimensions());
+    std::vector<int64_t> out_strides = Strides(dot.shape().dimensions());
+    std::vector<int64_t> contracting_sizes;
+    for (int64_t k : d.lhs_contracting) contracting_sizes.push_back(lhs->shape().dimension(k));
+    std::vector<int64_t> contracting_strides = Strides(contracting_sizes);
+
+    std::string lhs_index = "0u", rhs_index = "0u";
+    int64_t out_dim = 0;
+    auto out_coordinate = [&](int64_t dim) {
+      return absl::StrCat("((o / ", out_strides[dim], "u) % ", dot.shape().dimension(dim), "u)");
+    };
+    for (size_t b = 0; b < d.lhs_batch.size(); ++b, ++out_dim) {
+      absl::StrAppend(&lhs_index, " + ", out_coordinate(out_dim), " * ",
+                      lhs_strides[d.lhs_batch[b]], "u");
+      absl::StrAppend(&rhs_index, " + ", out_coordinate(out_dim), " * ",
+                      rhs_strides[d.rhs_batch[b]], "u");
+    }
+    for (int64_t k : lhs_free) {
+      absl::StrAppend(&lhs_index, " + ", out_coordinate(out_dim++), " * ", lhs_strides[k], "u");
+    }
+    for (int64_t k : rhs_free) {
+      absl::StrAppend(&rhs_index, " + ", out_coordinate(out_dim++), " * ", rhs_strides[k], "u");
+    }
+    for (size_t c = 0; c < contracting_sizes.size(); ++c) {
+      std::string coordinate =
+          absl::StrCat("((r / ", contracting_strides[c], "u) % ", contracting_sizes[c], "u)");
+      absl::StrAppend(&lhs_index, " + ", coordinate, " * ", lhs_strides[d.lhs_contracting[c]], "u");
+      absl::StrAppend(&rhs_index, " + ", coordinate, " * ", rhs_strides[d.rhs_contracting[c]], "u");
+    }
+    KernelWriter writer(materialized_, plan_);
+    VKSPMD_ASSIGN_OR_RETURN(std::string lhs_value, writer.Value(lhs));
+    VKSPMD_ASSIGN_OR_RETURN(std::string rhs_value, writer.Value(rhs));
+    VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(dot.shape().dtype()));
+    if (dot.shape().dtype() == ir::DType::kPred) {
+      return absl::UnimplementedError("dot of pred is not supported on devices (" + dot.Describe() +
+                                      ")");
+    }
+    return PlanReduction(
+        dot.name(), writer, output, std::max<int64_t>(dot.shape().ElementCount(), 1),
+        Product(contracting_sizes),
+        absl::StrCat(lhs_value, "(", lhs_index, ") * ", rhs_value, "(", rhs_index, ")"), "a + b",
+        [type](KernelWriter&) -> absl::StatusOr<std::string> { return absl::StrCat(type, "(0)"); },
+        dot.shape().dtype());
+  }
+
+  const ir::Module& module_;
+  const TargetInfo& target_;
+  ProgramPlan plan_;
+  std::map<const Instruction*, int> materialized_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::string> GlslType(ir::DType type) {
+  switch (type) {
+    case ir::DType::kF32:
+      return std::string("float");
+    case ir::DType::kS32:
+      return std::string("int");
+    case ir::DType::kU32:
+    case ir::DType::kPred:
+      return std::string("uint");
+    default:
+      return absl::UnimplementedError(absl::StrCat("type ", std::string(ir::DTypeName(type)),
+                                                   " is not supported on devices yet"));
+  }
+}
+
+absl::StatusOr<ProgramPlan> PlanProgram(const ir::Module& module, const TargetInfo& target) {
+  if (module.entry() == nullptr) return absl::InvalidArgumentError("the module has no entry");
+  return Planner(module, target).Plan();
+}
+
+}  // namespace vkspmd::codegen

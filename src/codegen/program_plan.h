@@ -1,0 +1,51 @@
+// Compiles a single-device ir::Module into a device-independent plan: the buffers it needs
+// (parameters, constants, materialized intermediates) and the GLSL compute kernels that fill them.
+// Elementwise and index-mapping ops (broadcast, transpose, slice, pad, concatenate, reverse,
+// reshape, dynamic-slice, dynamic-update-slice, iota, convert, select, ...) fuse into the kernel of
+// their consumer; dot and reduce get kernels of their own that absorb their operands' producers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "src/codegen/target_info.h"
+#include "src/ir/module.h"
+
+namespace vkspmd::codegen {
+
+enum class BufferOrigin { kParameter, kConstant, kIntermediate };
+
+struct BufferPlan {
+  ir::Shape shape;  // An array shape; 4 bytes per element on the device (pred as a 0/1 uint).
+  BufferOrigin origin = BufferOrigin::kIntermediate;
+  int64_t parameter_number = -1;          // kParameter.
+  const ir::Literal* constant = nullptr;  // kConstant; borrowed from the module.
+  std::string name;                       // The instruction's name, for errors and dumps.
+  uint64_t byte_size() const { return 4 * static_cast<uint64_t>(shape.ElementCount()); }
+};
+
+struct KernelPlan {
+  std::string name;
+  std::string glsl;
+  std::vector<int> inputs;  // Buffer ids bound at 0..n-1.
+  int output = -1;          // Buffer id bound last.
+  uint64_t invocations = 0;
+  uint32_t local_size = 64;
+};
+
+struct ProgramPlan {
+  std::vector<BufferPlan> buffers;
+  std::vector<KernelPlan> kernels;  // In execution order.
+  std::vector<int> outputs;         // Buffer ids of the result (one per tuple element).
+  bool tuple_result = false;
+};
+
+// UNIMPLEMENTED naming the instruction for ops or types the device compiler does not handle yet.
+absl::StatusOr<ProgramPlan> PlanProgram(const ir::Module& module, const TargetInfo& target);
+
+// The GLSL type a device buffer of `type` holds ("float", "int", "uint"); error for others.
+absl::StatusOr<std::string> GlslType(ir::DType type);
+
+}  // namespace vkspmd::codegen

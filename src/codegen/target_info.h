@@ -1,0 +1,20 @@
+// What code generation may assume about a device: a plain struct filled by src/exec from the
+// runtime's capability snapshot, so codegen never sees Vulkan.
+#pragma once
+
+#include <cstdint>
+
+namespace vkspmd::codegen {
+
+struct TargetInfo {
+  uint32_t subgroup_size = 32;
+  uint32_t max_shared_memory_bytes = 32768;
+  uint32_t max_workgroup_count_x = 65535;
+  uint32_t max_workgroup_count_y = 65535;
+  uint64_t max_storage_buffer_range = 1ull << 27;
+  uint32_t max_storage_buffers_per_stage = 16;
+  // Iterations one invocation may loop in total before the driver truncates (0: no limit known).
+  uint32_t loop_iteration_limit = 0;
+};
+
+}  // namespace vkspmd::codegen

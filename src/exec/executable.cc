@@ -1,0 +1,143 @@
+// Compiling a plan into pipelines and recorded commands; moving literals in and out.
+#include "src/exec/executable.h"
+
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "src/codegen/shader_compiler.h"
+#include "src/ir/status_macros.h"
+#include "src/runtime/transfers.h"
+
+namespace vkspmd::exec {
+namespace {
+
+// Generated kernels by GLSL source: a shape sweep or a recompiled module reuses them.
+absl::StatusOr<std::vector<uint32_t>> CompileCached(const std::string& glsl,
+                                                    const std::string& name) {
+  static std::mutex mutex;
+  static auto* cache = new std::map<std::string, std::vector<uint32_t>>();
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto found = cache->find(glsl); found != cache->end()) return found->second;
+  }
+  absl::StatusOr<std::vector<uint32_t>> spirv = codegen::CompileComputeShader(glsl, name);
+  if (!spirv.ok()) return spirv.status();
+  std::lock_guard<std::mutex> lock(mutex);
+  (*cache)[glsl] = *spirv;
+  return spirv;
+}
+
+// Device buffers hold 4 bytes per element; pred literals hold 1.
+std::vector<uint32_t> ToDeviceWords(const ir::Literal& literal) {
+  std::vector<uint32_t> words(literal.ElementCount());
+  if (literal.dtype() == ir::DType::kPred) {
+    for (int64_t i = 0; i < literal.ElementCount(); ++i) words[i] = literal.GetAsUint64(i) != 0;
+  } else if (!words.empty()) {
+    std::memcpy(words.data(), literal.bytes().data(), words.size() * 4);
+  }
+  return words;
+}
+
+ir::Literal FromDeviceWords(const ir::Shape& shape, const std::vector<uint32_t>& words) {
+  ir::Literal literal(shape);
+  if (shape.dtype() == ir::DType::kPred) {
+    for (size_t i = 0; i < words.size(); ++i) literal.SetFromUint64(i, words[i] != 0);
+  } else if (!words.empty()) {
+    std::memcpy(literal.bytes().data(), words.data(), words.size() * 4);
+  }
+  return literal;
+}
+
+}  // namespace
+
+codegen::TargetInfo TargetFor(const runtime::MeshDevice& device) {
+  const runtime::PhysicalDeviceInfo& info = device.device().physical_device();
+  codegen::TargetInfo target;
+  target.subgroup_size = info.subgroup_size;
+  target.max_shared_memory_bytes = info.max_shared_memory_bytes;
+  target.max_workgroup_count_x = info.max_workgroup_count[0];
+  target.max_workgroup_count_y = info.max_workgroup_count[1];
+  target.max_storage_buffer_range = info.max_storage_buffer_range;
+  target.max_storage_buffers_per_stage = info.max_storage_buffers_per_stage;
+  target.loop_iteration_limit = info.quirks.loop_iteration_limit;
+  return target;
+}
+
+absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module& module,
+                                                                runtime::MeshDevice& device,
+                                                                bool timestamps) {
+  const codegen::TargetInfo target = TargetFor(device);
+  VKSPMD_ASSIGN_OR_RETURN(codegen::ProgramPlan plan, codegen::PlanProgram(module, target));
+  std::unique_ptr<Executable> executable(new Executable(device, std::move(plan)));
+  const codegen::ProgramPlan& program = executable->plan_;
+  for (const ir::Instruction* parameter : module.entry()->parameters()) {
+    executable->parameter_shapes_.push_back(parameter->shape());
+  }
+  for (const codegen::BufferPlan& buffer : program.buffers) {
+    VKSPMD_ASSIGN_OR_RETURN(auto allocated, runtime::Buffer::Create(device, buffer.byte_size()));
+    if (buffer.origin == codegen::BufferOrigin::kConstant) {
+      std::vector<uint32_t> words = ToDeviceWords(*buffer.constant);
+      VKSPMD_RETURN_IF_ERROR(runtime::Upload(std::as_bytes(std::span(words)), *allocated));
+    }
+    executable->buffers_.push_back(std::move(allocated));
+  }
+  runtime::CommandRecorder recorder(device);
+  for (const codegen::KernelPlan& kernel : program.kernels) {
+    VKSPMD_ASSIGN_OR_RETURN(std::vector<uint32_t> spirv, CompileCached(kernel.glsl, kernel.name));
+    runtime::PipelineSpec spec;
+    spec.name = kernel.name;
+    spec.spirv = spirv;
+    spec.bindings.assign(kernel.inputs.size(), runtime::BindingAccess::kRead);
+    spec.bindings.push_back(runtime::BindingAccess::kWrite);
+    VKSPMD_ASSIGN_OR_RETURN(auto pipeline, runtime::ComputePipeline::Create(device.device(), spec));
+    std::vector<runtime::BufferRange> bindings;
+    for (int input : kernel.inputs) bindings.push_back({executable->buffers_[input].get()});
+    bindings.push_back({executable->buffers_[kernel.output].get()});
+    uint64_t groups = (kernel.invocations + kernel.local_size - 1) / kernel.local_size;
+    uint32_t x = static_cast<uint32_t>(std::min<uint64_t>(groups, target.max_workgroup_count_x));
+    uint32_t y = x == 0 ? 0 : static_cast<uint32_t>((groups + x - 1) / x);
+    if (y > target.max_workgroup_count_y) {
+      return absl::UnimplementedError(absl::StrCat("kernel ", kernel.name, " needs ", groups,
+                                                   " workgroups, more than the device dispatches"));
+    }
+    recorder.Dispatch(*pipeline, std::move(bindings), std::span<const std::byte>(), {x, y, 1});
+    executable->pipelines_.push_back(std::move(pipeline));
+  }
+  VKSPMD_ASSIGN_OR_RETURN(executable->sequence_, recorder.Finish(timestamps));
+  return executable;
+}
+
+absl::StatusOr<ir::Literal> Executable::Run(const std::vector<ir::Literal>& arguments) {
+  if (arguments.size() != parameter_shapes_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the program takes ", parameter_shapes_.size(),
+                                                   " arguments, ", arguments.size(),
+                                                   " were given"));
+  }
+  for (size_t k = 0; k < arguments.size(); ++k) {
+    if (arguments[k].shape() != parameter_shapes_[k]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("argument ", k, " is ", arguments[k].shape().ToString(), "; parameter ", k,
+                       " is ", parameter_shapes_[k].ToString()));
+    }
+  }
+  for (size_t id = 0; id < plan_.buffers.size(); ++id) {
+    const codegen::BufferPlan& buffer = plan_.buffers[id];
+    if (buffer.origin != codegen::BufferOrigin::kParameter) continue;
+    std::vector<uint32_t> words = ToDeviceWords(arguments[buffer.parameter_number]);
+    VKSPMD_RETURN_IF_ERROR(runtime::Upload(std::as_bytes(std::span(words)), *buffers_[id]));
+  }
+  VKSPMD_RETURN_IF_ERROR(sequence_->Run());
+  std::vector<ir::Literal> results;
+  for (int id : plan_.outputs) {
+    std::vector<uint32_t> words(plan_.buffers[id].shape.ElementCount());
+    VKSPMD_RETURN_IF_ERROR(
+        runtime::Download(*buffers_[id], 0, std::as_writable_bytes(std::span(words))));
+    results.push_back(FromDeviceWords(plan_.buffers[id].shape, words));
+  }
+  if (!plan_.tuple_result) return std::move(results.front());
+  return ir::Literal::Tuple(std::move(results));
+}
+
+}  // namespace vkspmd::exec

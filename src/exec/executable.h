@@ -1,0 +1,53 @@
+// A compiled single-device program: pipelines, buffers and one recorded command sequence for one
+// mesh device. Compile once, then Run as often as needed with new arguments.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "src/codegen/program_plan.h"
+#include "src/ir/literal.h"
+#include "src/ir/module.h"
+#include "src/runtime/buffer.h"
+#include "src/runtime/command_sequence.h"
+#include "src/runtime/mesh_device.h"
+#include "src/runtime/pipeline.h"
+
+namespace vkspmd::exec {
+
+class Executable {
+ public:
+  // Plans, generates, compiles and validates every kernel, allocates the buffers, uploads the
+  // constants and records the work. `device` is borrowed and must outlive the executable.
+  static absl::StatusOr<std::unique_ptr<Executable>> Compile(const ir::Module& module,
+                                                             runtime::MeshDevice& device,
+                                                             bool timestamps = false);
+
+  // Uploads `arguments` (shapes must equal the entry's parameters), runs, and returns the result
+  // (a tuple literal when the entry's root is a tuple).
+  absl::StatusOr<ir::Literal> Run(const std::vector<ir::Literal>& arguments);
+
+  size_t kernel_count() const { return plan_.kernels.size(); }
+  const codegen::ProgramPlan& plan() const { return plan_; }
+  // GPU time of each kernel of the last run (compiled with timestamps).
+  absl::StatusOr<std::vector<runtime::StepTiming>> Timings() const {
+    return sequence_->ReadTimings();
+  }
+
+ private:
+  Executable(runtime::MeshDevice& device, codegen::ProgramPlan plan)
+      : device_(device), plan_(std::move(plan)) {}
+
+  runtime::MeshDevice& device_;
+  codegen::ProgramPlan plan_;
+  std::vector<ir::Shape> parameter_shapes_;
+  std::vector<std::unique_ptr<runtime::ComputePipeline>> pipelines_;
+  std::vector<std::unique_ptr<runtime::Buffer>> buffers_;
+  std::unique_ptr<runtime::CommandSequence> sequence_;
+};
+
+// The device facts code generation needs, from the runtime's snapshot.
+codegen::TargetInfo TargetFor(const runtime::MeshDevice& device);
+
+}  // namespace vkspmd::exec

@@ -1,0 +1,230 @@
+// Single-device execution against the CPU reference: every single-device program of
+// tests/testdata that the device compiler supports, plus reductions and contractions long enough
+// to need several passes. Integers and predicates must match exactly; floats within 1e-4 relative
+// (f32 arithmetic and accumulation order on the device versus double-then-round on the CPU, and
+// the drivers' transcendental functions, which GLSL allows a few ulp of error).
+#include "src/exec/executable.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "src/interp/evaluator.h"
+#include "src/interp/npy.h"
+#include "src/ir/parser.h"
+#include "tests/support/device_test.h"
+
+namespace vkspmd::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string CompareResults(const ir::Literal& got, const ir::Literal& want) {
+  if (got.shape().IsTuple()) {
+    for (size_t k = 0; k < got.tuple_elements().size(); ++k) {
+      std::string difference = CompareResults(got.tuple_elements()[k], want.tuple_elements()[k]);
+      if (!difference.empty()) return absl::StrCat("element ", k, " of the tuple: ", difference);
+    }
+    return "";
+  }
+  if (got.shape() != want.shape()) {
+    return absl::StrCat("shape ", got.shape().ToString(), " != ", want.shape().ToString());
+  }
+  for (int64_t i = 0; i < got.ElementCount(); ++i) {
+    if (ir::IsFloat(want.dtype())) {
+      double a = got.GetAsDouble(i), b = want.GetAsDouble(i);
+      if (std::isnan(a) && std::isnan(b)) continue;
+      if (a == b) continue;
+      if (!(std::fabs(a - b) <= 1e-4 * std::max(1.0, std::fabs(b)))) {
+        return absl::StrCat("element ", i, ": device ", a, ", reference ", b);
+      }
+    } else if (got.GetAsUint64(i) != want.GetAsUint64(i)) {
+      return absl::StrCat("element ", i, ": device ", got.GetAsInt64(i), ", reference ",
+                          want.GetAsInt64(i));
+    }
+  }
+  return "";
+}
+
+std::vector<ir::Literal> Arguments(const ir::Module& module, const std::string& base,
+                                   uint32_t seed) {
+  std::mt19937 random(seed);
+  std::vector<ir::Literal> arguments;
+  for (const ir::Instruction* parameter : module.entry()->parameters()) {
+    int64_t number = parameter->attributes().parameter_number;
+    absl::StatusOr<ir::Literal> stored =
+        interp::ReadNpyFile(absl::StrCat(base, ".arg", number, ".npy"));
+    if (stored.ok() && stored->shape() == parameter->shape()) {
+      arguments.push_back(std::move(*stored));
+      continue;
+    }
+    ir::Literal literal(parameter->shape());
+    for (int64_t i = 0; i < literal.ElementCount(); ++i) {
+      if (ir::IsFloat(parameter->shape().dtype())) {
+        literal.SetFromDouble(i, std::uniform_real_distribution<double>(-2, 2)(random));
+      } else {
+        literal.SetFromInt64(i, std::uniform_int_distribution<int>(-50, 50)(random));
+      }
+    }
+    arguments.push_back(std::move(literal));
+  }
+  return arguments;
+}
+
+class ExecutableTest : public DeviceTest {
+ protected:
+  void SetUp() override { OpenDevices(1); }
+
+  // Compiles and runs `text` on the device and compares with the CPU reference.
+  void ExpectMatchesReference(const std::string& text, const std::string& base = "",
+                              uint32_t seed = 1) {
+    absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
+    ASSERT_TRUE(module.ok()) << module.status();
+    std::vector<ir::Literal> arguments = Arguments(**module, base, seed);
+    absl::StatusOr<ir::Literal> reference = interp::Evaluate(**module, arguments);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    absl::StatusOr<std::unique_ptr<exec::Executable>> executable =
+        exec::Executable::Compile(**module, device(0));
+    ASSERT_TRUE(executable.ok()) << executable.status();
+    absl::StatusOr<ir::Literal> result = (*executable)->Run(arguments);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(CompareResults(*result, *reference), "");
+  }
+};
+
+TEST_F(ExecutableTest, TestdataProgramsMatchTheReference) {
+  int compiled = 0;
+  for (const fs::directory_entry& entry : fs::directory_iterator(VKSPMD_TESTDATA_DIR)) {
+    if (entry.path().extension() != ".hlo") continue;
+    std::ifstream file(entry.path());
+    std::stringstream text;
+    text << file.rdbuf();
+    absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text.str());
+    if (!module.ok() || (*module)->replica_count() * (*module)->partition_count() != 1) continue;
+    absl::StatusOr<codegen::ProgramPlan> plan =
+        codegen::PlanProgram(**module, exec::TargetFor(device(0)));
+    if (!plan.ok()) {
+      // Not compiled yet: the error must say what and where.
+      EXPECT_EQ(plan.status().code(), absl::StatusCode::kUnimplemented) << entry.path();
+      EXPECT_NE(plan.status().message().find("%"), absl::string_view::npos) << plan.status();
+      continue;
+    }
+    SCOPED_TRACE(entry.path().string());
+    std::string base = (entry.path().parent_path() / entry.path().stem()).string();
+    ExpectMatchesReference(text.str(), base);
+    ++compiled;
+  }
+  EXPECT_GE(compiled, 20) << "most single-device testdata programs compile";
+}
+
+TEST_F(ExecutableTest, FusesElementwiseChainsIntoOneKernel) {
+  constexpr char kChain[] = R"(
+HloModule chain
+ENTRY %main (x: f32[1000], y: f32[1000]) -> f32[1000] {
+  %x = f32[1000] parameter(0)
+  %y = f32[1000] parameter(1)
+  %a = f32[1000] multiply(%x, %y)
+  %b = f32[1000] add(%a, %x)
+  %c = f32[1000] tanh(%b)
+  %d = f32[1000] exponential(%c)
+  %two = f32[] constant(2)
+  %twos = f32[1000] broadcast(%two), dimensions={}
+  %e = f32[1000] multiply(%d, %twos)
+  %f = f32[1000] subtract(%e, %y)
+  %g = f32[1000] negate(%f)
+  ROOT %h = f32[1000] maximum(%g, %x)
+}
+)";
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(kChain);
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<codegen::ProgramPlan> plan =
+      codegen::PlanProgram(**module, exec::TargetFor(device(0)));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->kernels.size(), 1u);
+  ExpectMatchesReference(kChain);
+}
+
+TEST_F(ExecutableTest, LongReductionsAndContractionsRunInBoundedPasses) {
+  ExpectMatchesReference(R"(
+HloModule long_reduce
+%add (a: s32[], b: s32[]) -> s32[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  ROOT %s = s32[] add(%a, %b)
+}
+ENTRY %main (x: s32[3,300007]) -> s32[3] {
+  %x = s32[3,300007] parameter(0)
+  %zero = s32[] constant(7)
+  ROOT %r = s32[3] reduce(%x, %zero), dimensions={1}, to_apply=%add
+}
+)");
+  ExpectMatchesReference(R"(
+HloModule long_dot
+ENTRY %main (a: f32[3,70001], b: f32[70001,2]) -> f32[3,2] {
+  %a = f32[3,70001] parameter(0)
+  %b = f32[70001,2] parameter(1)
+  ROOT %d = f32[3,2] dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+)");
+}
+
+TEST_F(ExecutableTest, DotWithBatchAndTransposedOperandsFusesTheTranspose) {
+  ExpectMatchesReference(R"(
+HloModule batched
+ENTRY %main (a: f32[2,17,5], b: f32[2,17,3]) -> f32[2,5,3] {
+  %a = f32[2,17,5] parameter(0)
+  %b = f32[2,17,3] parameter(1)
+  ROOT %d = f32[2,5,3] dot(%a, %b), lhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+}
+)");
+}
+
+TEST_F(ExecutableTest, MoreElementsThanOneDispatchDimension) {
+  ExpectMatchesReference(R"(
+HloModule big
+ENTRY %main (x: s32[4194311]) -> s32[4194311] {
+  %x = s32[4194311] parameter(0)
+  %i = s32[4194311] iota(), iota_dimension=0
+  ROOT %s = s32[4194311] add(%x, %i)
+}
+)");
+}
+
+TEST_F(ExecutableTest, UnsupportedOpsAreClearErrors) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"(
+HloModule f64
+ENTRY %main (x: f64[4]) -> f64[4] {
+  %x = f64[4] parameter(0)
+  ROOT %n = f64[4] negate(%x)
+}
+)");
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::Status status = exec::Executable::Compile(**module, device(0)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(status.message().find("f64[4]"), absl::string_view::npos) << status;
+  EXPECT_NE(status.message().find("%x"), absl::string_view::npos) << status;
+}
+
+TEST_F(ExecutableTest, WrongArgumentsAreErrors) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"(
+HloModule args
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  ROOT %n = f32[4] negate(%x)
+}
+)");
+  ASSERT_TRUE(module.ok());
+  VKSPMD_ASSERT_OK_AND_ASSIGN(auto executable, exec::Executable::Compile(**module, device(0)));
+  EXPECT_EQ(executable->Run({}).status().code(), absl::StatusCode::kInvalidArgument);
+  ir::Literal wrong(ir::Shape(ir::DType::kF32, {5}));
+  absl::Status status = executable->Run({wrong}).status();
+  EXPECT_NE(status.message().find("argument 0 is f32[5]"), absl::string_view::npos) << status;
+}
+
+}  // namespace
+}  // namespace vkspmd::testing
