@@ -36,5 +36,6 @@ void RegisterDevicesCommand(CLI::App& app);
 void RegisterCheckCommand(CLI::App& app);
 void RegisterEvalCommand(CLI::App& app);
 void RegisterGradCommand(CLI::App& app);
+void RegisterRunCommand(CLI::App& app);
 
 }  // namespace vkspmd::cli

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   RegisterCheckCommand(app);
   RegisterEvalCommand(app);
   RegisterGradCommand(app);
+  RegisterRunCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {

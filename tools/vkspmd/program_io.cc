@@ -1,0 +1,152 @@
+// Program input and output for the CLI.
+#include "tools/vkspmd/program_io.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
+#include "fmt/format.h"
+#include "src/interp/npy.h"
+#include "src/ir/parser.h"
+
+namespace vkspmd::cli {
+namespace {
+
+constexpr int64_t kPreviewElements = 8;
+
+// Deterministic values for --random-inputs: floats in [-1, 1), integers in [-10, 10] (unsigned
+// [0, 20]), pred true or false. Written with the raw generator so the values do not depend on the
+// standard library's distributions.
+ir::Literal RandomLiteral(const ir::Shape& shape, std::mt19937_64& generator) {
+  if (shape.IsTuple()) {
+    std::vector<ir::Literal> elements;
+    for (const ir::Shape& element : shape.tuple_elements()) {
+      elements.push_back(RandomLiteral(element, generator));
+    }
+    return ir::Literal::Tuple(std::move(elements));
+  }
+  ir::Literal literal(shape);
+  for (int64_t i = 0; i < literal.ElementCount(); ++i) {
+    const uint64_t bits = generator();
+    if (ir::IsFloat(shape.dtype())) {
+      literal.SetFromDouble(i, static_cast<double>(bits >> 11) * 0x1.0p-52 - 1.0);
+    } else if (shape.dtype() == ir::DType::kPred) {
+      literal.SetFromUint64(i, bits >> 63);
+    } else {
+      const int64_t value = static_cast<int64_t>(bits % 21);
+      literal.SetFromInt64(i, ir::IsSignedInteger(shape.dtype()) ? value - 10 : value);
+    }
+  }
+  return literal;
+}
+
+// Parameter number for "NAME", "%NAME" or a number; -1 when nothing matches.
+int64_t FindParameter(const ir::Computation& entry, std::string name) {
+  if (!name.empty() && name[0] == '%') name.erase(0, 1);
+  for (int64_t i = 0; i < entry.parameter_count(); ++i) {
+    if (entry.parameter(i)->name() == name) return i;
+  }
+  int64_t number = 0;
+  if (absl::SimpleAtoi(name, &number) && number >= 0 && number < entry.parameter_count()) {
+    return number;
+  }
+  return -1;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ir::Module>> ReadModuleFile(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) return absl::NotFoundError(fmt::format("cannot open {}", path));
+  std::stringstream text;
+  text << file.rdbuf();
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text.str());
+  if (!module.ok()) {
+    return absl::Status(module.status().code(),
+                        fmt::format("{}:{}", path, std::string(module.status().message())));
+  }
+  return module;
+}
+
+absl::StatusOr<std::vector<ir::Literal>> BuildArguments(const ir::Computation& entry,
+                                                        const std::vector<std::string>& inputs,
+                                                        std::optional<uint64_t> random_seed) {
+  std::vector<std::optional<ir::Literal>> arguments(entry.parameter_count());
+  for (const std::string& input : inputs) {
+    const size_t equals = input.find('=');
+    if (equals == std::string::npos) {
+      return absl::InvalidArgumentError(fmt::format("--input {} must be NAME=FILE.npy", input));
+    }
+    const int64_t number = FindParameter(entry, input.substr(0, equals));
+    if (number < 0) {
+      return absl::InvalidArgumentError(fmt::format(
+          "--input {}: the entry has no parameter named {}", input, input.substr(0, equals)));
+    }
+    absl::StatusOr<ir::Literal> literal = interp::ReadNpyFile(input.substr(equals + 1));
+    if (!literal.ok()) return absl::DataLossError(std::string(literal.status().message()));
+    arguments[number] = std::move(*literal);
+  }
+  std::mt19937_64 generator(random_seed.value_or(0));
+  std::vector<ir::Literal> filled;
+  for (int64_t i = 0; i < entry.parameter_count(); ++i) {
+    const ir::Instruction& parameter = *entry.parameter(i);
+    if (!arguments[i].has_value()) {
+      if (!random_seed.has_value()) {
+        return absl::InvalidArgumentError(
+            fmt::format("no input for parameter {} (%{}: {}); pass --input {}=FILE.npy "
+                        "or --random-inputs SEED",
+                        i, parameter.name(), parameter.shape().ToString(), parameter.name()));
+      }
+      arguments[i] = RandomLiteral(parameter.shape(), generator);
+    }
+    filled.push_back(std::move(*arguments[i]));
+  }
+  return filled;
+}
+
+void PrintSummary(const std::string& label, const ir::Literal& value) {
+  if (value.shape().IsTuple()) {
+    for (size_t i = 0; i < value.tuple_elements().size(); ++i) {
+      PrintSummary(fmt::format("{}.{}", label, i), value.tuple_elements()[i]);
+    }
+    return;
+  }
+  std::string line = fmt::format("{}: {}", label, value.shape().ToString());
+  const int64_t count = value.ElementCount();
+  if (count > 0) {
+    double minimum = INFINITY, maximum = -INFINITY, sum = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      const double element = value.GetAsDouble(i);
+      minimum = std::fmin(minimum, element);
+      maximum = std::fmax(maximum, element);
+      sum += element;
+    }
+    line += fmt::format(" min={:.6g} max={:.6g} mean={:.6g}", minimum, maximum, sum / count);
+  }
+  std::vector<std::string> preview;
+  for (int64_t i = 0; i < std::min(count, kPreviewElements); ++i) {
+    preview.push_back(value.ElementToString(i));
+  }
+  line += fmt::format(" first=[{}{}]", absl::StrJoin(preview, ", "),
+                      count > kPreviewElements ? ", ..." : "");
+  fmt::print("{}\n", line);
+}
+
+absl::Status WriteOutputs(const std::string& directory, const std::string& stem,
+                          const ir::Literal& value) {
+  if (value.shape().IsTuple()) {
+    for (size_t i = 0; i < value.tuple_elements().size(); ++i) {
+      absl::Status status =
+          WriteOutputs(directory, fmt::format("{}.{}", stem, i), value.tuple_elements()[i]);
+      if (!status.ok()) return status;
+    }
+    return absl::OkStatus();
+  }
+  return interp::WriteNpyFile((std::filesystem::path(directory) / (stem + ".npy")).string(), value);
+}
+
+}  // namespace vkspmd::cli
