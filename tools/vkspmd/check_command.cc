@@ -1,5 +1,6 @@
 // `vkspmd check FILE.hlo`: parses and verifies an HLO module and prints it back in the canonical
 // printed form, or prints the errors (FILE:LINE:COLUMN: message) and exits 1.
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -29,7 +30,11 @@ int RunCheck(const CheckOptions& options) {
   text << file.rdbuf();
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text.str());
   if (!module.ok()) {
-    fmt::print(stderr, "{}:{}\n", options.path, std::string(module.status().message()));
+    // "FILE:LINE:COLUMN: message" when the error has a position, else "FILE: message".
+    const std::string message(module.status().message());
+    const bool positioned =
+        !message.empty() && std::isdigit(static_cast<unsigned char>(message[0]));
+    fmt::print(stderr, "{}:{}{}\n", options.path, positioned ? "" : " ", message);
     return kExitRuntimeError;
   }
   fmt::print("{}", ir::PrintModule(**module));

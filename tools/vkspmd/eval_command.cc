@@ -1,6 +1,7 @@
 // `vkspmd eval FILE.hlo [--input NAME=FILE.npy ...] [--random-inputs SEED] [--output-dir D]`:
 // evaluates a module on the CPU reference evaluator (every device of a multi-device module) and
 // prints a summary of each output, writing outputs as .npy when an output directory is given.
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -121,7 +122,11 @@ int RunEval(const EvalOptions& options) {
   text << file.rdbuf();
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text.str());
   if (!module.ok()) {
-    fmt::print(stderr, "{}:{}\n", options.path, std::string(module.status().message()));
+    // "FILE:LINE:COLUMN: message" when the error has a position, else "FILE: message".
+    const std::string message(module.status().message());
+    const bool positioned =
+        !message.empty() && std::isdigit(static_cast<unsigned char>(message[0]));
+    fmt::print(stderr, "{}:{}{}\n", options.path, positioned ? "" : " ", message);
     return kExitRuntimeError;
   }
   const ir::Computation& entry = *(*module)->entry();
