@@ -9,7 +9,7 @@ packages=(
   glslang-dev glslang-tools glslc spirv-tools
   libabsl-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev libbenchmark-tools
   libcli11-dev nlohmann-json3-dev
-  python3-numpy python3-torch libopenblas-dev
+  python3-numpy python3-torch libopenblas-dev libclang-rt-14-dev
 )
 
 missing=()

@@ -2,8 +2,6 @@
 // printed form, or prints the errors (FILE:LINE:COLUMN: message) and exits 1.
 #include <cctype>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "fmt/format.h"
@@ -11,6 +9,7 @@
 #include "src/ir/printer.h"
 #include "src/ir/structural_hash.h"
 #include "tools/vkspmd/command.h"
+#include "tools/vkspmd/program_io.h"
 
 namespace vkspmd::cli {
 namespace {
@@ -21,20 +20,9 @@ struct CheckOptions {
 };
 
 int RunCheck(const CheckOptions& options) {
-  std::ifstream file(options.path);
-  if (!file) {
-    fmt::print(stderr, "vkspmd check: cannot open {}\n", options.path);
-    return kExitRuntimeError;
-  }
-  std::stringstream text;
-  text << file.rdbuf();
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text.str());
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ReadModuleFile(options.path);
   if (!module.ok()) {
-    // "FILE:LINE:COLUMN: message" when the error has a position, else "FILE: message".
-    const std::string message(module.status().message());
-    const bool positioned =
-        !message.empty() && std::isdigit(static_cast<unsigned char>(message[0]));
-    fmt::print(stderr, "{}:{}{}\n", options.path, positioned ? "" : " ", message);
+    fmt::print(stderr, "{}\n", std::string(module.status().message()));
     return kExitRuntimeError;
   }
   fmt::print("{}", ir::PrintModule(**module));

@@ -1,7 +1,5 @@
 // `vkspmd grad FILE.hlo [--loss INDEX] [--wrt p0,p1]`: prints the module that computes the loss
 // and its gradients with respect to the chosen parameters (reverse-mode autodiff on the IR).
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -11,6 +9,7 @@
 #include "src/ir/parser.h"
 #include "src/ir/printer.h"
 #include "tools/vkspmd/command.h"
+#include "tools/vkspmd/program_io.h"
 
 namespace vkspmd::cli {
 namespace {
@@ -39,16 +38,9 @@ absl::StatusOr<int64_t> FindParameter(const ir::Computation& entry, const std::s
 }
 
 int RunGrad(const GradOptions& options) {
-  std::ifstream file(options.path);
-  if (!file) {
-    fmt::print(stderr, "vkspmd grad: cannot open {}\n", options.path);
-    return kExitRuntimeError;
-  }
-  std::stringstream text;
-  text << file.rdbuf();
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text.str());
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ReadModuleFile(options.path);
   if (!module.ok()) {
-    fmt::print(stderr, "{}:{}\n", options.path, module.status().message());
+    fmt::print(stderr, "vkspmd grad: {}\n", module.status().message());
     return kExitRuntimeError;
   }
   const ir::Computation& entry = *(*module)->entry();
