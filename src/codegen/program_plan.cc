@@ -334,6 +334,67 @@ class Planner {
       return absl::UnimplementedError("dot of pred is not supported on devices (" + dot.Describe() +
                                       ")");
     }
+    const int64_t contraction = Product(contracting_sizes);
+    if (lhs_free.size() == 1 && rhs_free.size() == 1 && contraction <= kMaxElementsPerInvocation &&
+        dot.shape().ElementCount() > 0) {
+      // Each invocation computes a 4x4 tile of the [M, N] matrix of one batch element, so every
+      // operand element it loads feeds four multiply-adds instead of one.
+      const int64_t rows = lhs->shape().dimension(lhs_free[0]);
+      const int64_t columns = rhs->shape().dimension(rhs_free[0]);
+      const int64_t row_tiles = (rows + 3) / 4, column_tiles = (columns + 3) / 4;
+      const int64_t batch_count = dot.shape().ElementCount() / (rows * columns);
+      std::vector<int64_t> batch_sizes(dot.shape().dimensions().begin(),
+                                       dot.shape().dimensions().begin() + d.lhs_batch.size());
+      std::vector<int64_t> batch_strides = Strides(batch_sizes);
+      std::string lhs_base = "0u", rhs_base = "0u";
+      for (size_t b = 0; b < d.lhs_batch.size(); ++b) {
+        std::string coordinate =
+            absl::StrCat("((batch / ", batch_strides[b], "u) % ", batch_sizes[b], "u)");
+        absl::StrAppend(&lhs_base, " + ", coordinate, " * ", lhs_strides[d.lhs_batch[b]], "u");
+        absl::StrAppend(&rhs_base, " + ", coordinate, " * ", rhs_strides[d.rhs_batch[b]], "u");
+      }
+      std::string lhs_k = "0u", rhs_k = "0u";
+      for (size_t c = 0; c < contracting_sizes.size(); ++c) {
+        std::string coordinate =
+            absl::StrCat("((r / ", contracting_strides[c], "u) % ", contracting_sizes[c], "u)");
+        absl::StrAppend(&lhs_k, " + ", coordinate, " * ", lhs_strides[d.lhs_contracting[c]], "u");
+        absl::StrAppend(&rhs_k, " + ", coordinate, " * ", rhs_strides[d.rhs_contracting[c]], "u");
+      }
+      std::string body = absl::StrCat(
+          "  if (i >= ", batch_count * row_tiles * column_tiles, "u) return;\n",
+          "  uint batch = i / ", row_tiles * column_tiles, "u;\n", "  uint tile = i % ",
+          row_tiles * column_tiles, "u;\n", "  uint m0 = (tile / ", column_tiles, "u) * 4u;\n",
+          "  uint n0 = (tile % ", column_tiles, "u) * 4u;\n", "  uint lhs_base = ", lhs_base,
+          ";\n  uint rhs_base = ", rhs_base, ";\n");
+      for (int t = 0; t < 4; ++t) {
+        absl::StrAppend(&body, "  uint row", t, " = lhs_base + min(m0 + ", t, "u, ", rows - 1,
+                        "u) * ", lhs_strides[lhs_free[0]], "u;\n", "  uint column", t,
+                        " = rhs_base + min(n0 + ", t, "u, ", columns - 1, "u) * ",
+                        rhs_strides[rhs_free[0]], "u;\n");
+        for (int u = 0; u < 4; ++u)
+          absl::StrAppend(&body, "  ", type, " acc", t, u, " = ", type, "(0);\n");
+      }
+      absl::StrAppend(&body, "  for (uint r = 0u; r < ", contraction, "u; ++r) {\n",
+                      "    uint lk = ", lhs_k, ";\n    uint rk = ", rhs_k, ";\n");
+      for (int t = 0; t < 4; ++t) {
+        absl::StrAppend(&body, "    ", type, " a", t, " = ", lhs_value, "(row", t, " + lk);\n",
+                        "    ", type, " b", t, " = ", rhs_value, "(column", t, " + rk);\n");
+      }
+      for (int t = 0; t < 4; ++t) {
+        for (int u = 0; u < 4; ++u)
+          absl::StrAppend(&body, "    acc", t, u, " += a", t, " * b", u, ";\n");
+      }
+      absl::StrAppend(&body, "  }\n");
+      for (int t = 0; t < 4; ++t) {
+        for (int u = 0; u < 4; ++u) {
+          absl::StrAppend(&body, "  if (m0 + ", t, "u < ", rows, "u && n0 + ", u, "u < ", columns,
+                          "u) out_buffer.data[batch * ", rows * columns, "u + (m0 + ", t, "u) * ",
+                          columns, "u + n0 + ", u, "u] = acc", t, u, ";\n");
+        }
+      }
+      AddKernel(dot.name(), writer, output, body, batch_count * row_tiles * column_tiles);
+      return absl::OkStatus();
+    }
     return PlanReduction(
         dot.name(), writer, output, std::max<int64_t>(dot.shape().ElementCount(), 1),
         Product(contracting_sizes),
