@@ -75,14 +75,7 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
   for (const ir::Instruction* parameter : module.entry()->parameters()) {
     executable->parameter_shapes_.push_back(parameter->shape());
   }
-  for (const codegen::BufferPlan& buffer : program.buffers) {
-    VKSPMD_ASSIGN_OR_RETURN(auto allocated, runtime::Buffer::Create(device, buffer.byte_size()));
-    if (buffer.origin == codegen::BufferOrigin::kConstant) {
-      std::vector<uint32_t> words = ToDeviceWords(*buffer.constant);
-      VKSPMD_RETURN_IF_ERROR(runtime::Upload(std::as_bytes(std::span(words)), *allocated));
-    }
-    executable->buffers_.push_back(std::move(allocated));
-  }
+  VKSPMD_RETURN_IF_ERROR(executable->AllocateBuffers());
   runtime::CommandRecorder recorder(device);
   for (const codegen::KernelPlan& kernel : program.kernels) {
     VKSPMD_ASSIGN_OR_RETURN(std::vector<uint32_t> spirv, CompileCached(kernel.glsl, kernel.name));
@@ -93,8 +86,8 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
     spec.bindings.push_back(runtime::BindingAccess::kWrite);
     VKSPMD_ASSIGN_OR_RETURN(auto pipeline, runtime::ComputePipeline::Create(device.device(), spec));
     std::vector<runtime::BufferRange> bindings;
-    for (int input : kernel.inputs) bindings.push_back({executable->buffers_[input].get()});
-    bindings.push_back({executable->buffers_[kernel.output].get()});
+    for (int input : kernel.inputs) bindings.push_back({executable->buffer(input)});
+    bindings.push_back({executable->buffer(kernel.output)});
     uint64_t groups = (kernel.invocations + kernel.local_size - 1) / kernel.local_size;
     uint32_t x = static_cast<uint32_t>(std::min<uint64_t>(groups, target.max_workgroup_count_x));
     uint32_t y = x == 0 ? 0 : static_cast<uint32_t>((groups + x - 1) / x);
@@ -107,6 +100,65 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
   }
   VKSPMD_ASSIGN_OR_RETURN(executable->sequence_, recorder.Finish(timestamps));
   return executable;
+}
+
+absl::Status Executable::AllocateBuffers() {
+  // Parameters, constants and outputs keep buffers of their own. An intermediate takes over the
+  // smallest device buffer, big enough, whose last reader ran before the intermediate's kernel
+  // (so no kernel reads and writes one buffer); the access tracker orders the reuse.
+  const size_t count = plan_.buffers.size();
+  std::vector<int> last_use(count, -1);
+  std::vector<bool> pinned(count, false);
+  for (int output : plan_.outputs) pinned[output] = true;
+  for (size_t id = 0; id < count; ++id) {
+    pinned[id] = pinned[id] || plan_.buffers[id].origin != codegen::BufferOrigin::kIntermediate;
+  }
+  for (size_t k = 0; k < plan_.kernels.size(); ++k) {
+    for (int input : plan_.kernels[k].inputs) last_use[input] = static_cast<int>(k);
+  }
+  physical_of_.assign(count, -1);
+  auto create = [&](uint64_t bytes) -> absl::StatusOr<int> {
+    VKSPMD_ASSIGN_OR_RETURN(auto allocated, runtime::Buffer::Create(device_, bytes));
+    buffers_.push_back(std::move(allocated));
+    return static_cast<int>(buffers_.size()) - 1;
+  };
+  for (size_t id = 0; id < count; ++id) {
+    if (!pinned[id]) continue;
+    VKSPMD_ASSIGN_OR_RETURN(physical_of_[id], create(plan_.buffers[id].byte_size()));
+    if (plan_.buffers[id].origin == codegen::BufferOrigin::kConstant) {
+      std::vector<uint32_t> words = ToDeviceWords(*plan_.buffers[id].constant);
+      VKSPMD_RETURN_IF_ERROR(runtime::Upload(std::as_bytes(std::span(words)), *buffer(id)));
+    }
+  }
+  std::vector<int> free_physical;
+  std::vector<int> live;  // Logical intermediates holding a physical buffer.
+  for (size_t k = 0; k < plan_.kernels.size(); ++k) {
+    for (auto it = live.begin(); it != live.end();) {
+      if (last_use[*it] < static_cast<int>(k)) {
+        free_physical.push_back(physical_of_[*it]);
+        it = live.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    const int output = plan_.kernels[k].output;
+    if (pinned[output]) continue;
+    const uint64_t bytes = plan_.buffers[output].byte_size();
+    auto best = free_physical.end();
+    for (auto it = free_physical.begin(); it != free_physical.end(); ++it) {
+      uint64_t size = buffers_[*it]->size();
+      if (size >= bytes && (best == free_physical.end() || size < buffers_[*best]->size()))
+        best = it;
+    }
+    if (best != free_physical.end()) {
+      physical_of_[output] = *best;
+      free_physical.erase(best);
+    } else {
+      VKSPMD_ASSIGN_OR_RETURN(physical_of_[output], create(bytes));
+    }
+    live.push_back(output);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ir::Literal> Executable::Run(const std::vector<ir::Literal>& arguments) {
@@ -123,17 +175,17 @@ absl::StatusOr<ir::Literal> Executable::Run(const std::vector<ir::Literal>& argu
     }
   }
   for (size_t id = 0; id < plan_.buffers.size(); ++id) {
-    const codegen::BufferPlan& buffer = plan_.buffers[id];
-    if (buffer.origin != codegen::BufferOrigin::kParameter) continue;
-    std::vector<uint32_t> words = ToDeviceWords(arguments[buffer.parameter_number]);
-    VKSPMD_RETURN_IF_ERROR(runtime::Upload(std::as_bytes(std::span(words)), *buffers_[id]));
+    const codegen::BufferPlan& planned = plan_.buffers[id];
+    if (planned.origin != codegen::BufferOrigin::kParameter) continue;
+    std::vector<uint32_t> words = ToDeviceWords(arguments[planned.parameter_number]);
+    VKSPMD_RETURN_IF_ERROR(runtime::Upload(std::as_bytes(std::span(words)), *buffer(id)));
   }
   VKSPMD_RETURN_IF_ERROR(sequence_->Run());
   std::vector<ir::Literal> results;
   for (int id : plan_.outputs) {
     std::vector<uint32_t> words(plan_.buffers[id].shape.ElementCount());
     VKSPMD_RETURN_IF_ERROR(
-        runtime::Download(*buffers_[id], 0, std::as_writable_bytes(std::span(words))));
+        runtime::Download(*buffer(id), 0, std::as_writable_bytes(std::span(words))));
     results.push_back(FromDeviceWords(plan_.buffers[id].shape, words));
   }
   if (!plan_.tuple_result) return std::move(results.front());

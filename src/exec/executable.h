@@ -29,6 +29,8 @@ class Executable {
   absl::StatusOr<ir::Literal> Run(const std::vector<ir::Literal>& arguments);
 
   size_t kernel_count() const { return plan_.kernels.size(); }
+  // Device buffers actually allocated: intermediates whose lifetimes do not overlap share one.
+  size_t device_buffer_count() const { return buffers_.size(); }
   const codegen::ProgramPlan& plan() const { return plan_; }
   // GPU time of each kernel of the last run (compiled with timestamps).
   absl::StatusOr<std::vector<runtime::StepTiming>> Timings() const {
@@ -39,8 +41,14 @@ class Executable {
   Executable(runtime::MeshDevice& device, codegen::ProgramPlan plan)
       : device_(device), plan_(std::move(plan)) {}
 
+  absl::Status AllocateBuffers();
+  runtime::Buffer* buffer(int plan_buffer) const {
+    return buffers_[physical_of_[plan_buffer]].get();
+  }
+
   runtime::MeshDevice& device_;
   codegen::ProgramPlan plan_;
+  std::vector<int> physical_of_;  // Plan buffer id → index into buffers_.
   std::vector<ir::Shape> parameter_shapes_;
   std::vector<std::unique_ptr<runtime::ComputePipeline>> pipelines_;
   std::vector<std::unique_ptr<runtime::Buffer>> buffers_;

@@ -195,6 +195,28 @@ ENTRY %main (x: s32[4194311]) -> s32[4194311] {
 )");
 }
 
+TEST_F(ExecutableTest, IntermediatesWithDisjointLifetimesShareBuffers) {
+  constexpr char kDots[] = R"(
+HloModule dots
+ENTRY %main (x: f32[16,16]) -> f32[16,16] {
+  %x = f32[16,16] parameter(0)
+  %d1 = f32[16,16] dot(%x, %x), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %t1 = f32[16,16] tanh(%d1)
+  %d2 = f32[16,16] dot(%t1, %t1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %t2 = f32[16,16] tanh(%d2)
+  %d3 = f32[16,16] dot(%t2, %t2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %t3 = f32[16,16] tanh(%d3)
+  ROOT %d4 = f32[16,16] dot(%t3, %t3), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+)";
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(kDots);
+  ASSERT_TRUE(module.ok()) << module.status();
+  VKSPMD_ASSERT_OK_AND_ASSIGN(auto executable, exec::Executable::Compile(**module, device(0)));
+  EXPECT_EQ(executable->plan().buffers.size(), 5u);
+  EXPECT_EQ(executable->device_buffer_count(), 4u) << "d3 reuses d1's buffer";
+  ExpectMatchesReference(kDots);
+}
+
 TEST_F(ExecutableTest, UnsupportedOpsAreClearErrors) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"(
 HloModule f64
