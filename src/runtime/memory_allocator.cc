@@ -95,8 +95,15 @@ absl::StatusOr<MemoryAllocator::Block*> MemoryAllocator::AddBlock(Pool& pool,
   allocate_info.allocationSize = size;
   allocate_info.memoryTypeIndex = pool.memory_type;
   Block block;
-  VKSPMD_VK_RETURN_IF_ERROR(
-      label_, functions_.vkAllocateMemory(device_, &allocate_info, nullptr, &block.memory));
+  if (VkResult result =
+          functions_.vkAllocateMemory(device_, &allocate_info, nullptr, &block.memory);
+      result != VK_SUCCESS) {
+    absl::Status status = VulkanStatus(result, "vkAllocateMemory", label_);
+    return absl::Status(status.code(),
+                        absl::StrCat(status.message(), " allocating a block of ", size,
+                                     " bytes for a request of ", minimum_size, " bytes (",
+                                     statistics_.bytes_reserved, " bytes already reserved)"));
+  }
   if (pool.mapped) {
     void* address = nullptr;
     if (VkResult result =
