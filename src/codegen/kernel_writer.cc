@@ -48,6 +48,40 @@ std::string Convert(DType from, DType to, const std::string& x) {
   }
 }
 
+// For a single-operand index mapping (broadcast, transpose, slice, reverse): the operand's
+// coordinates, as GLSL expressions of the result's coordinates c0, c1, ...
+std::vector<std::string> SourceCoordinates(const Instruction& instruction) {
+  const std::vector<int64_t>& out = instruction.shape().dimensions();
+  const ir::InstructionAttributes& attributes = instruction.attributes();
+  std::vector<std::string> coordinates;
+  switch (instruction.opcode()) {
+    case Opcode::kBroadcast:
+      for (int64_t d : attributes.dimensions) coordinates.push_back(absl::StrCat("c", d));
+      break;
+    case Opcode::kTranspose:
+      coordinates.resize(out.size());
+      for (size_t j = 0; j < out.size(); ++j) {
+        coordinates[attributes.dimensions[j]] = absl::StrCat("c", j);
+      }
+      break;
+    case Opcode::kSlice:
+      for (size_t d = 0; d < out.size(); ++d) {
+        const ir::SliceDimension& slice = attributes.slice[d];
+        coordinates.push_back(absl::StrCat(slice.start, "u + c", d, " * ", slice.stride, "u"));
+      }
+      break;
+    default:  // reverse
+      for (size_t d = 0; d < out.size(); ++d) {
+        bool reversed = std::find(attributes.dimensions.begin(), attributes.dimensions.end(),
+                                  static_cast<int64_t>(d)) != attributes.dimensions.end();
+        coordinates.push_back(reversed ? absl::StrCat(out[d] - 1, "u - c", d)
+                                       : absl::StrCat("c", d));
+      }
+      break;
+  }
+  return coordinates;
+}
+
 }  // namespace
 
 std::vector<int64_t> Strides(const std::vector<int64_t>& dimensions) {
@@ -304,45 +338,14 @@ absl::StatusOr<std::string> KernelWriter::IndexMapping(const Instruction& instru
       VKSPMD_ASSIGN_OR_RETURN(std::string value, call(instruction.operand(0), "i"));
       return absl::StrCat("  return ", value, ";\n");
     }
-    case Opcode::kBroadcast: {
-      std::vector<std::string> coordinates;
-      for (int64_t d : attributes.dimensions) coordinates.push_back(absl::StrCat("c", d));
-      VKSPMD_ASSIGN_OR_RETURN(
-          std::string value,
-          call(instruction.operand(0), operand_index(instruction.operand(0), coordinates)));
-      return absl::StrCat(code, "  return ", value, ";\n");
-    }
-    case Opcode::kTranspose: {
-      std::vector<std::string> coordinates(out.size());
-      for (size_t j = 0; j < out.size(); ++j)
-        coordinates[attributes.dimensions[j]] = absl::StrCat("c", j);
-      VKSPMD_ASSIGN_OR_RETURN(
-          std::string value,
-          call(instruction.operand(0), operand_index(instruction.operand(0), coordinates)));
-      return absl::StrCat(code, "  return ", value, ";\n");
-    }
-    case Opcode::kSlice: {
-      std::vector<std::string> coordinates;
-      for (size_t d = 0; d < out.size(); ++d) {
-        const ir::SliceDimension& slice = attributes.slice[d];
-        coordinates.push_back(absl::StrCat(slice.start, "u + c", d, " * ", slice.stride, "u"));
-      }
-      VKSPMD_ASSIGN_OR_RETURN(
-          std::string value,
-          call(instruction.operand(0), operand_index(instruction.operand(0), coordinates)));
-      return absl::StrCat(code, "  return ", value, ";\n");
-    }
+    case Opcode::kBroadcast:
+    case Opcode::kTranspose:
+    case Opcode::kSlice:
     case Opcode::kReverse: {
-      std::vector<std::string> coordinates;
-      for (size_t d = 0; d < out.size(); ++d) {
-        bool reversed = std::find(attributes.dimensions.begin(), attributes.dimensions.end(),
-                                  static_cast<int64_t>(d)) != attributes.dimensions.end();
-        coordinates.push_back(reversed ? absl::StrCat(out[d] - 1, "u - c", d)
-                                       : absl::StrCat("c", d));
-      }
       VKSPMD_ASSIGN_OR_RETURN(
           std::string value,
-          call(instruction.operand(0), operand_index(instruction.operand(0), coordinates)));
+          call(instruction.operand(0),
+               operand_index(instruction.operand(0), SourceCoordinates(instruction))));
       return absl::StrCat(code, "  return ", value, ";\n");
     }
     case Opcode::kPad: {
