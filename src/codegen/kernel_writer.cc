@@ -117,7 +117,8 @@ std::string KernelWriter::ReadBuffer(int buffer_id) {
   int slot = Bind(buffer_id);
   std::string type = *GlslType(plan_.buffers[buffer_id].shape.dtype());
   std::string name = absl::StrCat("read", slot);
-  absl::StrAppend(&functions_, type, " ", name, "(uint i) { return in", slot, ".data[i]; }\n");
+  absl::StrAppend(&functions_, type, " ", name, "(uint i) { return ", type, "(in", slot,
+                  ".data[i]); }\n");
   buffer_reads_[buffer_id] = name;
   return name;
 }
@@ -430,18 +431,31 @@ absl::StatusOr<std::string> KernelWriter::IndexMapping(const Instruction& instru
 
 std::string KernelWriter::Finish(int output_buffer, const std::string& main_body,
                                  uint32_t local_size) {
+  // A buffer's storage type: its GLSL type, or uint8_t for one-byte predicates.
+  auto storage = [&](int buffer) {
+    return plan_.buffers[buffer].element_bytes == 1
+               ? std::string("uint8_t")
+               : *GlslType(plan_.buffers[buffer].shape.dtype());
+  };
+  bool bytes = plan_.buffers[output_buffer].element_bytes == 1;
   std::string declarations;
   for (size_t slot = 0; slot < inputs_.size(); ++slot) {
-    absl::StrAppend(
-        &declarations, "layout(std430, set = 0, binding = ", slot, ") readonly buffer In", slot,
-        " { ", *GlslType(plan_.buffers[inputs_[slot]].shape.dtype()), " data[]; } in", slot, ";\n");
+    bytes |= plan_.buffers[inputs_[slot]].element_bytes == 1;
+    absl::StrAppend(&declarations, "layout(std430, set = 0, binding = ", slot,
+                    ") readonly buffer In", slot, " { ", storage(inputs_[slot]), " data[]; } in",
+                    slot, ";\n");
   }
+  const std::string output_type = *GlslType(plan_.buffers[output_buffer].shape.dtype());
   absl::StrAppend(&declarations, "layout(std430, set = 0, binding = ", inputs_.size(),
-                  ") writeonly buffer Out { ",
-                  *GlslType(plan_.buffers[output_buffer].shape.dtype()),
-                  " data[]; } out_buffer;\n");
-  return absl::StrCat("#version 460\nlayout(local_size_x = ", local_size, ") in;\n", declarations,
-                      kGlslPreamble, functions_, "void main() {\n",
+                  ") writeonly buffer Out { ", storage(output_buffer), " data[]; } out_buffer;\n",
+                  "void store(uint index, ", output_type,
+                  " value) { out_buffer.data[index] = ", storage(output_buffer), "(value); }\n");
+  const char* extensions = bytes ? "#extension GL_EXT_shader_8bit_storage : require\n"
+                                   "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : "
+                                   "require\n"
+                                 : "";
+  return absl::StrCat("#version 460\n", extensions, "layout(local_size_x = ", local_size, ") in;\n",
+                      declarations, kGlslPreamble, functions_, "void main() {\n",
                       "  uint i = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * ",
                       local_size, "u + gl_LocalInvocationID.x;\n", main_body, "}\n");
 }

@@ -164,10 +164,15 @@ class Planner {
     return absl::OkStatus();
   }
 
+  uint32_t ElementBytes(ir::DType type) const {
+    return type == ir::DType::kPred && target_.byte_predicates ? 1 : 4;
+  }
+
   int AddBuffer(const Instruction& instruction) {
     BufferPlan buffer;
     buffer.shape = instruction.shape();
     buffer.name = instruction.name();
+    buffer.element_bytes = ElementBytes(buffer.shape.dtype());
     plan_.buffers.push_back(std::move(buffer));
     return static_cast<int>(plan_.buffers.size()) - 1;
   }
@@ -176,6 +181,7 @@ class Planner {
     BufferPlan buffer;
     buffer.shape = ir::Shape(type, std::move(dimensions));
     buffer.name = name;
+    buffer.element_bytes = ElementBytes(type);
     plan_.buffers.push_back(std::move(buffer));
     return static_cast<int>(plan_.buffers.size()) - 1;
   }
@@ -196,10 +202,9 @@ class Planner {
     KernelWriter writer(materialized_, plan_);
     VKSPMD_ASSIGN_OR_RETURN(std::string value, writer.Value(&instruction, /*compute=*/true));
     uint64_t count = instruction.shape().ElementCount();
-    AddKernel(
-        instruction.name(), writer, output,
-        absl::StrCat("  if (i >= ", count, "u) return;\n  out_buffer.data[i] = ", value, "(i);\n"),
-        count);
+    AddKernel(instruction.name(), writer, output,
+              absl::StrCat("  if (i >= ", count, "u) return;\n  store(i, ", value, "(i));\n"),
+              count);
     return absl::OkStatus();
   }
 
@@ -225,7 +230,7 @@ class Planner {
         glsl_type, " acc = ", init, ";\n", "  for (uint r = begin; r < end; ++r) {\n", "    ",
         glsl_type, " a = acc;\n    ", glsl_type, " b = ", element_code, ";\n",
         final_pass ? "" : "    if (r == begin) { acc = b; continue; }\n", "    acc = ", combine,
-        ";\n  }\n", "  out_buffer.data[i] = acc;\n");
+        ";\n  }\n", "  store(i, acc);\n");
     AddKernel(final_pass ? name : name + ".partial", writer, destination, body,
               outer * std::max<int64_t>(chunks, 1));
     if (final_pass) return absl::OkStatus();
@@ -388,8 +393,8 @@ class Planner {
       for (int t = 0; t < 4; ++t) {
         for (int u = 0; u < 4; ++u) {
           absl::StrAppend(&body, "  if (m0 + ", t, "u < ", rows, "u && n0 + ", u, "u < ", columns,
-                          "u) out_buffer.data[batch * ", rows * columns, "u + (m0 + ", t, "u) * ",
-                          columns, "u + n0 + ", u, "u] = acc", t, u, ";\n");
+                          "u) store(batch * ", rows * columns, "u + (m0 + ", t, "u) * ", columns,
+                          "u + n0 + ", u, "u, acc", t, u, ");\n");
         }
       }
       AddKernel(dot.name(), writer, output, body, batch_count * row_tiles * column_tiles);

@@ -18,12 +18,13 @@ namespace vkspmd::codegen {
 enum class BufferOrigin { kParameter, kConstant, kIntermediate };
 
 struct BufferPlan {
-  ir::Shape shape;  // An array shape; 4 bytes per element on the device (pred as a 0/1 uint).
+  ir::Shape shape;             // An array shape.
+  uint32_t element_bytes = 4;  // 4, or 1 for pred on devices with byte predicates.
   BufferOrigin origin = BufferOrigin::kIntermediate;
   int64_t parameter_number = -1;          // kParameter.
   const ir::Literal* constant = nullptr;  // kConstant; borrowed from the module.
   std::string name;                       // The instruction's name, for errors and dumps.
-  uint64_t byte_size() const { return 4 * static_cast<uint64_t>(shape.ElementCount()); }
+  uint64_t byte_size() const { return element_bytes * static_cast<uint64_t>(shape.ElementCount()); }
 };
 
 struct KernelPlan {

@@ -15,6 +15,9 @@ struct TargetInfo {
   uint32_t max_storage_buffers_per_stage = 16;
   // Iterations one invocation may loop in total before the driver truncates (0: no limit known).
   uint32_t loop_iteration_limit = 0;
+  // pred values live in device buffers as one byte each (8-bit storage and int8 arithmetic
+  // available), else as a 4-byte 0/1. Chosen once per device, never per op.
+  bool byte_predicates = false;
 };
 
 }  // namespace vkspmd::codegen

@@ -29,23 +29,31 @@ absl::StatusOr<std::vector<uint32_t>> CompileCached(const std::string& glsl,
   return spirv;
 }
 
-// Device buffers hold 4 bytes per element; pred literals hold 1.
-std::vector<uint32_t> ToDeviceWords(const ir::Literal& literal) {
-  std::vector<uint32_t> words(literal.ElementCount());
+// A literal as the device stores it: 4 bytes per element, or 1 for byte predicates (0 or 1).
+std::vector<std::byte> ToDeviceBytes(const ir::Literal& literal, uint32_t element_bytes) {
+  std::vector<std::byte> bytes(literal.ElementCount() * element_bytes);
   if (literal.dtype() == ir::DType::kPred) {
-    for (int64_t i = 0; i < literal.ElementCount(); ++i) words[i] = literal.GetAsUint64(i) != 0;
-  } else if (!words.empty()) {
-    std::memcpy(words.data(), literal.bytes().data(), words.size() * 4);
+    for (int64_t i = 0; i < literal.ElementCount(); ++i) {
+      uint32_t value = literal.GetAsUint64(i) != 0;
+      std::memcpy(bytes.data() + i * element_bytes, &value, element_bytes);  // Little-endian.
+    }
+  } else if (!bytes.empty()) {
+    std::memcpy(bytes.data(), literal.bytes().data(), bytes.size());
   }
-  return words;
+  return bytes;
 }
 
-ir::Literal FromDeviceWords(const ir::Shape& shape, const std::vector<uint32_t>& words) {
+ir::Literal FromDeviceBytes(const ir::Shape& shape, uint32_t element_bytes,
+                            const std::vector<std::byte>& bytes) {
   ir::Literal literal(shape);
   if (shape.dtype() == ir::DType::kPred) {
-    for (size_t i = 0; i < words.size(); ++i) literal.SetFromUint64(i, words[i] != 0);
-  } else if (!words.empty()) {
-    std::memcpy(literal.bytes().data(), words.data(), words.size() * 4);
+    for (int64_t i = 0; i < literal.ElementCount(); ++i) {
+      uint32_t value = 0;
+      std::memcpy(&value, bytes.data() + i * element_bytes, element_bytes);
+      literal.SetFromUint64(i, value != 0);
+    }
+  } else if (!bytes.empty()) {
+    std::memcpy(literal.bytes().data(), bytes.data(), bytes.size());
   }
   return literal;
 }
@@ -62,6 +70,7 @@ codegen::TargetInfo TargetFor(const runtime::MeshDevice& device) {
   target.max_storage_buffer_range = info.max_storage_buffer_range;
   target.max_storage_buffers_per_stage = info.max_storage_buffers_per_stage;
   target.loop_iteration_limit = info.quirks.loop_iteration_limit;
+  target.byte_predicates = info.storage_buffer_8bit && info.shader_int8;
   return target;
 }
 
@@ -126,8 +135,9 @@ absl::Status Executable::AllocateBuffers() {
     if (!pinned[id]) continue;
     VKSPMD_ASSIGN_OR_RETURN(physical_of_[id], create(plan_.buffers[id].byte_size()));
     if (plan_.buffers[id].origin == codegen::BufferOrigin::kConstant) {
-      std::vector<uint32_t> words = ToDeviceWords(*plan_.buffers[id].constant);
-      VKSPMD_RETURN_IF_ERROR(runtime::Upload(std::as_bytes(std::span(words)), *buffer(id)));
+      std::vector<std::byte> bytes =
+          ToDeviceBytes(*plan_.buffers[id].constant, plan_.buffers[id].element_bytes);
+      VKSPMD_RETURN_IF_ERROR(runtime::Upload(bytes, *buffer(id)));
     }
   }
   std::vector<int> free_physical;
@@ -177,16 +187,17 @@ absl::StatusOr<ir::Literal> Executable::Run(const std::vector<ir::Literal>& argu
   for (size_t id = 0; id < plan_.buffers.size(); ++id) {
     const codegen::BufferPlan& planned = plan_.buffers[id];
     if (planned.origin != codegen::BufferOrigin::kParameter) continue;
-    std::vector<uint32_t> words = ToDeviceWords(arguments[planned.parameter_number]);
-    VKSPMD_RETURN_IF_ERROR(runtime::Upload(std::as_bytes(std::span(words)), *buffer(id)));
+    std::vector<std::byte> bytes =
+        ToDeviceBytes(arguments[planned.parameter_number], planned.element_bytes);
+    VKSPMD_RETURN_IF_ERROR(runtime::Upload(bytes, *buffer(id)));
   }
   VKSPMD_RETURN_IF_ERROR(sequence_->Run());
   std::vector<ir::Literal> results;
   for (int id : plan_.outputs) {
-    std::vector<uint32_t> words(plan_.buffers[id].shape.ElementCount());
-    VKSPMD_RETURN_IF_ERROR(
-        runtime::Download(*buffer(id), 0, std::as_writable_bytes(std::span(words))));
-    results.push_back(FromDeviceWords(plan_.buffers[id].shape, words));
+    const codegen::BufferPlan& planned = plan_.buffers[id];
+    std::vector<std::byte> bytes(planned.byte_size());
+    VKSPMD_RETURN_IF_ERROR(runtime::Download(*buffer(id), 0, bytes));
+    results.push_back(FromDeviceBytes(planned.shape, planned.element_bytes, bytes));
   }
   if (!plan_.tuple_result) return std::move(results.front());
   return ir::Literal::Tuple(std::move(results));

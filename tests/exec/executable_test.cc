@@ -217,6 +217,40 @@ ENTRY %main (x: f32[16,16]) -> f32[16,16] {
   ExpectMatchesReference(kDots);
 }
 
+TEST_F(ExecutableTest, PredicatesInBuffersOneBytePerElementWhereTheDeviceCan) {
+  constexpr char kPredicates[] = R"(
+HloModule predicates
+%and (a: pred[], b: pred[]) -> pred[] {
+  %a = pred[] parameter(0)
+  %b = pred[] parameter(1)
+  ROOT %r = pred[] and(%a, %b)
+}
+ENTRY %main (mask: pred[7,9], x: f32[7,9]) -> (pred[7,9], pred[9], f32[7,9]) {
+  %mask = pred[7,9] parameter(0)
+  %x = f32[7,9] parameter(1)
+  %zero = f32[] constant(0)
+  %zeros = f32[7,9] broadcast(%zero), dimensions={}
+  %positive = pred[7,9] compare(%x, %zeros), direction=GT
+  %both = pred[7,9] xor(%mask, %positive)
+  %true = pred[] constant(true)
+  %all = pred[9] reduce(%both, %true), dimensions={0}, to_apply=%and
+  %picked = f32[7,9] select(%both, %x, %zeros)
+  ROOT %out = (pred[7,9], pred[9], f32[7,9]) tuple(%both, %all, %picked)
+}
+)";
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(kPredicates);
+  ASSERT_TRUE(module.ok()) << module.status();
+  const runtime::PhysicalDeviceInfo& info = device(0).device().physical_device();
+  VKSPMD_ASSERT_OK_AND_ASSIGN(auto executable, exec::Executable::Compile(**module, device(0)));
+  const uint32_t expected_bytes = info.storage_buffer_8bit && info.shader_int8 ? 1 : 4;
+  for (const codegen::BufferPlan& buffer : executable->plan().buffers) {
+    if (buffer.shape.dtype() == ir::DType::kPred) {
+      EXPECT_EQ(buffer.element_bytes, expected_bytes) << buffer.name;
+    }
+  }
+  ExpectMatchesReference(kPredicates);
+}
+
 TEST_F(ExecutableTest, UnsupportedOpsAreClearErrors) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"(
 HloModule f64
