@@ -164,9 +164,9 @@ absl::StatusOr<Literal> EvaluateComputation(const ir::Computation& computation,
     for (const Instruction* operand : instruction->operands())
       operands.push_back(&values.at(operand));
     if (NeedsAllDevices(*instruction)) {
-      return absl::InvalidArgumentError(fmt::format(
-          "{}: {} needs every device; evaluate the module with EvaluateOnDevices",
-          instruction->Describe(), ir::OpcodeName(instruction->opcode())));
+      return absl::InvalidArgumentError(
+          fmt::format("{}: {} needs every device; evaluate the module with EvaluateOnDevices",
+                      instruction->Describe(), ir::OpcodeName(instruction->opcode())));
     }
     VKSPMD_ASSIGN_OR_RETURN(Literal value,
                             EvaluateLocal(*instruction, operands, arguments, device));
