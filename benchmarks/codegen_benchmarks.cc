@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <vector>
 
@@ -114,6 +115,99 @@ void BM_Memcpy(benchmark::State& state) {
                                               benchmark::Counter::kIsIterationInvariantRate);
 }
 
+void BM_SoftmaxRows(benchmark::State& state) {
+  std::string text = R"(HloModule softmax
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%a, %b)
+}
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (x: f32[4096,1024]) -> f32[4096,1024] {
+  %x = f32[4096,1024] parameter(0)
+  %ninf = f32[] constant(-inf)
+  %row_max = f32[4096] reduce(%x, %ninf), dimensions={1}, to_apply=%max
+  %max_b = f32[4096,1024] broadcast(%row_max), dimensions={0}
+  %shifted = f32[4096,1024] subtract(%x, %max_b)
+  %exp = f32[4096,1024] exponential(%shifted)
+  %zero = f32[] constant(0)
+  %row_sum = f32[4096] reduce(%exp, %zero), dimensions={1}, to_apply=%add
+  %sum_b = f32[4096,1024] broadcast(%row_sum), dimensions={0}
+  ROOT %softmax = f32[4096,1024] divide(%exp, %sum_b)
+}
+)";
+  RunOnDevice(state, text, 0, 2.0 * 4 * 4096 * 1024);  // Read once, write once.
+}
+
+void BM_RowReduction(benchmark::State& state) {
+  std::string text = R"(HloModule rows
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (x: f32[4096,1024]) -> f32[4096] {
+  %x = f32[4096,1024] parameter(0)
+  %zero = f32[] constant(0)
+  ROOT %r = f32[4096] reduce(%x, %zero), dimensions={1}, to_apply=%add
+}
+)";
+  RunOnDevice(state, text, 0, 4.0 * 4096 * 1024);
+}
+
+double ThreadCpuSeconds() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
+}
+
+// An executable of 100 small dependent kernels: the CPU time this thread spends per run, per
+// kernel (vkspmd's own host work, recorded once and replayed), next to the wall time beyond the
+// GPU timestamps per kernel (on lavapipe, mostly the driver's cost of each dispatch).
+void BM_HostOverheadPer100Kernels(benchmark::State& state) {
+  std::string text =
+      "HloModule chain\nENTRY %main (x: f32[4,4]) -> f32[4,4] {\n  %x = f32[4,4] parameter(0)\n";
+  std::string previous = "x";
+  for (int k = 0; k < 100; ++k) {
+    absl::StrAppend(&text, "  %d", k, " = f32[4,4] dot(%", previous, ", %", previous,
+                    "), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n");
+    previous = absl::StrCat("d", k);
+  }
+  absl::StrAppend(&text, "  ROOT %out = f32[4,4] tanh(%", previous, ")\n}\n");
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
+  if (!module.ok()) return state.SkipWithError(std::string(module.status().message()).c_str());
+  auto executable = exec::Executable::Compile(**module, Device(), /*timestamps=*/true);
+  if (!executable.ok()) {
+    return state.SkipWithError(std::string(executable.status().message()).c_str());
+  }
+  std::vector<ir::Literal> arguments = {
+      RandomLiteral((*module)->entry()->parameter(0)->shape(), 1)};
+  (void)(*executable)->Run(arguments);
+  double cpu_seconds = 0, untimed_seconds = 0;
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    double cpu_start = ThreadCpuSeconds();
+    absl::StatusOr<ir::Literal> result = (*executable)->Run(arguments);
+    cpu_seconds += ThreadCpuSeconds() - cpu_start;
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!result.ok()) return state.SkipWithError(std::string(result.status().message()).c_str());
+    double gpu = 0;
+    for (const runtime::StepTiming& timing : *(*executable)->Timings()) {
+      gpu += timing.gpu_nanoseconds / 1e9;
+    }
+    untimed_seconds += std::max(0.0, wall - gpu);
+  }
+  const double runs_times_kernels =
+      static_cast<double>(state.iterations()) * (*executable)->kernel_count();
+  state.counters["kernels"] = static_cast<double>((*executable)->kernel_count());
+  state.counters["host_cpu_us_per_kernel"] = 1e6 * cpu_seconds / runs_times_kernels;
+  state.counters["untimed_wall_us_per_kernel"] = 1e6 * untimed_seconds / runs_times_kernels;
+}
+
 BENCHMARK(BM_MatmulDevice)
     ->Arg(256)
     ->Arg(512)
@@ -128,6 +222,9 @@ BENCHMARK(BM_MatmulOpenBlas)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FusedElementwiseChainDevice)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Memcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SoftmaxRows)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RowReduction)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_HostOverheadPer100Kernels)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace vkspmd
