@@ -114,6 +114,7 @@ class Planner {
       }
     }
     for (const Instruction* output : outputs) plan_.outputs.push_back(materialized_.at(output));
+    PlanDonations(entry, outputs);
     VKSPMD_RETURN_IF_ERROR(CheckLimits());
     return std::move(plan_);
   }
@@ -141,6 +142,60 @@ class Planner {
       }
     }
     return absl::OkStatus();
+  }
+
+  // Whether `value`, computed in the kernel of `root`, reads `parameter` only at the index it is
+  // evaluated at (through elementwise ops alone), given whether the path so far kept the index.
+  bool ReadsOnlyInPlace(const Instruction* value, const Instruction* parameter, bool same_index,
+                        bool is_root) const {
+    if (value == parameter) return same_index;
+    if (!is_root && materialized_.count(value)) return true;  // Read from its own buffer.
+    const Opcode opcode = value->opcode();
+    const bool elementwise = ir::IsElementwiseUnary(opcode) || ir::IsElementwiseBinary(opcode) ||
+                             opcode == Opcode::kCompare || opcode == Opcode::kSelect ||
+                             opcode == Opcode::kClamp || opcode == Opcode::kConvert ||
+                             opcode == Opcode::kCopy;
+    for (const Instruction* operand : value->operands()) {
+      bool keeps_index =
+          elementwise && operand->shape().dimensions() == value->shape().dimensions();
+      if (!ReadsOnlyInPlace(operand, parameter, same_index && keeps_index, false)) return false;
+    }
+    return true;
+  }
+
+  void PlanDonations(const ir::Computation& entry, const std::vector<const Instruction*>& outputs) {
+    for (const ir::InputOutputAlias& alias : module_.input_output_aliases()) {
+      if (!alias.parameter_index.empty() || alias.output_index.size() > 1) continue;
+      size_t k = alias.output_index.empty() ? 0 : static_cast<size_t>(alias.output_index[0]);
+      if (k >= outputs.size() || alias.parameter_number >= entry.parameter_count()) continue;
+      const Instruction* output = outputs[k];
+      const Instruction* parameter = entry.parameter(alias.parameter_number);
+      const int output_buffer = materialized_.at(output);
+      const int parameter_buffer = materialized_.at(parameter);
+      const Opcode opcode = output->opcode();
+      if (opcode == Opcode::kParameter || opcode == Opcode::kConstant || opcode == Opcode::kDot ||
+          opcode == Opcode::kReduce || output->shape() != parameter->shape()) {
+        continue;
+      }
+      if (std::count(plan_.outputs.begin(), plan_.outputs.end(), output_buffer) != 1 ||
+          std::count(plan_.outputs.begin(), plan_.outputs.end(), parameter_buffer) != 0) {
+        continue;
+      }
+      size_t writer = plan_.kernels.size();
+      for (size_t kernel = 0; kernel < plan_.kernels.size(); ++kernel) {
+        if (plan_.kernels[kernel].output == output_buffer) writer = kernel;
+      }
+      bool read_later = false;
+      for (size_t kernel = writer + 1; kernel < plan_.kernels.size(); ++kernel) {
+        const std::vector<int>& inputs = plan_.kernels[kernel].inputs;
+        read_later |= std::find(inputs.begin(), inputs.end(), parameter_buffer) != inputs.end();
+      }
+      if (writer == plan_.kernels.size() || read_later ||
+          !ReadsOnlyInPlace(output, parameter, true, true)) {
+        continue;
+      }
+      plan_.donations.emplace_back(output_buffer, parameter_buffer);
+    }
   }
 
   // Bindings larger than the device can bind, or kernels with more inputs than it allows, are

@@ -40,6 +40,10 @@ struct ProgramPlan {
   std::vector<BufferPlan> buffers;
   std::vector<KernelPlan> kernels;  // In execution order.
   std::vector<int> outputs;         // Buffer ids of the result (one per tuple element).
+  // (output buffer, parameter buffer) pairs from the module's input_output_alias where sharing
+  // one device buffer is safe: the output's kernel reads the parameter only at the element it
+  // writes, and no later kernel reads the parameter. Other aliases keep separate buffers.
+  std::vector<std::pair<int, int>> donations;
   bool tuple_result = false;
 };
 

@@ -131,8 +131,10 @@ absl::Status Executable::AllocateBuffers() {
     buffers_.push_back(std::move(allocated));
     return static_cast<int>(buffers_.size()) - 1;
   };
+  std::vector<bool> donated(count, false);
+  for (const auto& [output, parameter] : plan_.donations) donated[output] = true;
   for (size_t id = 0; id < count; ++id) {
-    if (!pinned[id]) continue;
+    if (!pinned[id] || donated[id]) continue;
     VKSPMD_ASSIGN_OR_RETURN(physical_of_[id], create(plan_.buffers[id].byte_size()));
     if (plan_.buffers[id].origin == codegen::BufferOrigin::kConstant) {
       std::vector<std::byte> bytes =
@@ -140,6 +142,9 @@ absl::Status Executable::AllocateBuffers() {
       VKSPMD_RETURN_IF_ERROR(runtime::Upload(bytes, *buffer(id)));
     }
   }
+  // A donated parameter's buffer receives the output computed from it.
+  for (const auto& [output, parameter] : plan_.donations)
+    physical_of_[output] = physical_of_[parameter];
   std::vector<int> free_physical;
   std::vector<int> live;  // Logical intermediates holding a physical buffer.
   for (size_t k = 0; k < plan_.kernels.size(); ++k) {

@@ -251,6 +251,51 @@ ENTRY %main (mask: pred[7,9], x: f32[7,9]) -> (pred[7,9], pred[9], f32[7,9]) {
   ExpectMatchesReference(kPredicates);
 }
 
+TEST_F(ExecutableTest, DonatedParametersReceiveOutputsComputedInPlace) {
+  constexpr char kUpdate[] = R"(
+HloModule sgd, input_output_alias={ {0}: (0, {}, may-alias) }
+ENTRY %main (w: f32[31,7], g: f32[31,7]) -> (f32[31,7], f32[]) {
+  %w = f32[31,7] parameter(0)
+  %g = f32[31,7] parameter(1)
+  %rate = f32[] constant(0.1)
+  %rates = f32[31,7] broadcast(%rate), dimensions={}
+  %step = f32[31,7] multiply(%g, %rates)
+  %updated = f32[31,7] subtract(%w, %step)
+  %zero = f32[] constant(0)
+  %add = f32[] add(%zero, %zero)
+  ROOT %out = (f32[31,7], f32[]) tuple(%updated, %zero)
+}
+)";
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(kUpdate);
+  ASSERT_TRUE(module.ok()) << module.status();
+  VKSPMD_ASSERT_OK_AND_ASSIGN(auto executable, exec::Executable::Compile(**module, device(0)));
+  ASSERT_EQ(executable->plan().donations.size(), 1u);
+  EXPECT_EQ(executable->device_buffer_count(), executable->plan().buffers.size() - 1);
+  // The same executable twice: the second run must not see the first run's in-place write.
+  for (uint32_t seed : {1u, 2u}) {
+    std::vector<ir::Literal> arguments = Arguments(**module, "", seed);
+    absl::StatusOr<ir::Literal> reference = interp::Evaluate(**module, arguments);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    VKSPMD_ASSERT_OK_AND_ASSIGN(ir::Literal result, executable->Run(arguments));
+    EXPECT_EQ(CompareResults(result, *reference), "") << "run with seed " << seed;
+  }
+
+  // A transpose reads other elements than it writes: no donation, and still correct.
+  constexpr char kTranspose[] = R"(
+HloModule transpose, input_output_alias={ {}: (0, {}, may-alias) }
+ENTRY %main (w: f32[9,9]) -> f32[9,9] {
+  %w = f32[9,9] parameter(0)
+  %t = f32[9,9] transpose(%w), dimensions={1,0}
+  ROOT %r = f32[9,9] add(%t, %w)
+}
+)";
+  module = ir::ParseAndVerifyModule(kTranspose);
+  ASSERT_TRUE(module.ok()) << module.status();
+  VKSPMD_ASSERT_OK_AND_ASSIGN(auto transposed, exec::Executable::Compile(**module, device(0)));
+  EXPECT_TRUE(transposed->plan().donations.empty());
+  ExpectMatchesReference(kTranspose);
+}
+
 TEST_F(ExecutableTest, UnsupportedOpsAreClearErrors) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"(
 HloModule f64
