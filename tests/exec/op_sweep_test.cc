@@ -146,6 +146,34 @@ TEST_F(OpSweepTest, ElementwiseOps) {
   }
 }
 
+// vkspmd computes tanh with its own formula (one exponential, a series near 0); it must stay
+// within 1e-6 (about 8 f32 ulps) relative to the reference everywhere, tiny arguments included
+// (lavapipe's own tanh returns 0 for them).
+TEST_F(OpSweepTest, TanhIsAccurateRelativeToItsValue) {
+  constexpr int kCount = 4001;
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"(
+HloModule tanh
+ENTRY %main (x: f32[4001]) -> f32[4001] {
+  %x = f32[4001] parameter(0)
+  ROOT %t = f32[4001] tanh(%x)
+}
+)");
+  ASSERT_TRUE(module.ok()) << module.status();
+  ir::Literal x(ir::Shape(ir::DType::kF32, {kCount}));
+  for (int i = 0; i < kCount; ++i) {
+    double magnitude = std::pow(10.0, -8.0 + 9.0 * (i / 2) / (kCount / 2));  // 1e-8 .. 10
+    x.SetFromDouble(i, i % 2 ? -magnitude : magnitude);
+  }
+  absl::StatusOr<ir::Literal> reference = interp::Evaluate(**module, {x});
+  ASSERT_TRUE(reference.ok());
+  VKSPMD_ASSERT_OK_AND_ASSIGN(auto executable, exec::Executable::Compile(**module, device(0)));
+  VKSPMD_ASSERT_OK_AND_ASSIGN(ir::Literal result, executable->Run({x}));
+  for (int i = 0; i < kCount; ++i) {
+    double want = reference->GetAsDouble(i), got = result.GetAsDouble(i);
+    EXPECT_LE(std::fabs(got - want), 1e-6 * std::fabs(want)) << "tanh(" << x.GetAsDouble(i) << ")";
+  }
+}
+
 TEST_F(OpSweepTest, CompareSelectClampConvert) {
   for (const std::vector<int64_t>& dims : Shapes()) {
     std::string f = ShapeText("f32", dims), s = ShapeText("s32", dims), p = ShapeText("pred", dims);
