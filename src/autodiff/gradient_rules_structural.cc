@@ -271,7 +271,11 @@ absl::StatusOr<OperandAdjoints> ReduceGradient(const RuleInput& input, GradientE
   VKSPMD_ASSIGN_OR_RETURN(Instruction * ones, emit.Full(1, x->shape()));
   VKSPMD_ASSIGN_OR_RETURN(Instruction * zeros, emit.Zeros(x->shape()));
   VKSPMD_ASSIGN_OR_RETURN(Instruction * indicator, emit.Select(at_extremum, ones, zeros));
-  VKSPMD_ASSIGN_OR_RETURN(Instruction * counts, emit.Sum(indicator, reduced));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * tied, emit.Sum(indicator, reduced));
+  // No position equals the result when a non-identity init won: share among at least one, so
+  // the gradient there is 0 rather than 0/0.
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * one, emit.Full(1, tied->shape()));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * counts, emit.Binary(Opcode::kMaximum, tied, one));
   VKSPMD_ASSIGN_OR_RETURN(Instruction * share, emit.Binary(Opcode::kDivide, input.adjoint, counts));
   VKSPMD_ASSIGN_OR_RETURN(Instruction * share_full, emit.Broadcast(share, x->shape(), kept));
   VKSPMD_ASSIGN_OR_RETURN(result[0], emit.Binary(Opcode::kMultiply, share_full, indicator));

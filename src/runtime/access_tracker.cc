@@ -26,24 +26,24 @@ std::vector<VkBufferMemoryBarrier2> AccessTracker::Step(const std::vector<Buffer
     barrier.dstStageMask = access.stage;
     barrier.dstAccessMask = (access.reads ? ReadAccessFor(access.stage) : 0) |
                             (access.writes ? WriteAccessFor(access.stage) : 0);
-    if (state.write_stage != 0) {
-      // Read-after-write or write-after-write: make the write available and visible.
-      barrier.srcStageMask = state.write_stage;
+    const bool needs_visibility =
+        state.write_stage != 0 && (state.visible_stages & access.stage) != access.stage;
+    if (needs_visibility) {
+      // Read-after-write (or write-after-write) at a stage the last write is not yet visible to.
+      barrier.srcStageMask = state.write_stage | state.read_stages;
       barrier.srcAccessMask = state.write_access;
       barriers.push_back(barrier);
-      state.write_stage = 0;
-      state.write_access = 0;
-      state.read_stages = 0;
-    } else if (access.writes && state.read_stages != 0) {
-      // Write-after-read: an execution dependency is enough.
-      barrier.srcStageMask = state.read_stages;
-      barrier.srcAccessMask = 0;
+      state.visible_stages |= access.stage;
+    } else if (access.writes && (state.read_stages != 0 || state.write_stage != 0)) {
+      // Write-after-read, or a second write after the first was made visible: order them.
+      barrier.srcStageMask = state.read_stages | state.write_stage;
+      barrier.srcAccessMask = state.write_stage != 0 ? state.write_access : 0;
       barriers.push_back(barrier);
-      state.read_stages = 0;
     }
     if (access.writes) {
       state.write_stage = access.stage;
       state.write_access = WriteAccessFor(access.stage);
+      state.visible_stages = 0;
       state.read_stages = 0;
     } else if (access.reads) {
       state.read_stages |= access.stage;

@@ -25,9 +25,10 @@ class AccessTracker {
 
  private:
   struct State {
-    VkPipelineStageFlags2 write_stage = 0;  // Non-zero: a write no barrier has covered yet.
+    VkPipelineStageFlags2 write_stage = 0;  // Stage of the last write (0: none recorded).
     VkAccessFlags2 write_access = 0;
-    VkPipelineStageFlags2 read_stages = 0;  // Reads since the last write's barrier.
+    VkPipelineStageFlags2 visible_stages = 0;  // Stages the last write was made visible to.
+    VkPipelineStageFlags2 read_stages = 0;     // Reads since the last write.
   };
   std::unordered_map<VkBuffer, State> states_;
 };

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "src/runtime/vulkan_status.h"
 
 namespace vkspmd::runtime {
@@ -10,6 +11,12 @@ namespace vkspmd::runtime {
 absl::StatusOr<std::unique_ptr<Buffer>> Buffer::Create(MeshDevice& device, uint64_t size,
                                                        MemoryUsage usage) {
   if (absl::Status usable = device.device().CheckUsable(); !usable.ok()) return usable;
+  const PhysicalDeviceInfo& limits = device.device().physical_device();
+  if (limits.max_memory_allocation_size != 0 && size > limits.max_memory_allocation_size) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot create a buffer of ", size, " bytes on ", device.label(),
+        ": the device's largest allocation is ", limits.max_memory_allocation_size, " bytes"));
+  }
   std::unique_ptr<Buffer> buffer(new Buffer(device, size));
   const DeviceFunctions& vk = device.functions();
   VkBufferCreateInfo create_info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};

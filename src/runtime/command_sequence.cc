@@ -205,6 +205,11 @@ absl::StatusOr<std::unique_ptr<CommandSequence>> CommandRecorder::Finish(bool ti
                               nullptr);
   }
   if (timestamps && !steps_.empty()) {
+    const PhysicalDeviceInfo& physical = device_.device().physical_device();
+    if (physical.queue_families[physical.compute_queue_family].timestamp_valid_bits == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          device_.label(), " has no timestamps on its compute queue; record without timings"));
+    }
     VkQueryPoolCreateInfo query_info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
     query_info.queryType = VK_QUERY_TYPE_TIMESTAMP;
     query_info.queryCount = static_cast<uint32_t>(2 * steps_.size());

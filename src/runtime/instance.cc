@@ -143,7 +143,12 @@ Instance::~Instance() {
   if (messenger_ != VK_NULL_HANDLE) {
     functions_.vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
   }
-  if (instance_ != VK_NULL_HANDLE) functions_.vkDestroyInstance(instance_, nullptr);
+  if (instance_ == VK_NULL_HANDLE) return;
+  if (functions_.vkDestroyInstance != nullptr) {
+    functions_.vkDestroyInstance(instance_, nullptr);
+  } else {
+    vkDestroyInstance(instance_, nullptr);  // The table failed to load; use the loader's.
+  }
 }
 
 absl::StatusOr<std::vector<VkPhysicalDevice>> Instance::EnumeratePhysicalDevices() const {

@@ -86,11 +86,12 @@ LogicalDevice::~LogicalDevice() {
                  label_.c_str(), std::string(failure_.message()).c_str());
     return;
   }
-  if (pipeline_cache_ != VK_NULL_HANDLE) {
+  if (pipeline_cache_ != VK_NULL_HANDLE && functions_.vkDestroyPipelineCache != nullptr) {
     functions_.vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
   }
   memory_.reset();
-  functions_.vkDestroyDevice(device_, nullptr);
+  // Null when loading the table failed part-way; the device is then left to process exit.
+  if (functions_.vkDestroyDevice != nullptr) functions_.vkDestroyDevice(device_, nullptr);
 }
 
 VkQueue LogicalDevice::queue(uint32_t index) const { return queues_.at(index); }

@@ -69,7 +69,10 @@ DeviceSet::DeviceSet(std::unique_ptr<State> state) : state_(std::move(state)) {}
 DeviceSet::~DeviceSet() = default;
 DeviceSet::DeviceSet(DeviceSet&&) noexcept = default;
 DeviceSet& DeviceSet::operator=(DeviceSet&&) noexcept = default;
-int DeviceSet::size() const { return static_cast<int>(state_->infos.size()); }
-const std::vector<MeshDeviceInfo>& DeviceSet::devices() const { return state_->infos; }
+int DeviceSet::size() const { return state_ ? static_cast<int>(state_->infos.size()) : 0; }
+const std::vector<MeshDeviceInfo>& DeviceSet::devices() const {
+  static const std::vector<MeshDeviceInfo> kNone;  // A moved-from set holds no devices.
+  return state_ ? state_->infos : kNone;
+}
 
 }  // namespace vkspmd

@@ -133,6 +133,59 @@ ENTRY %main (a: f64[], b: f64[]) -> f64[] {
   EXPECT_EQ((*results)[2].GetAsDouble(0), 0.5);
 }
 
+TEST(GradientsTest, TiedReduceMaximumSplitsTheGradientAmongDistinctParameters) {
+  std::unique_ptr<ir::Module> module = Parse(R"(
+HloModule reduce_tie
+%max (lhs: f64[], rhs: f64[]) -> f64[] {
+  %lhs = f64[] parameter(0)
+  %rhs = f64[] parameter(1)
+  ROOT %m = f64[] maximum(%lhs, %rhs)
+}
+ENTRY %main (a: f64[1], b: f64[1], c: f64[1]) -> f64[] {
+  %a = f64[1] parameter(0)
+  %b = f64[1] parameter(1)
+  %c = f64[1] parameter(2)
+  %all = f64[3] concatenate(%a, %b, %c), dimensions={0}
+  %ninf = f64[] constant(-inf)
+  ROOT %m = f64[] reduce(%all, %ninf), dimensions={0}, to_apply=%max
+}
+)");
+  absl::StatusOr<std::unique_ptr<ir::Module>> gradients =
+      Gradients(*module, std::nullopt, {0, 1, 2});
+  ASSERT_TRUE(gradients.ok()) << gradients.status();
+  auto value = [](double x) {
+    ir::Literal literal(ir::Shape(ir::DType::kF64, {1}));
+    literal.SetFromDouble(0, x);
+    return literal;
+  };
+  absl::StatusOr<std::vector<ir::Literal>> results =
+      testing::EvaluateGradients(**gradients, {value(2.5), value(2.5), value(1.0)});
+  ASSERT_TRUE(results.ok()) << results.status();
+  EXPECT_EQ((*results)[1].GetAsDouble(0), 0.5) << "a ties with b";
+  EXPECT_EQ((*results)[2].GetAsDouble(0), 0.5);
+  EXPECT_EQ((*results)[3].GetAsDouble(0), 0.0);
+
+  // A non-identity init that wins gives zero gradients, not 0/0.
+  std::unique_ptr<ir::Module> init_wins = Parse(R"(
+HloModule init_wins
+%max (lhs: f64[], rhs: f64[]) -> f64[] {
+  %lhs = f64[] parameter(0)
+  %rhs = f64[] parameter(1)
+  ROOT %m = f64[] maximum(%lhs, %rhs)
+}
+ENTRY %main (a: f64[1]) -> f64[] {
+  %a = f64[1] parameter(0)
+  %ten = f64[] constant(10)
+  ROOT %m = f64[] reduce(%a, %ten), dimensions={0}, to_apply=%max
+}
+)");
+  gradients = Gradients(*init_wins, std::nullopt, {0});
+  ASSERT_TRUE(gradients.ok()) << gradients.status();
+  results = testing::EvaluateGradients(**gradients, {value(1.0)});
+  ASSERT_TRUE(results.ok()) << results.status();
+  EXPECT_EQ((*results)[1].GetAsDouble(0), 0.0);
+}
+
 TEST(GradientsTest, LossFromATupleRootAndUnusedParametersGetZeros) {
   std::unique_ptr<ir::Module> module = Parse(WithAdd("tuple_root", R"(
 ENTRY %main (x: f64[3], unused: f64[2]) -> (f64[3], f64[]) {

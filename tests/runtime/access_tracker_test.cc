@@ -25,6 +25,18 @@ TEST(AccessTrackerTest, ReadAfterWriteGetsAVisibilityBarrier) {
       << "a second read needs no new barrier";
 }
 
+TEST(AccessTrackerTest, ReadAtAnotherStageAfterAVisibleWriteGetsItsOwnBarrier) {
+  AccessTracker tracker;
+  tracker.Step({{Handle(7), kCompute, false, true}});
+  EXPECT_EQ(tracker.Step({{Handle(7), kCompute, true, false}}).size(), 1u);
+  std::vector<VkBufferMemoryBarrier2> barriers =
+      tracker.Step({{Handle(7), kTransfer, true, false}});
+  ASSERT_EQ(barriers.size(), 1u) << "the copy must see the dispatch's write too";
+  EXPECT_EQ(barriers[0].srcAccessMask, VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
+  EXPECT_EQ(barriers[0].dstStageMask, kTransfer);
+  EXPECT_TRUE(tracker.Step({{Handle(7), kTransfer, true, false}}).empty());
+}
+
 TEST(AccessTrackerTest, WriteAfterReadNeedsOnlyAnExecutionDependency) {
   AccessTracker tracker;
   tracker.Step({{Handle(2), kCompute, true, false}});

@@ -23,7 +23,11 @@ struct GradOptions {
 // A parameter named by its number or its name.
 absl::StatusOr<int64_t> FindParameter(const ir::Computation& entry, const std::string& token) {
   int64_t number = 0;
-  if (absl::SimpleAtoi(token, &number)) return number;
+  if (absl::SimpleAtoi(token, &number)) {
+    if (number >= 0 && number < entry.parameter_count()) return number;
+    return absl::InvalidArgumentError(
+        fmt::format("--wrt {}: the entry has {} parameters", token, entry.parameter_count()));
+  }
   for (const ir::Instruction* parameter : entry.parameters()) {
     if (parameter != nullptr && parameter->name() == token) {
       return parameter->attributes().parameter_number;
