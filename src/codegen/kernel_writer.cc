@@ -1,6 +1,8 @@
 // GLSL for fused elementwise and index-mapping instructions.
 #include "src/codegen/kernel_writer.h"
 
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -26,6 +28,39 @@ std::string Literal(const ir::Literal& literal, int64_t index) {
       return literal.GetAsUint64(index) != 0 ? "1u" : "0u";
   }
 }
+
+// Elementwise ops that are one GLSL call (the xla_ helpers are in glsl_preamble.h).
+const std::map<Opcode, const char*> kFunctionCalls = {
+    {Opcode::kSign, "xla_sign"},
+    {Opcode::kExp, "exp"},
+    {Opcode::kExpm1, "xla_expm1"},
+    {Opcode::kLog, "log"},
+    {Opcode::kLog1p, "xla_log1p"},
+    {Opcode::kSqrt, "sqrt"},
+    {Opcode::kRsqrt, "inversesqrt"},
+    {Opcode::kTanh, "xla_tanh"},
+    {Opcode::kLogistic, "xla_logistic"},
+    {Opcode::kSine, "sin"},
+    {Opcode::kCosine, "cos"},
+    {Opcode::kFloor, "floor"},
+    {Opcode::kCeil, "ceil"},
+    {Opcode::kRoundNearestEven, "roundEven"},
+    {Opcode::kErf, "xla_erf"},
+    {Opcode::kRemainder, "xla_rem"},
+    {Opcode::kMaximum, "xla_max"},
+    {Opcode::kMinimum, "xla_min"},
+    {Opcode::kPower, "xla_pow"},
+    {Opcode::kAtan2, "atan"},
+    {Opcode::kShiftLeft, "xla_shl"},
+    {Opcode::kShiftRightLogical, "xla_srl"},
+    {Opcode::kShiftRightArithmetic, "xla_sra"},
+};
+
+// Elementwise ops that are one GLSL infix operator.
+const std::map<Opcode, const char*> kInfixOperators = {
+    {Opcode::kAdd, "+"}, {Opcode::kSubtract, "-"}, {Opcode::kMultiply, "*"},
+    {Opcode::kAnd, "&"}, {Opcode::kOr, "|"},       {Opcode::kXor, "^"},
+};
 
 std::string Unsupported(const Instruction& instruction, const std::string& what) {
   return absl::StrCat("the device compiler does not support ", what, " (", instruction.Describe(),
@@ -174,57 +209,23 @@ absl::StatusOr<std::string> KernelWriter::Elementwise(const Instruction& instruc
   const std::string& a = operands[0];
   const std::string b = operands.size() > 1 ? operands[1] : "";
   std::string result;
+  if (auto call = kFunctionCalls.find(opcode); call != kFunctionCalls.end()) {
+    result = absl::StrCat(call->second, "(", absl::StrJoin(operands, ", "), ")");
+  } else if (auto infix = kInfixOperators.find(opcode); infix != kInfixOperators.end()) {
+    result = absl::StrCat(a, " ", infix->second, " ", b);
+  }
+  if (!result.empty()) {
+    if (is_float && (opcode == Opcode::kAnd || opcode == Opcode::kOr || opcode == Opcode::kXor)) {
+      return absl::UnimplementedError(Unsupported(instruction, "bitwise ops on floats"));
+    }
+    return absl::StrCat(code, "  return ", result, ";\n");
+  }
   switch (opcode) {
     case Opcode::kNegate:
       result = type == DType::kU32 ? "0u - " + a : "-" + a;
       break;
     case Opcode::kAbs:
       result = type == DType::kU32 ? a : "abs(" + a + ")";
-      break;
-    case Opcode::kSign:
-      result = "xla_sign(" + a + ")";
-      break;
-    case Opcode::kExp:
-      result = "exp(" + a + ")";
-      break;
-    case Opcode::kExpm1:
-      result = "xla_expm1(" + a + ")";
-      break;
-    case Opcode::kLog:
-      result = "log(" + a + ")";
-      break;
-    case Opcode::kLog1p:
-      result = "xla_log1p(" + a + ")";
-      break;
-    case Opcode::kSqrt:
-      result = "sqrt(" + a + ")";
-      break;
-    case Opcode::kRsqrt:
-      result = "inversesqrt(" + a + ")";
-      break;
-    case Opcode::kTanh:
-      result = "xla_tanh(" + a + ")";
-      break;
-    case Opcode::kLogistic:
-      result = "xla_logistic(" + a + ")";
-      break;
-    case Opcode::kSine:
-      result = "sin(" + a + ")";
-      break;
-    case Opcode::kCosine:
-      result = "cos(" + a + ")";
-      break;
-    case Opcode::kFloor:
-      result = "floor(" + a + ")";
-      break;
-    case Opcode::kCeil:
-      result = "ceil(" + a + ")";
-      break;
-    case Opcode::kRoundNearestEven:
-      result = "roundEven(" + a + ")";
-      break;
-    case Opcode::kErf:
-      result = "xla_erf(" + a + ")";
       break;
     case Opcode::kNot:
       result = type == DType::kPred ? "(" + a + " == 0u ? 1u : 0u)" : "~" + a;
@@ -235,50 +236,8 @@ absl::StatusOr<std::string> KernelWriter::Elementwise(const Instruction& instruc
     case Opcode::kCopy:
       result = a;
       break;
-    case Opcode::kAdd:
-      result = a + " + " + b;
-      break;
-    case Opcode::kSubtract:
-      result = a + " - " + b;
-      break;
-    case Opcode::kMultiply:
-      result = a + " * " + b;
-      break;
     case Opcode::kDivide:
       result = is_float ? a + " / " + b : "xla_div(" + a + ", " + b + ")";
-      break;
-    case Opcode::kRemainder:
-      result = "xla_rem(" + a + ", " + b + ")";
-      break;
-    case Opcode::kMaximum:
-      result = "xla_max(" + a + ", " + b + ")";
-      break;
-    case Opcode::kMinimum:
-      result = "xla_min(" + a + ", " + b + ")";
-      break;
-    case Opcode::kPower:
-      result = "xla_pow(" + a + ", " + b + ")";
-      break;
-    case Opcode::kAtan2:
-      result = "atan(" + a + ", " + b + ")";
-      break;
-    case Opcode::kAnd:
-      result = a + " & " + b;
-      break;
-    case Opcode::kOr:
-      result = a + " | " + b;
-      break;
-    case Opcode::kXor:
-      result = a + " ^ " + b;
-      break;
-    case Opcode::kShiftLeft:
-      result = "xla_shl(" + a + ", " + b + ")";
-      break;
-    case Opcode::kShiftRightLogical:
-      result = "xla_srl(" + a + ", " + b + ")";
-      break;
-    case Opcode::kShiftRightArithmetic:
-      result = "xla_sra(" + a + ", " + b + ")";
       break;
     case Opcode::kCompare: {
       static const char* kOperators[] = {"==", "!=", "<", "<=", ">", ">="};
@@ -298,10 +257,6 @@ absl::StatusOr<std::string> KernelWriter::Elementwise(const Instruction& instruc
     default:
       return absl::UnimplementedError(
           Unsupported(instruction, std::string(ir::OpcodeName(opcode))));
-  }
-  if (opcode == Opcode::kAnd || opcode == Opcode::kOr || opcode == Opcode::kXor) {
-    if (is_float)
-      return absl::UnimplementedError(Unsupported(instruction, "bitwise ops on floats"));
   }
   return absl::StrCat(code, "  return ", result, ";\n");
 }
