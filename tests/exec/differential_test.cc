@@ -51,19 +51,7 @@ TEST_F(DifferentialTest, RandomModulesMatchTheReference) {
     absl::StatusOr<std::unique_ptr<ir::Module>> module = RandomModule(seed, 20 + seed % 21);
     ASSERT_TRUE(module.ok()) << "seed " << seed << ": " << module.status();
     ASSERT_TRUE(ir::VerifyModule(**module).ok()) << ir::VerifyModule(**module);
-    std::mt19937 random(seed);
-    std::vector<ir::Literal> arguments;
-    for (const ir::Instruction* parameter : (*module)->entry()->parameters()) {
-      ir::Literal literal(parameter->shape());
-      for (int64_t i = 0; i < literal.ElementCount(); ++i) {
-        if (parameter->shape().dtype() == ir::DType::kF32) {
-          literal.SetFromDouble(i, std::uniform_real_distribution<float>(-2, 2)(random));
-        } else {
-          literal.SetFromInt64(i, std::uniform_int_distribution<int>(-40, 40)(random));
-        }
-      }
-      arguments.push_back(std::move(literal));
-    }
+    std::vector<ir::Literal> arguments = RandomArguments(**module, seed);
     absl::StatusOr<ir::Literal> reference = interp::Evaluate(**module, arguments);
     ASSERT_TRUE(reference.ok()) << reference.status();
     absl::StatusOr<std::unique_ptr<exec::Executable>> executable =

@@ -17,6 +17,7 @@
 #include "src/interp/evaluator.h"
 #include "src/interp/npy.h"
 #include "src/ir/parser.h"
+#include "tests/exec/random_module.h"
 #include "tests/support/device_test.h"
 
 namespace vkspmd::testing {
@@ -51,27 +52,16 @@ std::string CompareResults(const ir::Literal& got, const ir::Literal& want) {
   return "";
 }
 
+// The stored .npy inputs of a testdata program where they exist, random values otherwise.
 std::vector<ir::Literal> Arguments(const ir::Module& module, const std::string& base,
                                    uint32_t seed) {
-  std::mt19937 random(seed);
-  std::vector<ir::Literal> arguments;
+  std::vector<ir::Literal> arguments = RandomArguments(module, seed);
   for (const ir::Instruction* parameter : module.entry()->parameters()) {
     int64_t number = parameter->attributes().parameter_number;
     absl::StatusOr<ir::Literal> stored =
         interp::ReadNpyFile(absl::StrCat(base, ".arg", number, ".npy"));
-    if (stored.ok() && stored->shape() == parameter->shape()) {
-      arguments.push_back(std::move(*stored));
-      continue;
-    }
-    ir::Literal literal(parameter->shape());
-    for (int64_t i = 0; i < literal.ElementCount(); ++i) {
-      if (ir::IsFloat(parameter->shape().dtype())) {
-        literal.SetFromDouble(i, std::uniform_real_distribution<double>(-2, 2)(random));
-      } else {
-        literal.SetFromInt64(i, std::uniform_int_distribution<int>(-50, 50)(random));
-      }
-    }
-    arguments.push_back(std::move(literal));
+    if (stored.ok() && stored->shape() == parameter->shape())
+      arguments[number] = std::move(*stored);
   }
   return arguments;
 }

@@ -13,6 +13,7 @@
 #include "src/exec/executable.h"
 #include "src/interp/evaluator.h"
 #include "src/ir/parser.h"
+#include "tests/exec/random_module.h"
 #include "tests/support/device_test.h"
 
 namespace vkspmd::testing {
@@ -42,19 +43,7 @@ class OpSweepTest : public DeviceTest {
   std::string Check(const std::string& text, double low, double high) {
     absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
     if (!module.ok()) return absl::StrCat("parse: ", module.status().message(), "\n", text);
-    std::mt19937 random(7);
-    std::vector<ir::Literal> arguments;
-    for (const ir::Instruction* parameter : (*module)->entry()->parameters()) {
-      ir::Literal literal(parameter->shape());
-      for (int64_t i = 0; i < literal.ElementCount(); ++i) {
-        if (ir::IsFloat(parameter->shape().dtype())) {
-          literal.SetFromDouble(i, std::uniform_real_distribution<double>(low, high)(random));
-        } else {
-          literal.SetFromInt64(i, std::uniform_int_distribution<int>(-40, 40)(random));
-        }
-      }
-      arguments.push_back(std::move(literal));
-    }
+    std::vector<ir::Literal> arguments = RandomArguments(**module, 7, low, high);
     absl::StatusOr<ir::Literal> reference = interp::Evaluate(**module, arguments);
     if (!reference.ok()) return std::string(reference.status().message());
     absl::StatusOr<std::unique_ptr<exec::Executable>> executable =

@@ -220,6 +220,24 @@ class Generator {
 
 }  // namespace
 
+std::vector<ir::Literal> RandomArguments(const ir::Module& module, uint32_t seed, double low,
+                                         double high) {
+  std::mt19937 random(seed);
+  std::vector<ir::Literal> arguments;
+  for (const Instruction* parameter : module.entry()->parameters()) {
+    ir::Literal literal(parameter->shape());
+    for (int64_t i = 0; i < literal.ElementCount(); ++i) {
+      if (ir::IsFloat(parameter->shape().dtype())) {
+        literal.SetFromDouble(i, std::uniform_real_distribution<double>(low, high)(random));
+      } else {
+        literal.SetFromInt64(i, std::uniform_int_distribution<int>(-40, 40)(random));
+      }
+    }
+    arguments.push_back(std::move(literal));
+  }
+  return arguments;
+}
+
 absl::StatusOr<std::unique_ptr<ir::Module>> RandomModule(uint32_t seed, int operations) {
   auto module = std::make_unique<ir::Module>("random_" + std::to_string(seed));
   Generator generator(seed, *module);

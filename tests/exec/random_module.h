@@ -5,11 +5,17 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "src/ir/module.h"
 
 namespace vkspmd::testing {
+
+// Arguments for the entry's parameters: floats uniform in [low, high], integers in [-40, 40],
+// predicates 0 or 1. The same seed gives the same values.
+std::vector<ir::Literal> RandomArguments(const ir::Module& module, uint32_t seed, double low = -2,
+                                         double high = 2);
 
 // A module of about `operations` instructions (plus parameters and constants), its root a tuple of
 // the last values made. The same seed gives the same module.
