@@ -175,15 +175,32 @@ absl::StatusOr<std::string> KernelWriter::Value(const Instruction* instruction, 
   return name;
 }
 
+absl::StatusOr<std::string> KernelWriter::DeclareRowValue(const Instruction* instruction) {
+  VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(instruction->shape().dtype()));
+  std::string variable = absl::StrCat("row", next_variable_++);
+  std::string name = absl::StrCat("v", next_function_++);
+  absl::StrAppend(&functions_, "// ", instruction->name(), " of the current row\n", type, " ",
+                  variable, ";\n", type, " ", name, "(uint i) { return ", variable, "; }\n");
+  names_[std::make_pair(instruction, false)] = name;
+  return variable;
+}
+
+std::string KernelWriter::AddShared(const std::string& type, uint32_t count) {
+  std::string name = absl::StrCat("shared", next_variable_++);
+  absl::StrAppend(&functions_, "shared ", type, " ", name, "[", count, "];\n");
+  return name;
+}
+
+bool IsFusedElementwise(Opcode opcode) {
+  return ir::IsElementwiseUnary(opcode) || ir::IsElementwiseBinary(opcode) ||
+         opcode == Opcode::kCompare || opcode == Opcode::kSelect || opcode == Opcode::kClamp ||
+         opcode == Opcode::kConvert || opcode == Opcode::kCopy;
+}
+
 absl::StatusOr<std::string> KernelWriter::Compute(const Instruction& instruction,
                                                   const std::string& name) {
   (void)name;
-  const Opcode opcode = instruction.opcode();
-  if (ir::IsElementwiseUnary(opcode) || ir::IsElementwiseBinary(opcode) ||
-      opcode == Opcode::kCompare || opcode == Opcode::kSelect || opcode == Opcode::kClamp ||
-      opcode == Opcode::kConvert || opcode == Opcode::kCopy) {
-    return Elementwise(instruction);
-  }
+  if (IsFusedElementwise(instruction.opcode())) return Elementwise(instruction);
   return IndexMapping(instruction);
 }
 
@@ -405,10 +422,14 @@ std::string KernelWriter::Finish(int output_buffer, const std::string& main_body
                   ") writeonly buffer Out { ", storage(output_buffer), " data[]; } out_buffer;\n",
                   "void store(uint index, ", output_type,
                   " value) { out_buffer.data[index] = ", storage(output_buffer), "(value); }\n");
-  const char* extensions = bytes ? "#extension GL_EXT_shader_8bit_storage : require\n"
+  std::string extensions = bytes ? "#extension GL_EXT_shader_8bit_storage : require\n"
                                    "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : "
                                    "require\n"
                                  : "";
+  if (subgroups_) {
+    absl::StrAppend(&extensions, "#extension GL_KHR_shader_subgroup_basic : require\n",
+                    "#extension GL_KHR_shader_subgroup_shuffle : require\n");
+  }
   return absl::StrCat("#version 460\n", extensions, "layout(local_size_x = ", local_size, ") in;\n",
                       declarations, kGlslPreamble, functions_, "void main() {\n",
                       "  uint i = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * ",

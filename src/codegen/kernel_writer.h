@@ -34,6 +34,14 @@ class KernelWriter {
   std::string Finish(int output_buffer, const std::string& main_body, uint32_t local_size);
   const std::vector<int>& inputs() const { return inputs_; }
 
+  // Declares a private variable that main() sets to `instruction`'s value for the row the
+  // invocation computes, and makes Value(instruction) read it (row fusion). Returns its name.
+  absl::StatusOr<std::string> DeclareRowValue(const ir::Instruction* instruction);
+  // Declares a workgroup-shared array of `count` values; returns its name.
+  std::string AddShared(const std::string& type, uint32_t count);
+  // The kernel uses subgroup shuffles (the caller checked TargetInfo::subgroup_shuffle).
+  void RequireSubgroups() { subgroups_ = true; }
+
  private:
   absl::StatusOr<std::string> Compute(const ir::Instruction& instruction, const std::string& name);
   absl::StatusOr<std::string> Elementwise(const ir::Instruction& instruction);
@@ -47,7 +55,12 @@ class KernelWriter {
   std::vector<int> inputs_;
   std::string functions_;
   int next_function_ = 0;
+  int next_variable_ = 0;
+  bool subgroups_ = false;
 };
+
+// Elementwise ops whose element i reads their operands' elements i (scalars at 0).
+bool IsFusedElementwise(ir::Opcode opcode);
 
 // Row-major strides of `dimensions`.
 std::vector<int64_t> Strides(const std::vector<int64_t>& dimensions);

@@ -9,6 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/codegen/kernel_writer.h"
+#include "src/codegen/reduction_code.h"
+#include "src/codegen/row_fusion.h"
 #include "src/ir/status_macros.h"
 
 namespace vkspmd::codegen {
@@ -24,35 +26,6 @@ constexpr uint32_t kLocalSize = 64;
 
 int64_t Product(const std::vector<int64_t>& values) {
   return std::accumulate(values.begin(), values.end(), int64_t{1}, std::multiplies<>());
-}
-
-// How a reducer combines two values, as GLSL.
-absl::StatusOr<std::string> Combiner(const ir::Computation& reducer, const Instruction& reduce) {
-  const Instruction* root = reducer.root();
-  bool simple = reducer.parameter_count() == 2 && root->operand_count() == 2 &&
-                root->operand(0)->opcode() == Opcode::kParameter &&
-                root->operand(1)->opcode() == Opcode::kParameter;
-  if (simple) {
-    switch (root->opcode()) {
-      case Opcode::kAdd:
-        return std::string("a + b");
-      case Opcode::kMultiply:
-        return std::string("a * b");
-      case Opcode::kMaximum:
-        return std::string("xla_max(a, b)");
-      case Opcode::kMinimum:
-        return std::string("xla_min(a, b)");
-      case Opcode::kAnd:
-        return std::string("a & b");
-      case Opcode::kOr:
-        return std::string("a | b");
-      default:
-        break;
-    }
-  }
-  return absl::UnimplementedError(absl::StrCat(
-      "the device compiler supports reduce with add, multiply, maximum, minimum, and, or; ",
-      reduce.Describe(), " reduces with %", reducer.name()));
 }
 
 // GLSL for a reduction's initial value, written into the kernel that applies it.
@@ -80,17 +53,26 @@ class Planner {
       outputs.push_back(root);
     }
     std::set<const Instruction*> output_set(outputs.begin(), outputs.end());
+    std::set<const Instruction*> needs_buffer;
     for (const auto& owned : entry.instructions()) {
       const Instruction* instruction = owned.get();
       if (instruction == root && plan_.tuple_result) continue;
       Opcode opcode = instruction->opcode();
-      bool needs_buffer = opcode == Opcode::kParameter || opcode == Opcode::kDot ||
-                          opcode == Opcode::kReduce || output_set.count(instruction) ||
-                          (opcode == Opcode::kConstant && instruction->shape().rank() > 0) ||
-                          (users[instruction] > 1 && opcode != Opcode::kConstant);
-      if (!needs_buffer) continue;
+      if (opcode == Opcode::kParameter || opcode == Opcode::kDot || opcode == Opcode::kReduce ||
+          output_set.count(instruction) ||
+          (opcode == Opcode::kConstant && instruction->shape().rank() > 0) ||
+          (users[instruction] > 1 && !CheapToRecompute(*instruction))) {
+        needs_buffer.insert(instruction);
+      }
+    }
+    row_fusions_ =
+        PlanRowFusions(entry, needs_buffer, output_set, Lanes(), kMaxElementsPerInvocation);
+    for (const auto& owned : entry.instructions()) {
+      const Instruction* instruction = owned.get();
+      if (!needs_buffer.count(instruction)) continue;
       int id = AddBuffer(*instruction);
       materialized_[instruction] = id;
+      const Opcode opcode = instruction->opcode();
       if (opcode == Opcode::kParameter) {
         plan_.buffers[id].origin = BufferOrigin::kParameter;
         plan_.buffers[id].parameter_number = instruction->attributes().parameter_number;
@@ -109,6 +91,8 @@ class Planner {
         VKSPMD_RETURN_IF_ERROR(PlanDot(*instruction, found->second));
       } else if (opcode == Opcode::kReduce) {
         VKSPMD_RETURN_IF_ERROR(PlanReduce(*instruction, found->second));
+      } else if (row_fusions_.count(instruction)) {
+        VKSPMD_RETURN_IF_ERROR(PlanRowKernel(*instruction, found->second));
       } else {
         VKSPMD_RETURN_IF_ERROR(PlanMap(*instruction, found->second));
       }
@@ -144,6 +128,16 @@ class Planner {
     return absl::OkStatus();
   }
 
+  // Values every user may recompute instead of reading a buffer: constants, iota, and broadcasts
+  // or reshapes of a parameter, a constant or an iota (one read or one expression per element).
+  static bool CheapToRecompute(const Instruction& instruction) {
+    const Opcode opcode = instruction.opcode();
+    if (opcode == Opcode::kConstant || opcode == Opcode::kIota) return true;
+    if (opcode != Opcode::kBroadcast && opcode != Opcode::kReshape) return false;
+    const Opcode source = instruction.operand(0)->opcode();
+    return source == Opcode::kParameter || source == Opcode::kConstant || source == Opcode::kIota;
+  }
+
   // Whether `value`, computed in the kernel of `root`, reads `parameter` only at the index it is
   // evaluated at (through elementwise ops alone), given whether the path so far kept the index.
   bool ReadsOnlyInPlace(const Instruction* value, const Instruction* parameter, bool same_index,
@@ -151,10 +145,7 @@ class Planner {
     if (value == parameter) return same_index;
     if (!is_root && materialized_.count(value)) return true;  // Read from its own buffer.
     const Opcode opcode = value->opcode();
-    const bool elementwise = ir::IsElementwiseUnary(opcode) || ir::IsElementwiseBinary(opcode) ||
-                             opcode == Opcode::kCompare || opcode == Opcode::kSelect ||
-                             opcode == Opcode::kClamp || opcode == Opcode::kConvert ||
-                             opcode == Opcode::kCopy;
+    const bool elementwise = IsFusedElementwise(opcode);
     for (const Instruction* operand : value->operands()) {
       bool keeps_index =
           elementwise && operand->shape().dimensions() == value->shape().dimensions();
@@ -241,15 +232,20 @@ class Planner {
     return static_cast<int>(plan_.buffers.size()) - 1;
   }
 
+  // Lanes that share one row of a reduction: a subgroup where shuffles exist.
+  uint32_t Lanes() const {
+    return target_.subgroup_shuffle ? std::clamp<uint32_t>(target_.subgroup_size, 1, 128) : 1;
+  }
+
   void AddKernel(const std::string& name, KernelWriter& writer, int output, const std::string& body,
-                 uint64_t invocations) {
+                 uint64_t invocations, uint32_t local_size = kLocalSize) {
     KernelPlan kernel;
     kernel.name = name;
-    kernel.glsl = writer.Finish(output, body, kLocalSize);
+    kernel.glsl = writer.Finish(output, body, local_size);
     kernel.inputs = writer.inputs();
     kernel.output = output;
     kernel.invocations = invocations;
-    kernel.local_size = kLocalSize;
+    kernel.local_size = local_size;
     plan_.kernels.push_back(std::move(kernel));
   }
 
@@ -264,36 +260,79 @@ class Planner {
   }
 
   // out[o] = init ⊕ input(o, 0) ⊕ ... ⊕ input(o, R-1), where `input(o, r)` is GLSL code of the
-  // element and the reduction runs in passes of at most kMaxElementsPerInvocation.
+  // element and the reduction runs in passes of at most kMaxElementsPerInvocation iterations per
+  // invocation. When consecutive r are adjacent in memory (`contiguous`), a workgroup of lanes
+  // shares each chunk; otherwise each invocation reduces its chunk alone.
   absl::Status PlanReduction(const std::string& name, KernelWriter& writer, int output,
                              int64_t outer, int64_t inner, const std::string& element_code,
-                             const std::string& combine, const InitCode& init_code,
-                             ir::DType type) {
+                             const std::string& combine, const InitCode& init_code, ir::DType type,
+                             bool contiguous) {
     VKSPMD_ASSIGN_OR_RETURN(std::string glsl_type, GlslType(type));
-    const int64_t chunks = (inner + kMaxElementsPerInvocation - 1) / kMaxElementsPerInvocation;
-    const int64_t chunk = chunks <= 1 ? inner : kMaxElementsPerInvocation;
-    const bool final_pass = chunks <= 1;
+    const uint32_t lanes = contiguous && inner >= 4 * int64_t{Lanes()} ? Lanes() : 1;
+    const int64_t chunk = kMaxElementsPerInvocation * lanes;
+    const int64_t chunks = std::max<int64_t>((inner + chunk - 1) / chunk, 1);
+    const bool final_pass = chunks == 1;
     int destination = final_pass ? output : AddScratch(type, {outer, chunks}, name + ".partial");
-    std::string init = absl::StrCat(glsl_type, "(0)");
+    LaneReduction reduction;
+    reduction.type = glsl_type;
+    reduction.element = element_code;
+    reduction.begin = "begin";
+    reduction.end = "end";
+    reduction.combine = combine;
+    reduction.result = "result";
+    reduction.lanes = lanes;
     if (final_pass) {
-      VKSPMD_ASSIGN_OR_RETURN(init, init_code(writer));
+      VKSPMD_ASSIGN_OR_RETURN(reduction.init, init_code(writer));
     }
     std::string body = absl::StrCat(
-        "  if (i >= ", outer * std::max<int64_t>(chunks, 1), "u) return;\n", "  uint o = i / ",
-        std::max<int64_t>(chunks, 1), "u;\n", "  uint begin = (i % ", std::max<int64_t>(chunks, 1),
-        "u) * ", chunk, "u;\n", "  uint end = min(begin + ", chunk, "u, ", inner, "u);\n", "  ",
-        glsl_type, " acc = ", init, ";\n", "  for (uint r = begin; r < end; ++r) {\n", "    ",
-        glsl_type, " a = acc;\n    ", glsl_type, " b = ", element_code, ";\n",
-        final_pass ? "" : "    if (r == begin) { acc = b; continue; }\n", "    acc = ", combine,
-        ";\n  }\n", "  store(i, acc);\n");
+        "  uint w = i / ", lanes, "u;\n  if (w >= ", outer * chunks, "u) return;\n",
+        "  uint o = w / ", chunks, "u;\n  uint begin = (w % ", chunks, "u) * ", chunk, "u;\n",
+        "  uint end = min(begin + ", chunk, "u, ", inner, "u);\n  ", glsl_type, " result;\n",
+        LaneReductionCode(reduction, writer),
+        lanes > 1 ? "  if (gl_LocalInvocationID.x == 0u) " : "  ", "store(w, result);\n");
     AddKernel(final_pass ? name : name + ".partial", writer, destination, body,
-              outer * std::max<int64_t>(chunks, 1));
+              outer * chunks * lanes, lanes > 1 ? lanes : kLocalSize);
     if (final_pass) return absl::OkStatus();
     // Combine the partial results: a reduction over [outer, chunks] along the chunks.
     KernelWriter next(materialized_, plan_);
     std::string read = next.ReadBuffer(destination);
     return PlanReduction(name, next, output, outer, chunks,
-                         absl::StrCat(read, "(o * ", chunks, "u + r)"), combine, init_code, type);
+                         absl::StrCat(read, "(o * ", chunks, "u + r)"), combine, init_code, type,
+                         /*contiguous=*/true);
+  }
+
+  // A kernel computing its output row by row, with the row reductions it absorbed computed first
+  // in the same workgroup (see row_fusion.h).
+  absl::Status PlanRowKernel(const Instruction& root, int output) {
+    const RowFusion& fusion = row_fusions_.at(&root);
+    const uint32_t lanes = Lanes();
+    const std::string lane = lanes > 1 ? "gl_LocalInvocationID.x" : "0u";
+    KernelWriter writer(materialized_, plan_);
+    std::string body =
+        absl::StrCat("  uint o = i / ", lanes, "u;\n  if (o >= ", fusion.rows, "u) return;\n");
+    for (const Instruction* reduce : fusion.reductions) {
+      const int64_t row_length = reduce->operand(0)->shape().ElementCount() / fusion.rows;
+      LaneReduction reduction;
+      VKSPMD_ASSIGN_OR_RETURN(reduction.type, GlslType(reduce->shape().dtype()));
+      VKSPMD_ASSIGN_OR_RETURN(reduction.result, writer.DeclareRowValue(reduce));
+      VKSPMD_ASSIGN_OR_RETURN(std::string element, writer.Value(reduce->operand(0)));
+      VKSPMD_ASSIGN_OR_RETURN(std::string init, writer.Value(reduce->operand(1)));
+      VKSPMD_ASSIGN_OR_RETURN(reduction.combine, CombinerCode(*reduce));
+      reduction.element = absl::StrCat(element, "(o * ", row_length, "u + r)");
+      reduction.init = init + "(0u)";
+      reduction.begin = "0u";
+      reduction.end = absl::StrCat(row_length, "u");
+      reduction.lanes = lanes;
+      absl::StrAppend(&body, LaneReductionCode(reduction, writer));
+    }
+    VKSPMD_ASSIGN_OR_RETURN(std::string value, writer.Value(&root, /*compute=*/true));
+    const int64_t row_length = root.shape().ElementCount() / fusion.rows;
+    absl::StrAppend(&body, "  for (uint r = ", lane, "; r < ", row_length, "u; r += ", lanes,
+                    "u) {\n    uint e = o * ", row_length, "u + r;\n    store(e, ", value,
+                    "(e));\n  }\n");
+    AddKernel(root.name(), writer, output, body, fusion.rows * lanes,
+              lanes > 1 ? lanes : kLocalSize);
+    return absl::OkStatus();
   }
 
   absl::Status PlanReduce(const Instruction& reduce, int output) {
@@ -318,7 +357,7 @@ class Planner {
 
     KernelWriter writer(materialized_, plan_);
     VKSPMD_ASSIGN_OR_RETURN(std::string input, writer.Value(operand));
-    VKSPMD_ASSIGN_OR_RETURN(std::string combine, Combiner(*reduce.attributes().to_apply, reduce));
+    VKSPMD_ASSIGN_OR_RETURN(std::string combine, CombinerCode(reduce));
     // The operand's linear index from the kept coordinates (of o) and the reduced ones (of r).
     std::string index = "0u";
     for (size_t k = 0; k < kept.size(); ++k) {
@@ -336,7 +375,7 @@ class Planner {
           VKSPMD_ASSIGN_OR_RETURN(std::string init, kernel.Value(reduce.operand(1)));
           return absl::StrCat(init, "(0u)");
         },
-        reduce.shape().dtype());
+        reduce.shape().dtype(), ReducesTrailingDims(reduce));
   }
 
   absl::Status PlanDot(const Instruction& dot, int output) {
@@ -460,13 +499,14 @@ class Planner {
         Product(contracting_sizes),
         absl::StrCat(lhs_value, "(", lhs_index, ") * ", rhs_value, "(", rhs_index, ")"), "a + b",
         [type](KernelWriter&) -> absl::StatusOr<std::string> { return absl::StrCat(type, "(0)"); },
-        dot.shape().dtype());
+        dot.shape().dtype(), /*contiguous=*/false);
   }
 
   const ir::Module& module_;
   const TargetInfo& target_;
   ProgramPlan plan_;
   std::map<const Instruction*, int> materialized_;
+  std::map<const Instruction*, RowFusion> row_fusions_;
 };
 
 }  // namespace

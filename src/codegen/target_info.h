@@ -8,6 +8,9 @@ namespace vkspmd::codegen {
 
 struct TargetInfo {
   uint32_t subgroup_size = 32;
+  // Basic and shuffle subgroup operations in compute shaders: reductions then split each row over
+  // a workgroup of subgroup_size lanes; without them one invocation reduces a row alone.
+  bool subgroup_shuffle = false;
   uint32_t max_shared_memory_bytes = 32768;
   uint32_t max_workgroup_count_x = 65535;
   uint32_t max_workgroup_count_y = 65535;

@@ -64,6 +64,7 @@ codegen::TargetInfo TargetFor(const runtime::MeshDevice& device) {
   const runtime::PhysicalDeviceInfo& info = device.device().physical_device();
   codegen::TargetInfo target;
   target.subgroup_size = info.subgroup_size;
+  target.subgroup_shuffle = info.subgroup_shuffle && info.subgroup_size > 1;
   target.max_shared_memory_bytes = info.max_shared_memory_bytes;
   target.max_workgroup_count_x = info.max_workgroup_count[0];
   target.max_workgroup_count_y = info.max_workgroup_count[1];

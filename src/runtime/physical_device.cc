@@ -69,6 +69,10 @@ PhysicalDeviceInfo ReadSnapshot(const InstanceFunctions& functions, VkPhysicalDe
   info.driver_info = driver.driverInfo;
   info.device_uuid = HexUuid(ids.deviceUUID);
   info.subgroup_size = subgroup.subgroupSize;
+  const VkSubgroupFeatureFlags needed =
+      VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+  info.subgroup_shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
+                          (subgroup.supportedOperations & needed) == needed;
   info.max_shared_memory_bytes = limits.maxComputeSharedMemorySize;
   info.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations;
   std::copy_n(limits.maxComputeWorkGroupCount, 3, info.max_workgroup_count.begin());

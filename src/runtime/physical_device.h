@@ -62,6 +62,8 @@ struct PhysicalDeviceInfo {
   uint32_t compute_queue_count = 0;
 
   uint32_t subgroup_size = 0;
+  // Compute shaders may use basic and shuffle subgroup operations.
+  bool subgroup_shuffle = false;
   uint32_t max_shared_memory_bytes = 0;
   uint32_t max_workgroup_invocations = 0;
   std::array<uint32_t, 3> max_workgroup_count{};

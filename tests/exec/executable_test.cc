@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "src/interp/evaluator.h"
 #include "src/interp/npy.h"
 #include "src/ir/parser.h"
@@ -139,6 +140,110 @@ ENTRY %main (x: f32[1000], y: f32[1000]) -> f32[1000] {
   ExpectMatchesReference(kChain);
 }
 
+// Counts vkCmdDispatch calls recorded while compiling, through the device's dispatch table.
+class DispatchCounter {
+ public:
+  explicit DispatchCounter(runtime::MeshDevice& device)
+      : functions_(device.device().mutable_functions()), real_(functions_.vkCmdDispatch) {
+    count_ = 0;
+    real_dispatch_ = real_;
+    functions_.vkCmdDispatch = &Count;
+  }
+  ~DispatchCounter() { functions_.vkCmdDispatch = real_; }
+  int count() const { return count_; }
+
+ private:
+  static void VKAPI_CALL Count(VkCommandBuffer buffer, uint32_t x, uint32_t y, uint32_t z) {
+    ++count_;
+    real_dispatch_(buffer, x, y, z);
+  }
+  static inline int count_ = 0;
+  static inline PFN_vkCmdDispatch real_dispatch_ = nullptr;
+  runtime::DeviceFunctions& functions_;
+  PFN_vkCmdDispatch real_;
+};
+
+constexpr char kRowReducers[] = R"(
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%a, %b)
+}
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+)";
+
+// Softmax over rows of `columns` floats, in the form JAX emits (keepdims reshapes included).
+std::string Softmax(int rows, int columns) {
+  return absl::StrFormat(R"(
+HloModule softmax
+%s
+ENTRY %%main (x: f32[%d,%d]) -> f32[%d,%d] {
+  %%x = f32[%d,%d] parameter(0)
+  %%low = f32[] constant(-inf)
+  %%m = f32[%d] reduce(%%x, %%low), dimensions={1}, to_apply=%%max
+  %%mk = f32[%d,1] reshape(%%m)
+  %%mr = f32[%d] reshape(%%mk)
+  %%mb = f32[%d,%d] broadcast(%%mr), dimensions={0}
+  %%d = f32[%d,%d] subtract(%%x, %%mb)
+  %%e = f32[%d,%d] exponential(%%d)
+  %%zero = f32[] constant(0)
+  %%s = f32[%d] reduce(%%e, %%zero), dimensions={1}, to_apply=%%add
+  %%sb = f32[%d,%d] broadcast(%%s), dimensions={0}
+  ROOT %%y = f32[%d,%d] divide(%%e, %%sb)
+}
+)",
+                         kRowReducers, rows, columns, rows, columns, rows, columns, rows, rows,
+                         rows, rows, columns, rows, columns, rows, columns, rows, rows, columns,
+                         rows, columns);
+}
+
+TEST_F(ExecutableTest, SoftmaxAndLayerNormAreOneKernelEach) {
+  for (auto [rows, columns] : {std::pair{1, 1}, {7, 31}, {33, 1000}, {2, 4097}, {130, 8}}) {
+    SCOPED_TRACE(absl::StrCat(rows, "x", columns));
+    std::string text = Softmax(rows, columns);
+    absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
+    ASSERT_TRUE(module.ok()) << module.status();
+    DispatchCounter counter(device(0));
+    absl::StatusOr<std::unique_ptr<exec::Executable>> executable =
+        exec::Executable::Compile(**module, device(0));
+    ASSERT_TRUE(executable.ok()) << executable.status();
+    EXPECT_LE(counter.count(), 2);
+    EXPECT_EQ(counter.count(), 1) << "max, exp, sum and divide in one row kernel";
+    ExpectMatchesReference(text);
+  }
+  std::ifstream file(std::string(VKSPMD_TESTDATA_DIR) + "/layer_norm.hlo");
+  std::stringstream text;
+  text << file.rdbuf();
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text.str());
+  ASSERT_TRUE(module.ok()) << module.status();
+  DispatchCounter counter(device(0));
+  ASSERT_TRUE(exec::Executable::Compile(**module, device(0)).ok());
+  EXPECT_EQ(counter.count(), 1) << "mean, variance and scaling in one row kernel";
+}
+
+TEST_F(ExecutableTest, RowFusionKeepsValuesReadOutsideTheirRow) {
+  // %m is read transposed by %t, so its reduction cannot live inside %y's row kernel, and %e
+  // is also a result: both keep their buffers, and the results still match.
+  ExpectMatchesReference(absl::StrCat(R"(
+HloModule not_aligned
+)",
+                                      kRowReducers, R"(
+ENTRY %main (x: f32[6,6]) -> (f32[6,6], f32[6,6]) {
+  %x = f32[6,6] parameter(0)
+  %low = f32[] constant(-inf)
+  %m = f32[6] reduce(%x, %low), dimensions={1}, to_apply=%max
+  %mb = f32[6,6] broadcast(%m), dimensions={1}
+  %e = f32[6,6] exponential(%x)
+  %y = f32[6,6] subtract(%e, %mb)
+  ROOT %t = (f32[6,6], f32[6,6]) tuple(%y, %e)
+}
+)"));
+}
+
 TEST_F(ExecutableTest, LongReductionsAndContractionsRunInBoundedPasses) {
   ExpectMatchesReference(R"(
 HloModule long_reduce
@@ -153,11 +258,39 @@ ENTRY %main (x: s32[3,300007]) -> s32[3] {
   ROOT %r = s32[3] reduce(%x, %zero), dimensions={1}, to_apply=%add
 }
 )");
+  // 10M elements: three passes of at most 4,096 iterations per invocation.
+  ExpectMatchesReference(R"(
+HloModule ten_million
+%add (a: s32[], b: s32[]) -> s32[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  ROOT %s = s32[] add(%a, %b)
+}
+ENTRY %main (x: s32[10000000]) -> s32[] {
+  %x = s32[10000000] parameter(0)
+  %zero = s32[] constant(0)
+  ROOT %r = s32[] reduce(%x, %zero), dimensions={0}, to_apply=%add
+}
+)");
+  // A column reduction (the reduced dim is not the last): one invocation per output column.
+  ExpectMatchesReference(R"(
+HloModule columns
+%max (a: s32[], b: s32[]) -> s32[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  ROOT %s = s32[] maximum(%a, %b)
+}
+ENTRY %main (x: s32[70001,5]) -> s32[5] {
+  %x = s32[70001,5] parameter(0)
+  %low = s32[] constant(-2147483648)
+  ROOT %r = s32[5] reduce(%x, %low), dimensions={0}, to_apply=%max
+}
+)");
   ExpectMatchesReference(R"(
 HloModule long_dot
-ENTRY %main (a: f32[3,70001], b: f32[70001,2]) -> f32[3,2] {
-  %a = f32[3,70001] parameter(0)
-  %b = f32[70001,2] parameter(1)
+ENTRY %main (a: f32[3,300000], b: f32[300000,2]) -> f32[3,2] {
+  %a = f32[3,300000] parameter(0)
+  %b = f32[300000,2] parameter(1)
   ROOT %d = f32[3,2] dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
 }
 )");

@@ -1,0 +1,85 @@
+// Reduction loops. Each lane keeps a "has a value" flag instead of starting from an identity, so
+// any reducer works, and the reduce's init value is combined exactly once, as XLA's semantics
+// require for a non-identity init.
+#include "src/codegen/reduction_code.h"
+
+#include "absl/strings/str_cat.h"
+#include "src/ir/module.h"
+
+namespace vkspmd::codegen {
+
+using ir::Instruction;
+using ir::Opcode;
+
+absl::StatusOr<std::string> CombinerCode(const Instruction& reduce) {
+  const ir::Computation& reducer = *reduce.attributes().to_apply;
+  const Instruction* root = reducer.root();
+  bool simple = reducer.parameter_count() == 2 && root->operand_count() == 2 &&
+                root->operand(0)->opcode() == Opcode::kParameter &&
+                root->operand(1)->opcode() == Opcode::kParameter;
+  if (simple) {
+    switch (root->opcode()) {
+      case Opcode::kAdd:
+        return std::string("a + b");
+      case Opcode::kMultiply:
+        return std::string("a * b");
+      case Opcode::kMaximum:
+        return std::string("xla_max(a, b)");
+      case Opcode::kMinimum:
+        return std::string("xla_min(a, b)");
+      case Opcode::kAnd:
+        return std::string("a & b");
+      case Opcode::kOr:
+        return std::string("a | b");
+      default:
+        break;
+    }
+  }
+  return absl::UnimplementedError(absl::StrCat(
+      "the device compiler supports reduce with add, multiply, maximum, minimum, and, or; ",
+      reduce.Describe(), " reduces with %", reducer.name()));
+}
+
+std::string LaneReductionCode(const LaneReduction& reduction, KernelWriter& writer) {
+  const std::string& type = reduction.type;
+  // Folds `value` (guarded by `value_has`) into acc/has.
+  auto fold = [&](const std::string& value, const std::string& value_has) {
+    return absl::StrCat("    if (", value_has, ") {\n      if (has) { ", type, " a = acc; ", type,
+                        " b = ", value, "; acc = ", reduction.combine, "; } else { acc = ", value,
+                        "; has = true; }\n    }\n");
+  };
+  const std::string lanes = absl::StrCat(reduction.lanes, "u");
+  // The first element seeds the accumulator, so the loop itself combines unconditionally.
+  std::string code = absl::StrCat(
+      "  {\n  ", type, " acc = ", type, "(0);\n  uint r = ", reduction.begin,
+      reduction.lanes > 1 ? " + gl_LocalInvocationID.x" : "", ";\n  bool has = r < ", reduction.end,
+      ";\n  if (has) { acc = ", reduction.element, "; r += ", lanes, "; }\n", "  for (; r < ",
+      reduction.end, "; r += ", lanes, ") {\n    ", type, " a = acc;\n    ", type,
+      " b = ", reduction.element, ";\n    acc = ", reduction.combine, ";\n  }\n");
+  if (reduction.lanes > 1) {
+    writer.RequireSubgroups();
+    const std::string partial = writer.AddShared(type, reduction.lanes);
+    const std::string partial_has = writer.AddShared("uint", reduction.lanes);
+    absl::StrAppend(&code, "  for (uint offset = 1u; offset < min(gl_SubgroupSize, ", lanes,
+                    "); offset <<= 1) {\n    ", type, " other = subgroupShuffleXor(acc, offset);\n",
+                    "    bool other_has = subgroupShuffleXor(has ? 1u : 0u, offset) != 0u;\n",
+                    fold("other", "other_has"), "  }\n",
+                    // Uniform across the workgroup, so the barriers inside are allowed.
+                    "  if (gl_NumSubgroups > 1u) {\n", "    if (subgroupElect()) { ", partial,
+                    "[gl_SubgroupID] = acc; ", partial_has, "[gl_SubgroupID] = has ? 1u : 0u; }\n",
+                    "    barrier();\n    has = false;\n",
+                    "    for (uint s = 0u; s < gl_NumSubgroups; ++s) {\n", "  ",
+                    fold(absl::StrCat(partial, "[s]"), absl::StrCat(partial_has, "[s] != 0u")),
+                    "    }\n", "    barrier();\n  }\n");
+  }
+  if (reduction.init.empty()) {
+    absl::StrAppend(&code, "  ", reduction.result, " = acc;\n  }\n");
+  } else {
+    absl::StrAppend(&code, "  {\n    ", type, " a = ", reduction.init, ";\n    ", type,
+                    " b = acc;\n    ", reduction.result, " = has ? ", reduction.combine,
+                    " : a;\n  }\n  }\n");
+  }
+  return code;
+}
+
+}  // namespace vkspmd::codegen
