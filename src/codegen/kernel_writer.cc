@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "src/codegen/glsl_preamble.h"
 #include "src/ir/status_macros.h"
 
@@ -146,14 +147,45 @@ int KernelWriter::Bind(int buffer_id) {
   return static_cast<int>(inputs_.size()) - 1;
 }
 
+namespace {
+
+// The block name of part `part` of a buffer bound as `block` (one part keeps the plain name).
+std::string PartBlock(const std::string& block, const BufferPlan& buffer, uint32_t part) {
+  return buffer.parts() == 1 ? block : absl::StrCat(block, "p", part);
+}
+
+// GLSL selecting `access` (using `data` for the part's array and `j` for the index in it) in
+// the part holding element `i` of a buffer split into several bindings.
+std::string PartDispatch(const std::string& block, const BufferPlan& buffer,
+                         const std::string& access) {
+  if (buffer.parts() == 1) {
+    return absl::StrCat("  uint j = i;\n  ",
+                        absl::StrReplaceAll(access, {{"data", block + ".data"}}), ";\n");
+  }
+  std::string code = absl::StrCat("  uint j = i % ", buffer.part_elements, "u;\n  uint part = i / ",
+                                  buffer.part_elements, "u;\n");
+  for (uint32_t part = 0; part < buffer.parts(); ++part) {
+    std::string data = PartBlock(block, buffer, part) + ".data";
+    absl::StrAppend(
+        &code,
+        part + 1 < buffer.parts() ? absl::StrCat("  if (part == ", part, "u) ") : std::string("  "),
+        absl::StrReplaceAll(access, {{"data", data}}), ";\n");
+  }
+  return code;
+}
+
+}  // namespace
+
 std::string KernelWriter::ReadBuffer(int buffer_id) {
   if (auto found = buffer_reads_.find(buffer_id); found != buffer_reads_.end())
     return found->second;
   int slot = Bind(buffer_id);
   std::string type = *GlslType(plan_.buffers[buffer_id].shape.dtype());
   std::string name = absl::StrCat("read", slot);
-  absl::StrAppend(&functions_, type, " ", name, "(uint i) { return ", type, "(in", slot,
-                  ".data[i]); }\n");
+  absl::StrAppend(&functions_, type, " ", name, "(uint i) {\n",
+                  PartDispatch(absl::StrCat("in", slot), plan_.buffers[buffer_id],
+                               absl::StrCat("return ", type, "(data[j])")),
+                  "}\n");
   buffer_reads_[buffer_id] = name;
   return name;
 }
@@ -411,17 +443,25 @@ std::string KernelWriter::Finish(int output_buffer, const std::string& main_body
   };
   bool bytes = plan_.buffers[output_buffer].element_bytes == 1;
   std::string declarations;
+  int binding = 0;
+  auto declare = [&](int buffer, const std::string& qualifier, const std::string& block) {
+    for (uint32_t part = 0; part < plan_.buffers[buffer].parts(); ++part) {
+      std::string name = PartBlock(block, plan_.buffers[buffer], part);
+      absl::StrAppend(&declarations, "layout(std430, set = 0, binding = ", binding++, ") ",
+                      qualifier, " buffer B", name, " { ", storage(buffer), " data[]; } ", name,
+                      ";\n");
+    }
+  };
   for (size_t slot = 0; slot < inputs_.size(); ++slot) {
     bytes |= plan_.buffers[inputs_[slot]].element_bytes == 1;
-    absl::StrAppend(&declarations, "layout(std430, set = 0, binding = ", slot,
-                    ") readonly buffer In", slot, " { ", storage(inputs_[slot]), " data[]; } in",
-                    slot, ";\n");
+    declare(inputs_[slot], "readonly", absl::StrCat("in", slot));
   }
+  declare(output_buffer, "writeonly", "out_buffer");
   const std::string output_type = *GlslType(plan_.buffers[output_buffer].shape.dtype());
-  absl::StrAppend(&declarations, "layout(std430, set = 0, binding = ", inputs_.size(),
-                  ") writeonly buffer Out { ", storage(output_buffer), " data[]; } out_buffer;\n",
-                  "void store(uint index, ", output_type,
-                  " value) { out_buffer.data[index] = ", storage(output_buffer), "(value); }\n");
+  absl::StrAppend(&declarations, "void store(uint i, ", output_type, " value) {\n",
+                  PartDispatch("out_buffer", plan_.buffers[output_buffer],
+                               absl::StrCat("data[j] = ", storage(output_buffer), "(value)")),
+                  "}\n");
   std::string extensions = bytes ? "#extension GL_EXT_shader_8bit_storage : require\n"
                                    "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : "
                                    "require\n"

@@ -189,25 +189,27 @@ class Planner {
     }
   }
 
-  // Bindings larger than the device can bind, or kernels with more inputs than it allows, are
-  // clear errors until the compiler splits them.
+  // Kernels binding more buffers (counting each part of a split one) than the device allows are
+  // clear errors.
   absl::Status CheckLimits() const {
-    for (const BufferPlan& buffer : plan_.buffers) {
-      if (buffer.byte_size() > target_.max_storage_buffer_range) {
-        return absl::UnimplementedError(absl::StrCat(
-            "%", buffer.name, " (", buffer.shape.ToString(), ", ", buffer.byte_size(),
-            " bytes) exceeds the device's maxStorageBufferRange of ",
-            target_.max_storage_buffer_range, " bytes; splitting bindings is not implemented yet"));
-      }
-    }
     for (const KernelPlan& kernel : plan_.kernels) {
-      if (kernel.inputs.size() + 1 > target_.max_storage_buffers_per_stage) {
-        return absl::UnimplementedError(
-            absl::StrCat("kernel ", kernel.name, " binds ", kernel.inputs.size() + 1,
-                         " buffers; the device allows ", target_.max_storage_buffers_per_stage));
+      uint64_t bindings = plan_.buffers[kernel.output].parts();
+      for (int input : kernel.inputs) bindings += plan_.buffers[input].parts();
+      if (bindings > target_.max_storage_buffers_per_stage) {
+        return absl::UnimplementedError(absl::StrCat("kernel ", kernel.name, " binds ", bindings,
+                                                     " storage buffer ranges; the device allows ",
+                                                     target_.max_storage_buffers_per_stage));
       }
     }
     return absl::OkStatus();
+  }
+
+  // The largest power-of-two element count whose bytes one binding can cover.
+  uint64_t PartElements(uint32_t element_bytes) const {
+    uint64_t limit = std::max<uint64_t>(target_.max_storage_buffer_range / element_bytes, 1);
+    uint64_t part = 1;
+    while (part * 2 <= limit) part *= 2;
+    return part;
   }
 
   uint32_t ElementBytes(ir::DType type) const {
@@ -219,6 +221,7 @@ class Planner {
     buffer.shape = instruction.shape();
     buffer.name = instruction.name();
     buffer.element_bytes = ElementBytes(buffer.shape.dtype());
+    buffer.part_elements = PartElements(buffer.element_bytes);
     plan_.buffers.push_back(std::move(buffer));
     return static_cast<int>(plan_.buffers.size()) - 1;
   }
@@ -228,6 +231,7 @@ class Planner {
     buffer.shape = ir::Shape(type, std::move(dimensions));
     buffer.name = name;
     buffer.element_bytes = ElementBytes(type);
+    buffer.part_elements = PartElements(buffer.element_bytes);
     plan_.buffers.push_back(std::move(buffer));
     return static_cast<int>(plan_.buffers.size()) - 1;
   }

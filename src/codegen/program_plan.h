@@ -24,7 +24,17 @@ struct BufferPlan {
   int64_t parameter_number = -1;          // kParameter.
   const ir::Literal* constant = nullptr;  // kConstant; borrowed from the module.
   std::string name;                       // The instruction's name, for errors and dumps.
+  // Elements per binding: a buffer larger than the device's maxStorageBufferRange is bound as
+  // several consecutive ranges of this many elements (a power of two), else one range.
+  uint64_t part_elements = 0;
   uint64_t byte_size() const { return element_bytes * static_cast<uint64_t>(shape.ElementCount()); }
+  uint64_t element_count() const { return static_cast<uint64_t>(shape.ElementCount()); }
+  // How many bindings the buffer takes (at least one).
+  uint32_t parts() const {
+    return element_count() <= part_elements
+               ? 1
+               : static_cast<uint32_t>((element_count() + part_elements - 1) / part_elements);
+  }
 };
 
 struct KernelPlan {

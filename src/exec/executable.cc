@@ -92,12 +92,25 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
     runtime::PipelineSpec spec;
     spec.name = kernel.name;
     spec.spirv = spirv;
-    spec.bindings.assign(kernel.inputs.size(), runtime::BindingAccess::kRead);
-    spec.bindings.push_back(runtime::BindingAccess::kWrite);
-    VKSPMD_ASSIGN_OR_RETURN(auto pipeline, runtime::ComputePipeline::Create(device.device(), spec));
+    // A buffer split into parts (see BufferPlan::part_elements) takes one binding per part.
     std::vector<runtime::BufferRange> bindings;
-    for (int input : kernel.inputs) bindings.push_back({executable->buffer(input)});
-    bindings.push_back({executable->buffer(kernel.output)});
+    auto bind = [&](int id, runtime::BindingAccess access) {
+      const codegen::BufferPlan& planned = program.buffers[id];
+      const uint64_t part_bytes = planned.part_elements * planned.element_bytes;
+      for (uint32_t part = 0; part < planned.parts(); ++part) {
+        spec.bindings.push_back(access);
+        if (planned.parts() == 1) {
+          bindings.push_back({executable->buffer(id)});
+        } else {
+          uint64_t offset = part * part_bytes;
+          bindings.push_back(
+              {executable->buffer(id), offset, std::min(part_bytes, planned.byte_size() - offset)});
+        }
+      }
+    };
+    for (int input : kernel.inputs) bind(input, runtime::BindingAccess::kRead);
+    bind(kernel.output, runtime::BindingAccess::kWrite);
+    VKSPMD_ASSIGN_OR_RETURN(auto pipeline, runtime::ComputePipeline::Create(device.device(), spec));
     uint64_t groups = (kernel.invocations + kernel.local_size - 1) / kernel.local_size;
     uint32_t x = static_cast<uint32_t>(std::min<uint64_t>(groups, target.max_workgroup_count_x));
     uint32_t y = x == 0 ? 0 : static_cast<uint32_t>((groups + x - 1) / x);

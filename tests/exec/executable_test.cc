@@ -318,6 +318,29 @@ ENTRY %main (x: s32[4194311]) -> s32[4194311] {
 )");
 }
 
+TEST_F(ExecutableTest, BuffersLargerThanOneBindingAreSplitIntoRanges) {
+  // 2^25 + 9 four-byte elements: just over lavapipe's 128 MiB maxStorageBufferRange, so the
+  // parameter, the elementwise result and the reduction's input are each bound as two ranges.
+  const uint64_t range = device(0).device().physical_device().max_storage_buffer_range;
+  if (range > (1ull << 27)) GTEST_SKIP() << "the device binds " << range << " bytes at once";
+  ExpectMatchesReference(R"(
+HloModule big_bindings
+%max (a: s32[], b: s32[]) -> s32[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  ROOT %m = s32[] maximum(%a, %b)
+}
+ENTRY %main (x: s32[33554441]) -> (s32[33554441], s32[]) {
+  %x = s32[33554441] parameter(0)
+  %i = s32[33554441] iota(), iota_dimension=0
+  %y = s32[33554441] add(%x, %i)
+  %low = s32[] constant(-2147483648)
+  %m = s32[] reduce(%y, %low), dimensions={0}, to_apply=%max
+  ROOT %t = (s32[33554441], s32[]) tuple(%y, %m)
+}
+)");
+}
+
 TEST_F(ExecutableTest, IntermediatesWithDisjointLifetimesShareBuffers) {
   constexpr char kDots[] = R"(
 HloModule dots
