@@ -8,6 +8,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "src/codegen/dot_kernel.h"
 #include "src/codegen/kernel_writer.h"
 #include "src/codegen/reduction_code.h"
 #include "src/codegen/row_fusion.h"
@@ -383,125 +384,29 @@ class Planner {
   }
 
   absl::Status PlanDot(const Instruction& dot, int output) {
-    const ir::DotDimensions& d = dot.attributes().dot;
-    const Instruction* lhs = dot.operand(0);
-    const Instruction* rhs = dot.operand(1);
-    auto free_dims = [](const Instruction* operand, const std::vector<int64_t>& batch,
-                        const std::vector<int64_t>& contracting) {
-      std::vector<int64_t> rest;
-      for (int64_t k = 0; k < operand->shape().rank(); ++k) {
-        if (std::find(batch.begin(), batch.end(), k) == batch.end() &&
-            std::find(contracting.begin(), contracting.end(), k) == contracting.end()) {
-          rest.push_back(k);
-        }
-      }
-      return rest;
-    };
-    std::vector<int64_t> lhs_free = free_dims(lhs, d.lhs_batch, d.lhs_contracting);
-    std::vector<int64_t> rhs_free = free_dims(rhs, d.rhs_batch, d.rhs_contracting);
-    std::vector<int64_t> lhs_strides = Strides(lhs->shape().dimensions());
-    std::vector<int64_t> rhs_strides = Strides(rhs->shape().dimensions());
-    std::vector<int64_t> out_strides = Strides(dot.shape().dimensions());
-    std::vector<int64_t> contracting_sizes;
-    for (int64_t k : d.lhs_contracting) contracting_sizes.push_back(lhs->shape().dimension(k));
-    std::vector<int64_t> contracting_strides = Strides(contracting_sizes);
-
-    std::string lhs_index = "0u", rhs_index = "0u";
-    int64_t out_dim = 0;
-    auto out_coordinate = [&](int64_t dim) {
-      return absl::StrCat("((o / ", out_strides[dim], "u) % ", dot.shape().dimension(dim), "u)");
-    };
-    for (size_t b = 0; b < d.lhs_batch.size(); ++b, ++out_dim) {
-      absl::StrAppend(&lhs_index, " + ", out_coordinate(out_dim), " * ",
-                      lhs_strides[d.lhs_batch[b]], "u");
-      absl::StrAppend(&rhs_index, " + ", out_coordinate(out_dim), " * ",
-                      rhs_strides[d.rhs_batch[b]], "u");
-    }
-    for (int64_t k : lhs_free) {
-      absl::StrAppend(&lhs_index, " + ", out_coordinate(out_dim++), " * ", lhs_strides[k], "u");
-    }
-    for (int64_t k : rhs_free) {
-      absl::StrAppend(&rhs_index, " + ", out_coordinate(out_dim++), " * ", rhs_strides[k], "u");
-    }
-    for (size_t c = 0; c < contracting_sizes.size(); ++c) {
-      std::string coordinate =
-          absl::StrCat("((r / ", contracting_strides[c], "u) % ", contracting_sizes[c], "u)");
-      absl::StrAppend(&lhs_index, " + ", coordinate, " * ", lhs_strides[d.lhs_contracting[c]], "u");
-      absl::StrAppend(&rhs_index, " + ", coordinate, " * ", rhs_strides[d.rhs_contracting[c]], "u");
-    }
     KernelWriter writer(materialized_, plan_);
-    VKSPMD_ASSIGN_OR_RETURN(std::string lhs_value, writer.Value(lhs));
-    VKSPMD_ASSIGN_OR_RETURN(std::string rhs_value, writer.Value(rhs));
-    VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(dot.shape().dtype()));
-    if (dot.shape().dtype() == ir::DType::kPred) {
-      return absl::UnimplementedError("dot of pred is not supported on devices (" + dot.Describe() +
-                                      ")");
-    }
-    const int64_t contraction = Product(contracting_sizes);
-    if (lhs_free.size() == 1 && rhs_free.size() == 1 && contraction <= kMaxElementsPerInvocation &&
-        dot.shape().ElementCount() > 0) {
-      // Each invocation computes a 4x4 tile of the [M, N] matrix of one batch element, so every
-      // operand element it loads feeds four multiply-adds instead of one.
-      const int64_t rows = lhs->shape().dimension(lhs_free[0]);
-      const int64_t columns = rhs->shape().dimension(rhs_free[0]);
-      const int64_t row_tiles = (rows + 3) / 4, column_tiles = (columns + 3) / 4;
-      const int64_t batch_count = dot.shape().ElementCount() / (rows * columns);
-      std::vector<int64_t> batch_sizes(dot.shape().dimensions().begin(),
-                                       dot.shape().dimensions().begin() + d.lhs_batch.size());
-      std::vector<int64_t> batch_strides = Strides(batch_sizes);
-      std::string lhs_base = "0u", rhs_base = "0u";
-      for (size_t b = 0; b < d.lhs_batch.size(); ++b) {
-        std::string coordinate =
-            absl::StrCat("((batch / ", batch_strides[b], "u) % ", batch_sizes[b], "u)");
-        absl::StrAppend(&lhs_base, " + ", coordinate, " * ", lhs_strides[d.lhs_batch[b]], "u");
-        absl::StrAppend(&rhs_base, " + ", coordinate, " * ", rhs_strides[d.rhs_batch[b]], "u");
-      }
-      std::string lhs_k = "0u", rhs_k = "0u";
-      for (size_t c = 0; c < contracting_sizes.size(); ++c) {
-        std::string coordinate =
-            absl::StrCat("((r / ", contracting_strides[c], "u) % ", contracting_sizes[c], "u)");
-        absl::StrAppend(&lhs_k, " + ", coordinate, " * ", lhs_strides[d.lhs_contracting[c]], "u");
-        absl::StrAppend(&rhs_k, " + ", coordinate, " * ", rhs_strides[d.rhs_contracting[c]], "u");
-      }
-      std::string body = absl::StrCat(
-          "  if (i >= ", batch_count * row_tiles * column_tiles, "u) return;\n",
-          "  uint batch = i / ", row_tiles * column_tiles, "u;\n", "  uint tile = i % ",
-          row_tiles * column_tiles, "u;\n", "  uint m0 = (tile / ", column_tiles, "u) * 4u;\n",
-          "  uint n0 = (tile % ", column_tiles, "u) * 4u;\n", "  uint lhs_base = ", lhs_base,
-          ";\n  uint rhs_base = ", rhs_base, ";\n");
-      for (int t = 0; t < 4; ++t) {
-        absl::StrAppend(&body, "  uint row", t, " = lhs_base + min(m0 + ", t, "u, ", rows - 1,
-                        "u) * ", lhs_strides[lhs_free[0]], "u;\n", "  uint column", t,
-                        " = rhs_base + min(n0 + ", t, "u, ", columns - 1, "u) * ",
-                        rhs_strides[rhs_free[0]], "u;\n");
-        for (int u = 0; u < 4; ++u)
-          absl::StrAppend(&body, "  ", type, " acc", t, u, " = ", type, "(0);\n");
-      }
-      absl::StrAppend(&body, "  for (uint r = 0u; r < ", contraction, "u; ++r) {\n",
-                      "    uint lk = ", lhs_k, ";\n    uint rk = ", rhs_k, ";\n");
-      for (int t = 0; t < 4; ++t) {
-        absl::StrAppend(&body, "    ", type, " a", t, " = ", lhs_value, "(row", t, " + lk);\n",
-                        "    ", type, " b", t, " = ", rhs_value, "(column", t, " + rk);\n");
-      }
-      for (int t = 0; t < 4; ++t) {
-        for (int u = 0; u < 4; ++u)
-          absl::StrAppend(&body, "    acc", t, u, " += a", t, " * b", u, ";\n");
-      }
-      absl::StrAppend(&body, "  }\n");
-      for (int t = 0; t < 4; ++t) {
-        for (int u = 0; u < 4; ++u) {
-          absl::StrAppend(&body, "  if (m0 + ", t, "u < ", rows, "u && n0 + ", u, "u < ", columns,
-                          "u) store(batch * ", rows * columns, "u + (m0 + ", t, "u) * ", columns,
-                          "u + n0 + ", u, "u, acc", t, u, ");\n");
-        }
-      }
-      AddKernel(dot.name(), writer, output, body, batch_count * row_tiles * column_tiles);
+    VKSPMD_ASSIGN_OR_RETURN(std::string lhs, writer.Value(dot.operand(0)));
+    VKSPMD_ASSIGN_OR_RETURN(std::string rhs, writer.Value(dot.operand(1)));
+    VKSPMD_ASSIGN_OR_RETURN(DotKernel kernel,
+                            WriteDotKernel(dot, lhs, rhs, target_, kMaxElementsPerInvocation));
+    const int64_t count = dot.shape().ElementCount();
+    if (kernel.k_chunks == 1) {
+      AddKernel(dot.name(), writer, output, kernel.body, kernel.invocations, kernel.local_size);
       return absl::OkStatus();
     }
+    // Split-K: partial products per chunk of the contraction, then their sum.
+    std::vector<int64_t> partial_dims = {kernel.k_chunks};
+    partial_dims.insert(partial_dims.end(), dot.shape().dimensions().begin(),
+                        dot.shape().dimensions().end());
+    int partial = AddScratch(dot.shape().dtype(), partial_dims, dot.name() + ".split_k");
+    AddKernel(dot.name() + ".split_k", writer, partial, kernel.body, kernel.invocations,
+              kernel.local_size);
+    KernelWriter sum(materialized_, plan_);
+    std::string read = sum.ReadBuffer(partial);
+    VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(dot.shape().dtype()));
     return PlanReduction(
-        dot.name(), writer, output, std::max<int64_t>(dot.shape().ElementCount(), 1),
-        Product(contracting_sizes),
-        absl::StrCat(lhs_value, "(", lhs_index, ") * ", rhs_value, "(", rhs_index, ")"), "a + b",
+        dot.name(), sum, output, count, kernel.k_chunks,
+        absl::StrCat(read, "(r * ", count, "u + o)"), "a + b",
         [type](KernelWriter&) -> absl::StatusOr<std::string> { return absl::StrCat(type, "(0)"); },
         dot.shape().dtype(), /*contiguous=*/false);
   }

@@ -1,10 +1,14 @@
 // `vkspmd run FILE.hlo [--input NAME=FILE.npy ...] [--random-inputs SEED] [--device K]
-// [--repeat N] [--compare]`: compiles the module for one mesh device, runs it, and prints the
-// outputs, the kernel count, the compile time and the per-run time (median of N runs, wall clock
-// and GPU timestamps); --compare also runs the CPU reference and reports the largest error.
+// [--repeat N] [--compare] [--dump-kernels DIR]`: compiles the module for one mesh device, runs it,
+// and prints the outputs, the kernel count, the compile time and the per-run time (median of N
+// runs, wall clock and GPU timestamps); --compare also runs the CPU reference and reports the
+// largest error.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "fmt/format.h"
 #include "src/exec/executable.h"
@@ -23,6 +27,7 @@ struct RunOptions {
   int device = 0;
   int repeat = 1;
   bool compare = false;
+  std::string dump_kernels;  // Directory for the generated GLSL, one file per kernel.
 };
 
 int Fail(int code, absl::string_view message) {
@@ -52,6 +57,25 @@ void MaxError(const ir::Literal& got, const ir::Literal& want, double& absolute,
   }
 }
 
+// Writes each kernel's GLSL to DIR/NN-NAME.comp, numbered in execution order.
+absl::Status DumpKernels(const codegen::ProgramPlan& plan, const std::string& directory) {
+  std::error_code error;
+  std::filesystem::create_directories(directory, error);
+  if (error)
+    return absl::InternalError(fmt::format("cannot create {}: {}", directory, error.message()));
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    std::string name = plan.kernels[k].name;
+    std::replace_if(
+        name.begin(), name.end(), [](char c) { return !std::isalnum(c) && c != '.' && c != '_'; },
+        '_');
+    std::string path = fmt::format("{}/{:02}-{}.comp", directory, k, name);
+    std::ofstream file(path);
+    file << plan.kernels[k].glsl;
+    if (!file.good()) return absl::InternalError(fmt::format("cannot write {}", path));
+  }
+  return absl::OkStatus();
+}
+
 int RunRun(const RunOptions& options) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ReadModuleFile(options.path);
   if (!module.ok()) return Fail(kExitRuntimeError, module.status().message());
@@ -77,6 +101,10 @@ int RunRun(const RunOptions& options) {
   if (!executable.ok()) return Fail(kExitRuntimeError, executable.status().message());
   double compile_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
+  if (!options.dump_kernels.empty()) {
+    absl::Status dumped = DumpKernels((*executable)->plan(), options.dump_kernels);
+    if (!dumped.ok()) return Fail(kExitRuntimeError, dumped.message());
+  }
 
   std::vector<double> wall_ms, gpu_ms;
   absl::StatusOr<ir::Literal> result = absl::InternalError("not run");
@@ -126,6 +154,8 @@ void RegisterRunCommand(CLI::App& app) {
       ->check(CLI::Range(0, 255));
   command->add_option("--repeat", options->repeat, "Runs to time (the median is printed)")
       ->check(CLI::Range(1, 1000000));
+  command->add_option("--dump-kernels", options->dump_kernels,
+                      "Write each generated kernel's GLSL into this directory");
   command->add_flag("--compare", options->compare,
                     "Also run the CPU reference and print the largest error");
   command->callback([options] { CommandExitCode() = RunRun(*options); });
