@@ -19,6 +19,12 @@ using ir::Opcode;
 
 std::string Literal(const ir::Literal& literal, int64_t index) {
   switch (literal.dtype()) {
+    case DType::kS8:
+    case DType::kS16:
+      return absl::StrCat("int(", literal.GetAsInt64(index), ")");
+    case DType::kU8:
+    case DType::kU16:
+      return absl::StrCat(literal.GetAsUint64(index), "u");
     case DType::kF32:
       return absl::StrFormat("uintBitsToFloat(0x%08xu)", literal.Get<uint32_t>(index));
     case DType::kS32:
@@ -63,6 +69,25 @@ const std::map<Opcode, const char*> kInfixOperators = {
     {Opcode::kAnd, "&"}, {Opcode::kOr, "|"},       {Opcode::kXor, "^"},
 };
 
+}  // namespace
+
+std::string WrapToWidth(DType type, const std::string& value) {
+  switch (type) {
+    case DType::kS8:
+      return absl::StrCat("bitfieldExtract(int(", value, "), 0, 8)");
+    case DType::kS16:
+      return absl::StrCat("bitfieldExtract(int(", value, "), 0, 16)");
+    case DType::kU8:
+      return absl::StrCat("((", value, ") & 0xffu)");
+    case DType::kU16:
+      return absl::StrCat("((", value, ") & 0xffffu)");
+    default:
+      return value;
+  }
+}
+
+namespace {
+
 std::string Unsupported(const Instruction& instruction, const std::string& what) {
   return absl::StrCat("the device compiler does not support ", what, " (", instruction.Describe(),
                       ": ", instruction.shape().ToString(), ")");
@@ -71,17 +96,23 @@ std::string Unsupported(const Instruction& instruction, const std::string& what)
 std::string Convert(DType from, DType to, const std::string& x) {
   if (from == to) return x;
   const bool from_float = from == DType::kF32;
-  switch (to) {
-    case DType::kF32:
-      return absl::StrCat("float(", x, ")");
-    case DType::kS32:
-      return from_float ? absl::StrCat("xla_f2s(", x, ")") : absl::StrCat("int(", x, ")");
-    case DType::kU32:
-      return from_float ? absl::StrCat("xla_f2u(", x, ")") : absl::StrCat("uint(", x, ")");
-    default:  // pred
-      return absl::StrCat("((", x, ") != ", from_float ? "0.0" : (from == DType::kS32 ? "0" : "0u"),
-                          " ? 1u : 0u)");
+  if (to == DType::kPred) {
+    return absl::StrCat("((", x,
+                        ") != ", from_float ? "0.0" : (ir::IsSignedInteger(from) ? "0" : "0u"),
+                        " ? 1u : 0u)");
   }
+  if (to == DType::kF32) return absl::StrCat("float(", x, ")");
+  const int bits = static_cast<int>(ir::DTypeByteSize(to)) * 8;
+  if (ir::IsSignedInteger(to)) {
+    if (!from_float) return WrapToWidth(to, absl::StrCat("int(", x, ")"));
+    // Float to integer saturates at the target's range (XLA's convert).
+    if (bits == 32) return absl::StrCat("xla_f2s(", x, ")");
+    return absl::StrCat("clamp(xla_f2s(", x, "), ", -(int64_t{1} << (bits - 1)), ", ",
+                        (int64_t{1} << (bits - 1)) - 1, ")");
+  }
+  if (!from_float) return WrapToWidth(to, absl::StrCat("uint(", x, ")"));
+  if (bits == 32) return absl::StrCat("xla_f2u(", x, ")");
+  return absl::StrCat("min(xla_f2u(", x, "), ", (int64_t{1} << bits) - 1, "u)");
 }
 
 // For a single-operand index mapping (broadcast, transpose, slice, reverse): the operand's
@@ -212,7 +243,8 @@ absl::StatusOr<std::string> KernelWriter::DeclareRowValue(const Instruction* ins
   std::string variable = absl::StrCat("row", next_variable_++);
   std::string name = absl::StrCat("v", next_function_++);
   absl::StrAppend(&functions_, "// ", instruction->name(), " of the current row\n", type, " ",
-                  variable, ";\n", type, " ", name, "(uint i) { return ", variable, "; }\n");
+                  variable, ";\n", type, " ", name, "(uint i) { return ",
+                  WrapToWidth(instruction->shape().dtype(), variable), "; }\n");
   names_[std::make_pair(instruction, false)] = name;
   return variable;
 }
@@ -255,10 +287,18 @@ absl::StatusOr<std::string> KernelWriter::Elementwise(const Instruction& instruc
   }
   const DType type = instruction.operand(0)->shape().dtype();
   const bool is_float = type == DType::kF32;
+  const bool is_unsigned = ir::IsUnsignedInteger(type);
+  // Narrow integers are computed in 32 bits; every result is wrapped back to its width.
+  const DType result_type = instruction.shape().dtype();
   const std::string& a = operands[0];
   const std::string b = operands.size() > 1 ? operands[1] : "";
   std::string result;
-  if (auto call = kFunctionCalls.find(opcode); call != kFunctionCalls.end()) {
+  if (opcode == Opcode::kShiftRightLogical && ir::IsSignedInteger(type) &&
+      ir::DTypeByteSize(type) < 4) {
+    // A logical shift of the narrow bit pattern, not of its sign extension.
+    result = absl::StrCat("xla_srl(int(uint(", a, ") & ", (1u << (ir::DTypeByteSize(type) * 8)) - 1,
+                          "u), ", b, ")");
+  } else if (auto call = kFunctionCalls.find(opcode); call != kFunctionCalls.end()) {
     result = absl::StrCat(call->second, "(", absl::StrJoin(operands, ", "), ")");
   } else if (auto infix = kInfixOperators.find(opcode); infix != kInfixOperators.end()) {
     result = absl::StrCat(a, " ", infix->second, " ", b);
@@ -267,14 +307,14 @@ absl::StatusOr<std::string> KernelWriter::Elementwise(const Instruction& instruc
     if (is_float && (opcode == Opcode::kAnd || opcode == Opcode::kOr || opcode == Opcode::kXor)) {
       return absl::UnimplementedError(Unsupported(instruction, "bitwise ops on floats"));
     }
-    return absl::StrCat(code, "  return ", result, ";\n");
+    return absl::StrCat(code, "  return ", WrapToWidth(result_type, result), ";\n");
   }
   switch (opcode) {
     case Opcode::kNegate:
-      result = type == DType::kU32 ? "0u - " + a : "-" + a;
+      result = is_unsigned ? "0u - " + a : "-" + a;
       break;
     case Opcode::kAbs:
-      result = type == DType::kU32 ? a : "abs(" + a + ")";
+      result = is_unsigned ? a : "abs(" + a + ")";
       break;
     case Opcode::kNot:
       result = type == DType::kPred ? "(" + a + " == 0u ? 1u : 0u)" : "~" + a;
@@ -307,7 +347,7 @@ absl::StatusOr<std::string> KernelWriter::Elementwise(const Instruction& instruc
       return absl::UnimplementedError(
           Unsupported(instruction, std::string(ir::OpcodeName(opcode))));
   }
-  return absl::StrCat(code, "  return ", result, ";\n");
+  return absl::StrCat(code, "  return ", WrapToWidth(result_type, result), ";\n");
 }
 
 absl::StatusOr<std::string> KernelWriter::IndexMapping(const Instruction& instruction) {
@@ -334,7 +374,10 @@ absl::StatusOr<std::string> KernelWriter::IndexMapping(const Instruction& instru
       return absl::StrCat("  return ", Literal(*attributes.literal, 0), ";\n");
     case Opcode::kIota: {
       VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(instruction.shape().dtype()));
-      return absl::StrCat(code, "  return ", type, "(c", attributes.iota_dimension, ");\n");
+      return absl::StrCat(code, "  return ",
+                          WrapToWidth(instruction.shape().dtype(),
+                                      absl::StrCat(type, "(c", attributes.iota_dimension, ")")),
+                          ";\n");
     }
     case Opcode::kPartitionId:
     case Opcode::kReplicaId:
@@ -436,12 +479,17 @@ absl::StatusOr<std::string> KernelWriter::IndexMapping(const Instruction& instru
 std::string KernelWriter::Finish(int output_buffer, const std::string& main_body,
                                  uint32_t local_size) {
   // A buffer's storage type: its GLSL type, or uint8_t for one-byte predicates.
+  // A buffer's storage type: its GLSL type, or the narrow type its elements have in memory.
   auto storage = [&](int buffer) {
-    return plan_.buffers[buffer].element_bytes == 1
-               ? std::string("uint8_t")
-               : *GlslType(plan_.buffers[buffer].shape.dtype());
+    const BufferPlan& planned = plan_.buffers[buffer];
+    const bool is_signed = ir::IsSignedInteger(planned.shape.dtype());
+    if (planned.element_bytes == 1) return std::string(is_signed ? "int8_t" : "uint8_t");
+    if (planned.element_bytes == 2) return std::string(is_signed ? "int16_t" : "uint16_t");
+    return *GlslType(planned.shape.dtype());
   };
   bool bytes = plan_.buffers[output_buffer].element_bytes == 1;
+  bool shorts = plan_.buffers[output_buffer].element_bytes == 2;
+  for (int input : inputs_) shorts |= plan_.buffers[input].element_bytes == 2;
   std::string declarations;
   int binding = 0;
   auto declare = [&](int buffer, const std::string& qualifier, const std::string& block) {
@@ -466,6 +514,10 @@ std::string KernelWriter::Finish(int output_buffer, const std::string& main_body
                                    "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : "
                                    "require\n"
                                  : "";
+  if (shorts) {
+    absl::StrAppend(&extensions, "#extension GL_EXT_shader_16bit_storage : require\n",
+                    "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n");
+  }
   if (subgroups_) {
     absl::StrAppend(&extensions, "#extension GL_KHR_shader_subgroup_basic : require\n",
                     "#extension GL_KHR_shader_subgroup_shuffle : require\n");

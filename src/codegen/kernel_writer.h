@@ -59,6 +59,10 @@ class KernelWriter {
   bool subgroups_ = false;
 };
 
+// `value` (a 32-bit GLSL integer) wrapped to `type`'s width: sign-extended from its low bits for
+// s8/s16, masked for u8/u16; unchanged for other types.
+std::string WrapToWidth(ir::DType type, const std::string& value);
+
 // Elementwise ops whose element i reads their operands' elements i (scalars at 0).
 bool IsFusedElementwise(ir::Opcode opcode);
 

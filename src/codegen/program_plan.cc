@@ -116,10 +116,19 @@ class Planner {
                                                      std::string(ir::OpcodeName(opcode)), " yet (",
                                                      instruction->Describe(), ")"));
       }
-      if (!GlslType(instruction->shape().dtype()).ok()) {
+      const ir::DType type = instruction->shape().dtype();
+      if (!GlslType(type).ok()) {
         return absl::UnimplementedError(
-            absl::StrCat("the device compiler supports f32, s32, u32 and pred; ",
+            absl::StrCat("the device compiler supports f32, s8, s16, s32, u8, u16, u32 and pred; ",
                          instruction->Describe(), " is ", instruction->shape().ToString()));
+      }
+      const int64_t bytes = ir::DTypeByteSize(type);
+      if (type != ir::DType::kPred &&
+          ((bytes == 1 && !target_.int8_buffers) || (bytes == 2 && !target_.int16_buffers))) {
+        return absl::UnimplementedError(
+            absl::StrCat(instruction->Describe(), " is ", instruction->shape().ToString(),
+                         ", but the device has no ", bytes * 8,
+                         "-bit storage buffers with integer arithmetic of that width"));
       }
       if (instruction->opcode() == Opcode::kReduce && instruction->operand_count() != 2) {
         return absl::UnimplementedError(absl::StrCat(
@@ -214,7 +223,8 @@ class Planner {
   }
 
   uint32_t ElementBytes(ir::DType type) const {
-    return type == ir::DType::kPred && target_.byte_predicates ? 1 : 4;
+    if (type == ir::DType::kPred) return target_.byte_predicates ? 1 : 4;
+    return static_cast<uint32_t>(ir::DTypeByteSize(type));
   }
 
   int AddBuffer(const Instruction& instruction) {
@@ -424,8 +434,12 @@ absl::StatusOr<std::string> GlslType(ir::DType type) {
   switch (type) {
     case ir::DType::kF32:
       return std::string("float");
+    case ir::DType::kS8:
+    case ir::DType::kS16:
     case ir::DType::kS32:
       return std::string("int");
+    case ir::DType::kU8:
+    case ir::DType::kU16:
     case ir::DType::kU32:
     case ir::DType::kPred:
       return std::string("uint");

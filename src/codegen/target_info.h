@@ -21,6 +21,10 @@ struct TargetInfo {
   // pred values live in device buffers as one byte each (8-bit storage and int8 arithmetic
   // available), else as a 4-byte 0/1. Chosen once per device, never per op.
   bool byte_predicates = false;
+  // s8/u8 and s16/u16 buffers (8- and 16-bit storage with integer arithmetic of that width);
+  // values are computed in 32 bits and wrapped back to their width after every op.
+  bool int8_buffers = false;
+  bool int16_buffers = false;
 };
 
 }  // namespace vkspmd::codegen

@@ -72,6 +72,8 @@ codegen::TargetInfo TargetFor(const runtime::MeshDevice& device) {
   target.max_storage_buffers_per_stage = info.max_storage_buffers_per_stage;
   target.loop_iteration_limit = info.quirks.loop_iteration_limit;
   target.byte_predicates = info.storage_buffer_8bit && info.shader_int8;
+  target.int8_buffers = info.storage_buffer_8bit && info.shader_int8;
+  target.int16_buffers = info.storage_buffer_16bit && info.shader_int16;
   return target;
 }
 

@@ -48,6 +48,7 @@ absl::StatusOr<std::unique_ptr<LogicalDevice>> LogicalDevice::Create(
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   features.pNext = &features11;
   features.features.shaderInt64 = physical_device.shader_int64;
+  features.features.shaderInt16 = physical_device.shader_int16;
 
   VkDeviceCreateInfo create_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   create_info.pNext = &features;

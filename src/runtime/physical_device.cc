@@ -110,6 +110,7 @@ PhysicalDeviceInfo ReadSnapshot(const InstanceFunctions& functions, VkPhysicalDe
     info.storage_buffer_8bit = features12.storageBuffer8BitAccess;
     info.storage_buffer_16bit = features11.storageBuffer16BitAccess;
     info.shader_int64 = features.features.shaderInt64;
+    info.shader_int16 = features.features.shaderInt16;
   }
 
   VkPhysicalDeviceMemoryProperties memory;

@@ -341,6 +341,49 @@ ENTRY %main (x: s32[33554441]) -> (s32[33554441], s32[]) {
 )");
 }
 
+TEST_F(ExecutableTest, NarrowIntegersWrapAndSaturateAsXlaDoes) {
+  // Computed in 32 bits on the device, so every intermediate must be wrapped back: 100 + 100 is
+  // -56 as s8 before the comparison, -128 / -1 is -128, a logical shift right sees the 8-bit
+  // pattern, float converts saturate, iota wraps, and u16 arithmetic is modulo 65536.
+  ExpectMatchesReference(R"(
+HloModule narrow
+%add (a: s8[], b: s8[]) -> s8[] {
+  %a = s8[] parameter(0)
+  %b = s8[] parameter(1)
+  ROOT %s = s8[] add(%a, %b)
+}
+ENTRY %main (x: s8[300], f: f32[300], w: u16[300]) -> (pred[300], s8[300], s8[300], u8[300], s8[300], u16[300], s8[]) {
+  %x = s8[300] parameter(0)
+  %f = f32[300] parameter(1)
+  %w = u16[300] parameter(2)
+  %hundred = s8[] constant(100)
+  %hundreds = s8[300] broadcast(%hundred), dimensions={}
+  %h2 = s8[300] add(%hundreds, %hundreds)
+  %zero = s8[] constant(0)
+  %zeros = s8[300] broadcast(%zero), dimensions={}
+  %negative = pred[300] compare(%h2, %zeros), direction=LT
+  %min = s8[] constant(-128)
+  %mins = s8[300] broadcast(%min), dimensions={}
+  %minus_one = s8[] constant(-1)
+  %minus_ones = s8[300] broadcast(%minus_one), dimensions={}
+  %quotient = s8[300] divide(%mins, %minus_ones)
+  %three = s8[] constant(3)
+  %threes = s8[300] broadcast(%three), dimensions={}
+  %shifted = s8[300] shift-right-logical(%x, %threes)
+  %scale = f32[] constant(1000)
+  %scales = f32[300] broadcast(%scale), dimensions={}
+  %big = f32[300] multiply(%f, %scales)
+  %to_u8 = u8[300] convert(%big)
+  %iota = s8[300] iota(), iota_dimension=0
+  %iota_x = s8[300] multiply(%iota, %x)
+  %wide = u16[300] multiply(%w, %w)
+  %square = u16[300] multiply(%wide, %wide)
+  %sum = s8[] reduce(%iota_x, %zero), dimensions={0}, to_apply=%add
+  ROOT %t = (pred[300], s8[300], s8[300], u8[300], s8[300], u16[300], s8[]) tuple(%negative, %quotient, %shifted, %to_u8, %iota_x, %square, %sum)
+}
+)");
+}
+
 TEST_F(ExecutableTest, IntermediatesWithDisjointLifetimesShareBuffers) {
   constexpr char kDots[] = R"(
 HloModule dots

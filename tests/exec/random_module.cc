@@ -63,7 +63,7 @@ class Generator {
   }
 
   absl::Status Step() {
-    switch (random_() % 12) {
+    switch (random_() % 13) {
       case 0: {  // Float unary ops; sine and cosine get bounded arguments, since GLSL lets
                  // drivers reduce large arguments inexactly.
         Instruction* x = Recent(floats_);
@@ -188,6 +188,41 @@ class Generator {
             builder_.Reduce(x, builder_.Constant(std::move(zero)), {1}, add_s32_));
         VKSPMD_ASSIGN_OR_RETURN(Instruction * y, builder_.Broadcast(reduced, x->shape(), {0}));
         integers_.push_back(y);
+        return absl::OkStatus();
+      }
+      case 11: {  // Narrow integers: wrap-around arithmetic, shifts and saturating converts.
+        const DType narrow = Pick<DType>({DType::kS8, DType::kU8, DType::kS16, DType::kU16});
+        Instruction* source = random_() % 2 ? Recent(integers_) : nullptr;
+        if (source == nullptr) {  // Floats far outside the narrow range saturate.
+          ir::Literal scale{Shape::Scalar(DType::kF32)};
+          scale.SetFromDouble(0, 40000.0);
+          Instruction* x = Recent(floats_);
+          VKSPMD_ASSIGN_OR_RETURN(
+              Instruction * scales,
+              builder_.Broadcast(builder_.Constant(std::move(scale)), x->shape(), {}));
+          VKSPMD_ASSIGN_OR_RETURN(source, builder_.Binary(Opcode::kMultiply, x, scales));
+        }
+        VKSPMD_ASSIGN_OR_RETURN(Instruction * a, builder_.Convert(source, narrow));
+        ir::Literal constant{Shape::Scalar(narrow)};
+        constant.SetFromInt64(0, static_cast<int64_t>(random_() % 400) - 200);
+        Instruction* b = a;
+        if (random_() % 2) {
+          VKSPMD_ASSIGN_OR_RETURN(
+              b, builder_.Broadcast(builder_.Constant(std::move(constant)), a->shape(), {}));
+        }
+        VKSPMD_ASSIGN_OR_RETURN(
+            Instruction * y,
+            builder_.Binary(
+                Pick<Opcode>({Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply, Opcode::kDivide,
+                              Opcode::kRemainder, Opcode::kMinimum, Opcode::kOr, Opcode::kShiftLeft,
+                              Opcode::kShiftRightArithmetic, Opcode::kShiftRightLogical}),
+                a, b));
+        if (random_() % 2) {
+          VKSPMD_ASSIGN_OR_RETURN(
+              y, builder_.Unary(Pick<Opcode>({Opcode::kNegate, Opcode::kNot, Opcode::kAbs}), y));
+        }
+        VKSPMD_ASSIGN_OR_RETURN(Instruction * wide, builder_.Convert(y, DType::kS32));
+        integers_.push_back(wide);
         return absl::OkStatus();
       }
       default: {  // Pad (low and interior padding), then slice the original extent back out.
