@@ -130,4 +130,110 @@ uint xla_f2u(float x) {
 }
 )";
 
+// The same semantics for 64-bit integers, included only in kernels that use them (they need the
+// device's shaderInt64 and GL_EXT_shader_explicit_arithmetic_types_int64).
+inline constexpr char kGlslPreambleInt64[] = R"(
+int64_t xla_max(int64_t a, int64_t b) { return max(a, b); }
+int64_t xla_min(int64_t a, int64_t b) { return min(a, b); }
+uint64_t xla_max(uint64_t a, uint64_t b) { return max(a, b); }
+uint64_t xla_min(uint64_t a, uint64_t b) { return min(a, b); }
+int64_t xla_div(int64_t a, int64_t b) {
+  if (b == 0l) return -1l;
+  if (b == -1l) return 0l - a;
+  return a / b;
+}
+uint64_t xla_div(uint64_t a, uint64_t b) { return b == 0ul ? 0xfffffffffffffffful : a / b; }
+int64_t xla_rem(int64_t a, int64_t b) {
+  if (b == 0l) return a;
+  if (b == -1l) return 0l;
+  return a - (a / b) * b;
+}
+uint64_t xla_rem(uint64_t a, uint64_t b) { return b == 0ul ? a : a % b; }
+int64_t xla_shl(int64_t a, int64_t b) { return uint64_t(b) >= 64ul ? 0l : a << b; }
+uint64_t xla_shl(uint64_t a, uint64_t b) { return b >= 64ul ? 0ul : a << b; }
+int64_t xla_sra(int64_t a, int64_t b) { return uint64_t(b) >= 64ul ? (a < 0l ? -1l : 0l) : a >> b; }
+uint64_t xla_sra(uint64_t a, uint64_t b) { return b >= 64ul ? 0ul : a >> b; }
+int64_t xla_srl(int64_t a, int64_t b) {
+  return uint64_t(b) >= 64ul ? 0l : int64_t(uint64_t(a) >> uint64_t(b));
+}
+uint64_t xla_srl(uint64_t a, uint64_t b) { return b >= 64ul ? 0ul : a >> b; }
+int64_t xla_pow(int64_t base, int64_t exponent) {
+  if (exponent < 0l) return base == 1l ? 1l : (base == -1l ? ((exponent & 1l) == 0l ? 1l : -1l) : 0l);
+  int64_t result = 1l;
+  for (int bit = 0; bit < 64 && (exponent >> bit) != 0l; ++bit) {
+    if (((exponent >> bit) & 1l) != 0l) result *= base;
+    base *= base;
+  }
+  return result;
+}
+uint64_t xla_pow(uint64_t base, uint64_t exponent) {
+  uint64_t result = 1ul;
+  for (int bit = 0; bit < 64 && (exponent >> bit) != 0ul; ++bit) {
+    if (((exponent >> bit) & 1ul) != 0ul) result *= base;
+    base *= base;
+  }
+  return result;
+}
+int64_t xla_sign(int64_t x) { return x > 0l ? 1l : (x < 0l ? -1l : 0l); }
+uint64_t xla_sign(uint64_t x) { return x != 0ul ? 1ul : 0ul; }
+int64_t xla_f2l(float x) {
+  if (isnan(x)) return 0l;
+  if (x <= -9223372036854775808.0) return int64_t(0x8000000000000000ul);
+  if (x >= 9223372036854775808.0) return int64_t(0x7ffffffffffffffful);
+  return int64_t(x);
+}
+uint64_t xla_f2ul(float x) {
+  if (isnan(x) || x <= 0.0) return 0ul;
+  if (x >= 18446744073709551616.0) return 0xfffffffffffffffful;
+  return uint64_t(x);
+}
+)";
+
+// f64 semantics, included only in kernels that use doubles (the device's shaderFloat64). GLSL
+// has no double exp, log or trigonometry; the compiler refuses those ops on f64.
+inline constexpr char kGlslPreambleFloat64[] = R"(
+bool xla_sign_bit(double x) { return (unpackDouble2x32(x).y >> 31) != 0u; }
+double xla_max(double a, double b) {
+  if (isnan(a) || isnan(b)) return a + b;
+  if (a == b) return xla_sign_bit(a) ? b : a;
+  return a > b ? a : b;
+}
+double xla_min(double a, double b) {
+  if (isnan(a) || isnan(b)) return a + b;
+  if (a == b) return xla_sign_bit(a) ? a : b;
+  return a < b ? a : b;
+}
+double xla_rem(double a, double b) {
+  if (isinf(b) && !isinf(a)) return a;
+  return a - b * trunc(a / b);
+}
+double xla_sign(double x) { return (isnan(x) || x == 0.0lf) ? x : (x > 0.0lf ? 1.0lf : -1.0lf); }
+int xla_f2s(double x) {
+  if (isnan(x)) return 0;
+  if (x <= -2147483648.0lf) return int(0x80000000u);
+  if (x >= 2147483647.0lf) return 0x7fffffff;
+  return int(x);
+}
+uint xla_f2u(double x) {
+  if (isnan(x) || x <= 0.0lf) return 0u;
+  if (x >= 4294967295.0lf) return 0xffffffffu;
+  return uint(x);
+}
+)";
+
+// Double to 64-bit integer converts, for kernels that use both.
+inline constexpr char kGlslPreambleFloat64Int64[] = R"(
+int64_t xla_f2l(double x) {
+  if (isnan(x)) return 0l;
+  if (x <= -9223372036854775808.0lf) return int64_t(0x8000000000000000ul);
+  if (x >= 9223372036854775808.0lf) return int64_t(0x7ffffffffffffffful);
+  return int64_t(x);
+}
+uint64_t xla_f2ul(double x) {
+  if (isnan(x) || x <= 0.0lf) return 0ul;
+  if (x >= 18446744073709551616.0lf) return 0xfffffffffffffffful;
+  return uint64_t(x);
+}
+)";
+
 }  // namespace vkspmd::codegen

@@ -2,6 +2,7 @@
 #include "src/codegen/kernel_writer.h"
 
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -25,6 +26,15 @@ std::string Literal(const ir::Literal& literal, int64_t index) {
     case DType::kU8:
     case DType::kU16:
       return absl::StrCat(literal.GetAsUint64(index), "u");
+    case DType::kS64:
+      return absl::StrFormat("int64_t(0x%016xul)", literal.GetAsUint64(index));
+    case DType::kU64:
+      return absl::StrFormat("0x%016xul", literal.GetAsUint64(index));
+    case DType::kF64: {
+      const uint64_t bits = literal.Get<uint64_t>(index);
+      return absl::StrFormat("packDouble2x32(uvec2(0x%08xu, 0x%08xu))", bits & 0xffffffffu,
+                             bits >> 32);
+    }
     case DType::kF32:
       return absl::StrFormat("uintBitsToFloat(0x%08xu)", literal.Get<uint32_t>(index));
     case DType::kS32:
@@ -63,6 +73,15 @@ const std::map<Opcode, const char*> kFunctionCalls = {
     {Opcode::kShiftRightArithmetic, "xla_sra"},
 };
 
+// The elementwise ops (besides infix arithmetic) that have f64 forms in GLSL or the preamble.
+const std::set<Opcode> kFloat64Ops = {
+    Opcode::kSign,      Opcode::kSqrt,    Opcode::kRsqrt,
+    Opcode::kFloor,     Opcode::kCeil,    Opcode::kRoundNearestEven,
+    Opcode::kRemainder, Opcode::kMaximum, Opcode::kMinimum,
+    Opcode::kNegate,    Opcode::kAbs,     Opcode::kIsFinite,
+    Opcode::kCopy,      Opcode::kDivide,  Opcode::kCompare,
+    Opcode::kSelect,    Opcode::kClamp,   Opcode::kConvert};
+
 // Elementwise ops that are one GLSL infix operator.
 const std::map<Opcode, const char*> kInfixOperators = {
     {Opcode::kAdd, "+"}, {Opcode::kSubtract, "-"}, {Opcode::kMultiply, "*"},
@@ -95,14 +114,16 @@ std::string Unsupported(const Instruction& instruction, const std::string& what)
 
 std::string Convert(DType from, DType to, const std::string& x) {
   if (from == to) return x;
-  const bool from_float = from == DType::kF32;
+  const bool from_float = ir::IsFloat(from);
   if (to == DType::kPred) {
-    return absl::StrCat("((", x,
-                        ") != ", from_float ? "0.0" : (ir::IsSignedInteger(from) ? "0" : "0u"),
-                        " ? 1u : 0u)");
+    return absl::StrCat("((", x, ") != ", *GlslType(from), "(0) ? 1u : 0u)");
   }
-  if (to == DType::kF32) return absl::StrCat("float(", x, ")");
+  if (to == DType::kF32 || to == DType::kF64) return absl::StrCat(*GlslType(to), "(", x, ")");
   const int bits = static_cast<int>(ir::DTypeByteSize(to)) * 8;
+  if (bits == 64) {
+    if (from_float) return absl::StrCat(to == DType::kS64 ? "xla_f2l(" : "xla_f2ul(", x, ")");
+    return absl::StrCat(*GlslType(to), "(", x, ")");
+  }
   if (ir::IsSignedInteger(to)) {
     if (!from_float) return WrapToWidth(to, absl::StrCat("int(", x, ")"));
     // Float to integer saturates at the target's range (XLA's convert).
@@ -212,6 +233,7 @@ std::string KernelWriter::ReadBuffer(int buffer_id) {
     return found->second;
   int slot = Bind(buffer_id);
   std::string type = *GlslType(plan_.buffers[buffer_id].shape.dtype());
+  UseType(plan_.buffers[buffer_id].shape.dtype());
   std::string name = absl::StrCat("read", slot);
   absl::StrAppend(&functions_, type, " ", name, "(uint i) {\n",
                   PartDispatch(absl::StrCat("in", slot), plan_.buffers[buffer_id],
@@ -230,6 +252,7 @@ absl::StatusOr<std::string> KernelWriter::Value(const Instruction* instruction, 
     return absl::UnimplementedError(Unsupported(*instruction, "tuple-shaped values here"));
   }
   VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(instruction->shape().dtype()));
+  UseType(instruction->shape().dtype());
   std::string name = absl::StrCat("v", next_function_++);
   VKSPMD_ASSIGN_OR_RETURN(std::string body, Compute(*instruction, name));
   absl::StrAppend(&functions_, "// ", instruction->name(), "\n", type, " ", name, "(uint i) {\n",
@@ -240,6 +263,7 @@ absl::StatusOr<std::string> KernelWriter::Value(const Instruction* instruction, 
 
 absl::StatusOr<std::string> KernelWriter::DeclareRowValue(const Instruction* instruction) {
   VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(instruction->shape().dtype()));
+  UseType(instruction->shape().dtype());
   std::string variable = absl::StrCat("row", next_variable_++);
   std::string name = absl::StrCat("v", next_function_++);
   absl::StrAppend(&functions_, "// ", instruction->name(), " of the current row\n", type, " ",
@@ -286,7 +310,12 @@ absl::StatusOr<std::string> KernelWriter::Elementwise(const Instruction& instruc
     operands.push_back(locals[operand]);
   }
   const DType type = instruction.operand(0)->shape().dtype();
-  const bool is_float = type == DType::kF32;
+  const bool is_float = ir::IsFloat(type);
+  if (type == DType::kF64 && !kFloat64Ops.count(opcode) && !kInfixOperators.count(opcode)) {
+    return absl::UnimplementedError(Unsupported(
+        instruction, absl::StrCat(std::string(ir::OpcodeName(opcode)),
+                                  " on f64 (GLSL has no double exp, log, pow or trigonometry)")));
+  }
   const bool is_unsigned = ir::IsUnsignedInteger(type);
   // Narrow integers are computed in 32 bits; every result is wrapped back to its width.
   const DType result_type = instruction.shape().dtype();
@@ -311,7 +340,7 @@ absl::StatusOr<std::string> KernelWriter::Elementwise(const Instruction& instruc
   }
   switch (opcode) {
     case Opcode::kNegate:
-      result = is_unsigned ? "0u - " + a : "-" + a;
+      result = is_unsigned ? *GlslType(type) + "(0) - " + a : "-" + a;
       break;
     case Opcode::kAbs:
       result = is_unsigned ? a : "abs(" + a + ")";
@@ -514,6 +543,17 @@ std::string KernelWriter::Finish(int output_buffer, const std::string& main_body
                                    "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : "
                                    "require\n"
                                  : "";
+  UseType(plan_.buffers[output_buffer].shape.dtype());
+  const bool int64 = types_.count(DType::kS64) || types_.count(DType::kU64);
+  const bool float64 = types_.count(DType::kF64) > 0;
+  std::string preamble = kGlslPreamble;
+  if (int64) {
+    absl::StrAppend(&extensions,
+                    "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n");
+    absl::StrAppend(&preamble, kGlslPreambleInt64);
+  }
+  if (float64) absl::StrAppend(&preamble, kGlslPreambleFloat64);
+  if (int64 && float64) absl::StrAppend(&preamble, kGlslPreambleFloat64Int64);
   if (shorts) {
     absl::StrAppend(&extensions, "#extension GL_EXT_shader_16bit_storage : require\n",
                     "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n");
@@ -523,7 +563,7 @@ std::string KernelWriter::Finish(int output_buffer, const std::string& main_body
                     "#extension GL_KHR_shader_subgroup_shuffle : require\n");
   }
   return absl::StrCat("#version 460\n", extensions, "layout(local_size_x = ", local_size, ") in;\n",
-                      declarations, kGlslPreamble, functions_, "void main() {\n",
+                      declarations, preamble, functions_, "void main() {\n",
                       "  uint i = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * ",
                       local_size, "u + gl_LocalInvocationID.x;\n", main_body, "}\n");
 }

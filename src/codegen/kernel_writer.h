@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,8 @@ class KernelWriter {
   std::string AddShared(const std::string& type, uint32_t count);
   // The kernel uses subgroup shuffles (the caller checked TargetInfo::subgroup_shuffle).
   void RequireSubgroups() { subgroups_ = true; }
+  // The kernel computes with values of `type` (64-bit types need extensions and helpers).
+  void UseType(ir::DType type) { types_.insert(type); }
 
  private:
   absl::StatusOr<std::string> Compute(const ir::Instruction& instruction, const std::string& name);
@@ -57,6 +60,7 @@ class KernelWriter {
   int next_function_ = 0;
   int next_variable_ = 0;
   bool subgroups_ = false;
+  std::set<ir::DType> types_;
 };
 
 // `value` (a 32-bit GLSL integer) wrapped to `type`'s width: sign-extended from its low bits for

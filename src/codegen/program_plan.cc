@@ -119,16 +119,19 @@ class Planner {
       const ir::DType type = instruction->shape().dtype();
       if (!GlslType(type).ok()) {
         return absl::UnimplementedError(
-            absl::StrCat("the device compiler supports f32, s8, s16, s32, u8, u16, u32 and pred; ",
+            absl::StrCat("the device compiler supports pred, s8-s64, u8-u64, f32 and f64; ",
                          instruction->Describe(), " is ", instruction->shape().ToString()));
       }
       const int64_t bytes = ir::DTypeByteSize(type);
-      if (type != ir::DType::kPred &&
-          ((bytes == 1 && !target_.int8_buffers) || (bytes == 2 && !target_.int16_buffers))) {
+      const bool supported =
+          type == ir::DType::kPred || (bytes == 1 && target_.int8_buffers) ||
+          (bytes == 2 && target_.int16_buffers) || bytes == 4 ||
+          (bytes == 8 && (type == ir::DType::kF64 ? target_.float64 : target_.int64));
+      if (!supported) {
         return absl::UnimplementedError(
             absl::StrCat(instruction->Describe(), " is ", instruction->shape().ToString(),
-                         ", but the device has no ", bytes * 8,
-                         "-bit storage buffers with integer arithmetic of that width"));
+                         ", but the device has no ", bytes * 8, "-bit ",
+                         ir::IsFloat(type) ? "floats" : "integers", " in shaders"));
       }
       if (instruction->opcode() == Opcode::kReduce && instruction->operand_count() != 2) {
         return absl::UnimplementedError(absl::StrCat(
@@ -443,6 +446,12 @@ absl::StatusOr<std::string> GlslType(ir::DType type) {
     case ir::DType::kU32:
     case ir::DType::kPred:
       return std::string("uint");
+    case ir::DType::kS64:
+      return std::string("int64_t");
+    case ir::DType::kU64:
+      return std::string("uint64_t");
+    case ir::DType::kF64:
+      return std::string("double");
     default:
       return absl::UnimplementedError(absl::StrCat("type ", std::string(ir::DTypeName(type)),
                                                    " is not supported on devices yet"));

@@ -40,6 +40,24 @@ absl::StatusOr<std::string> CombinerCode(const Instruction& reduce) {
       reduce.Describe(), " reduces with %", reducer.name()));
 }
 
+namespace {
+
+// subgroupShuffleXor of a value of GLSL `type`; 64-bit values travel as two 32-bit halves, since
+// shuffling them directly needs an extension drivers rarely have.
+std::string ShuffleXor(const std::string& type, const std::string& value) {
+  if (type == "double") {
+    return absl::StrCat("packDouble2x32(subgroupShuffleXor(unpackDouble2x32(", value,
+                        "), offset))");
+  }
+  if (type == "int64_t" || type == "uint64_t") {
+    return absl::StrCat(type, "(packUint2x32(subgroupShuffleXor(unpackUint2x32(uint64_t(", value,
+                        ")), offset)))");
+  }
+  return absl::StrCat("subgroupShuffleXor(", value, ", offset)");
+}
+
+}  // namespace
+
 std::string LaneReductionCode(const LaneReduction& reduction, KernelWriter& writer) {
   const std::string& type = reduction.type;
   // Folds `value` (guarded by `value_has`) into acc/has.
@@ -61,7 +79,7 @@ std::string LaneReductionCode(const LaneReduction& reduction, KernelWriter& writ
     const std::string partial = writer.AddShared(type, reduction.lanes);
     const std::string partial_has = writer.AddShared("uint", reduction.lanes);
     absl::StrAppend(&code, "  for (uint offset = 1u; offset < min(gl_SubgroupSize, ", lanes,
-                    "); offset <<= 1) {\n    ", type, " other = subgroupShuffleXor(acc, offset);\n",
+                    "); offset <<= 1) {\n    ", type, " other = ", ShuffleXor(type, "acc"), ";\n",
                     "    bool other_has = subgroupShuffleXor(has ? 1u : 0u, offset) != 0u;\n",
                     fold("other", "other_has"), "  }\n",
                     // Uniform across the workgroup, so the barriers inside are allowed.

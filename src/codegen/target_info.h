@@ -25,6 +25,8 @@ struct TargetInfo {
   // values are computed in 32 bits and wrapped back to their width after every op.
   bool int8_buffers = false;
   bool int16_buffers = false;
+  bool int64 = false;    // shaderInt64: s64/u64.
+  bool float64 = false;  // shaderFloat64: f64.
 };
 
 }  // namespace vkspmd::codegen

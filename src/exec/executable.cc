@@ -74,6 +74,8 @@ codegen::TargetInfo TargetFor(const runtime::MeshDevice& device) {
   target.byte_predicates = info.storage_buffer_8bit && info.shader_int8;
   target.int8_buffers = info.storage_buffer_8bit && info.shader_int8;
   target.int16_buffers = info.storage_buffer_16bit && info.shader_int16;
+  target.int64 = info.shader_int64;
+  target.float64 = info.shader_float64;
   return target;
 }
 

@@ -49,6 +49,7 @@ absl::StatusOr<std::unique_ptr<LogicalDevice>> LogicalDevice::Create(
   features.pNext = &features11;
   features.features.shaderInt64 = physical_device.shader_int64;
   features.features.shaderInt16 = physical_device.shader_int16;
+  features.features.shaderFloat64 = physical_device.shader_float64;
 
   VkDeviceCreateInfo create_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   create_info.pNext = &features;

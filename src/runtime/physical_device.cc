@@ -111,6 +111,7 @@ PhysicalDeviceInfo ReadSnapshot(const InstanceFunctions& functions, VkPhysicalDe
     info.storage_buffer_16bit = features11.storageBuffer16BitAccess;
     info.shader_int64 = features.features.shaderInt64;
     info.shader_int16 = features.features.shaderInt16;
+    info.shader_float64 = features.features.shaderFloat64;
   }
 
   VkPhysicalDeviceMemoryProperties memory;

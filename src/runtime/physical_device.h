@@ -81,6 +81,7 @@ struct PhysicalDeviceInfo {
   bool shader_float16 = false;
   bool shader_int8 = false;
   bool shader_int16 = false;
+  bool shader_float64 = false;
   bool storage_buffer_8bit = false;
   bool storage_buffer_16bit = false;
   DeviceQuirks quirks;

@@ -487,17 +487,78 @@ ENTRY %main (w: f32[9,9]) -> f32[9,9] {
 
 TEST_F(ExecutableTest, UnsupportedOpsAreClearErrors) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"(
-HloModule f64
-ENTRY %main (x: f64[4]) -> f64[4] {
-  %x = f64[4] parameter(0)
-  ROOT %n = f64[4] negate(%x)
+HloModule f16
+ENTRY %main (x: f16[4]) -> f16[4] {
+  %x = f16[4] parameter(0)
+  ROOT %n = f16[4] negate(%x)
 }
 )");
   ASSERT_TRUE(module.ok()) << module.status();
   absl::Status status = exec::Executable::Compile(**module, device(0)).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(status.message().find("f64[4]"), absl::string_view::npos) << status;
+  EXPECT_NE(status.message().find("f16[4]"), absl::string_view::npos) << status;
   EXPECT_NE(status.message().find("%x"), absl::string_view::npos) << status;
+
+  module = ir::ParseAndVerifyModule(R"(
+HloModule f64_exp
+ENTRY %main (x: f64[4]) -> f64[4] {
+  %x = f64[4] parameter(0)
+  ROOT %e = f64[4] exponential(%x)
+}
+)");
+  ASSERT_TRUE(module.ok()) << module.status();
+  status = exec::Executable::Compile(**module, device(0)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(status.message().find("exponential on f64"), absl::string_view::npos) << status;
+  EXPECT_NE(status.message().find("%e"), absl::string_view::npos) << status;
+}
+
+TEST_F(ExecutableTest, SixtyFourBitTypesKeepTheirFullWidth) {
+  // Values only 64 bits hold: 2^40-scale integers, f64 sums that f32 would round (1 + 1e-12),
+  // saturating f64 -> s64 converts, shifts past 32, and a row reduction whose lanes exchange
+  // 64-bit values through two 32-bit shuffles.
+  ExpectMatchesReference(R"(
+HloModule wide
+%add (a: f64[], b: f64[]) -> f64[] {
+  %a = f64[] parameter(0)
+  %b = f64[] parameter(1)
+  ROOT %s = f64[] add(%a, %b)
+}
+%max (a: s64[], b: s64[]) -> s64[] {
+  %a = s64[] parameter(0)
+  %b = s64[] parameter(1)
+  ROOT %m = s64[] maximum(%a, %b)
+}
+ENTRY %main (x: f64[37,129], n: s64[37,129], u: u64[37,129]) -> (f64[37], s64[37], f64[37,129], s64[37,129], u64[37,129], s64[37,37]) {
+  %x = f64[37,129] parameter(0)
+  %n = s64[37,129] parameter(1)
+  %u = u64[37,129] parameter(2)
+  %tiny = f64[] constant(1e-12)
+  %tinies = f64[37,129] broadcast(%tiny), dimensions={}
+  %one = f64[] constant(1)
+  %ones = f64[37,129] broadcast(%one), dimensions={}
+  %bumped = f64[37,129] add(%ones, %tinies)
+  %residue = f64[37,129] subtract(%bumped, %ones)
+  %scaled = f64[37,129] multiply(%x, %residue)
+  %zero = f64[] constant(0)
+  %sums = f64[37] reduce(%scaled, %zero), dimensions={1}, to_apply=%add
+  %big = f64[] constant(1e30)
+  %bigs = f64[37,129] broadcast(%big), dimensions={}
+  %huge = f64[37,129] multiply(%x, %bigs)
+  %saturated = s64[37,129] convert(%huge)
+  %forty = s64[] constant(40)
+  %forties = s64[37,129] broadcast(%forty), dimensions={}
+  %shifted = s64[37,129] shift-left(%n, %forties)
+  %low = s64[] constant(-9223372036854775808)
+  %maxima = s64[37] reduce(%shifted, %low), dimensions={1}, to_apply=%max
+  %thirty_three = u64[] constant(33)
+  %thirty_threes = u64[37,129] broadcast(%thirty_three), dimensions={}
+  %product = u64[37,129] multiply(%u, %u)
+  %high = u64[37,129] shift-right-logical(%product, %thirty_threes)
+  %dot = s64[37,37] dot(%n, %shifted), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  ROOT %t = (f64[37], s64[37], f64[37,129], s64[37,129], u64[37,129], s64[37,37]) tuple(%sums, %maxima, %scaled, %saturated, %high, %dot)
+}
+)");
 }
 
 TEST_F(ExecutableTest, WrongArgumentsAreErrors) {

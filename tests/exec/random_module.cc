@@ -63,7 +63,7 @@ class Generator {
   }
 
   absl::Status Step() {
-    switch (random_() % 13) {
+    switch (random_() % 14) {
       case 0: {  // Float unary ops; sine and cosine get bounded arguments, since GLSL lets
                  // drivers reduce large arguments inexactly.
         Instruction* x = Recent(floats_);
@@ -190,8 +190,9 @@ class Generator {
         integers_.push_back(y);
         return absl::OkStatus();
       }
-      case 11: {  // Narrow integers: wrap-around arithmetic, shifts and saturating converts.
-        const DType narrow = Pick<DType>({DType::kS8, DType::kU8, DType::kS16, DType::kU16});
+      case 11: {  // Other integer widths: wrap-around arithmetic, shifts, saturating converts.
+        const DType narrow = Pick<DType>(
+            {DType::kS8, DType::kU8, DType::kS16, DType::kU16, DType::kS64, DType::kU64});
         Instruction* source = random_() % 2 ? Recent(integers_) : nullptr;
         if (source == nullptr) {  // Floats far outside the narrow range saturate.
           ir::Literal scale{Shape::Scalar(DType::kF32)};
@@ -223,6 +224,23 @@ class Generator {
         }
         VKSPMD_ASSIGN_OR_RETURN(Instruction * wide, builder_.Convert(y, DType::kS32));
         integers_.push_back(wide);
+        return absl::OkStatus();
+      }
+      case 12: {  // f64 arithmetic, then back to f32.
+        VKSPMD_ASSIGN_OR_RETURN(Instruction * a, builder_.Convert(Recent(floats_), DType::kF64));
+        VKSPMD_ASSIGN_OR_RETURN(Instruction * b, builder_.Convert(Recent(floats_), DType::kF64));
+        if (a->shape().dimensions() != b->shape().dimensions()) b = a;
+        VKSPMD_ASSIGN_OR_RETURN(
+            Instruction * y,
+            builder_.Binary(Pick<Opcode>({Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply,
+                                          Opcode::kMaximum, Opcode::kMinimum}),
+                            a, b));
+        if (random_() % 2) {
+          VKSPMD_ASSIGN_OR_RETURN(Instruction * magnitude, builder_.Unary(Opcode::kAbs, y));
+          VKSPMD_ASSIGN_OR_RETURN(y, builder_.Unary(Opcode::kSqrt, magnitude));
+        }
+        VKSPMD_ASSIGN_OR_RETURN(Instruction * narrowed, builder_.Convert(y, DType::kF32));
+        floats_.push_back(narrowed);
         return absl::OkStatus();
       }
       default: {  // Pad (low and interior padding), then slice the original extent back out.
