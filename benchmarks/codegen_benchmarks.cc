@@ -39,6 +39,15 @@ ir::Literal RandomLiteral(const ir::Shape& shape, uint32_t seed) {
   return literal;
 }
 
+// The GPU time of the executable's last run, from its timestamps.
+absl::StatusOr<double> GpuSeconds(exec::Executable& executable) {
+  absl::StatusOr<std::vector<runtime::StepTiming>> timings = executable.Timings();
+  if (!timings.ok()) return timings.status();
+  double seconds = 0;
+  for (const runtime::StepTiming& timing : *timings) seconds += timing.gpu_nanoseconds / 1e9;
+  return seconds;
+}
+
 // Runs `text` on the device; reports GPU time per run as the iteration time.
 void RunOnDevice(benchmark::State& state, const std::string& text, double flops, double bytes) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
@@ -54,10 +63,9 @@ void RunOnDevice(benchmark::State& state, const std::string& text, double flops,
   for (auto _ : state) {
     absl::StatusOr<ir::Literal> result = (*executable)->Run(arguments);
     if (!result.ok()) return state.SkipWithError(std::string(result.status().message()).c_str());
-    double nanoseconds = 0;
-    for (const runtime::StepTiming& timing : *(*executable)->Timings())
-      nanoseconds += timing.gpu_nanoseconds;
-    state.SetIterationTime(nanoseconds / 1e9);
+    absl::StatusOr<double> seconds = GpuSeconds(**executable);
+    if (!seconds.ok()) return state.SkipWithError(std::string(seconds.status().message()).c_str());
+    state.SetIterationTime(*seconds);
   }
   state.counters["kernels"] = static_cast<double>((*executable)->kernel_count());
   if (flops > 0)
@@ -195,11 +203,9 @@ void BM_HostOverheadPer100Kernels(benchmark::State& state) {
     cpu_seconds += ThreadCpuSeconds() - cpu_start;
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!result.ok()) return state.SkipWithError(std::string(result.status().message()).c_str());
-    double gpu = 0;
-    for (const runtime::StepTiming& timing : *(*executable)->Timings()) {
-      gpu += timing.gpu_nanoseconds / 1e9;
-    }
-    untimed_seconds += std::max(0.0, wall - gpu);
+    absl::StatusOr<double> gpu = GpuSeconds(**executable);
+    if (!gpu.ok()) return state.SkipWithError(std::string(gpu.status().message()).c_str());
+    untimed_seconds += std::max(0.0, wall - *gpu);
   }
   const double runs_times_kernels =
       static_cast<double>(state.iterations()) * (*executable)->kernel_count();
@@ -212,12 +218,14 @@ BENCHMARK(BM_MatmulDevice)
     ->Arg(256)
     ->Arg(512)
     ->Arg(1024)
+    ->Arg(2048)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MatmulOpenBlas)
     ->Arg(256)
     ->Arg(512)
     ->Arg(1024)
+    ->Arg(2048)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FusedElementwiseChainDevice)->UseManualTime()->Unit(benchmark::kMillisecond);

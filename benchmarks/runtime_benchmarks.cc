@@ -44,6 +44,16 @@ DeviceSet& Devices(bool force_staging) {
   return *set;
 }
 
+// The value, or exit with the error: set-up steps a benchmark cannot run without.
+template <typename T>
+T Required(absl::StatusOr<T> value, const char* what) {
+  if (!value.ok()) {
+    std::fprintf(stderr, "%s: %s\n", what, std::string(value.status().message()).c_str());
+    std::exit(1);
+  }
+  return std::move(*value);
+}
+
 void Check(const absl::Status& status, benchmark::State& state) {
   if (!status.ok()) state.SkipWithError(std::string(status.message()).c_str());
 }
@@ -51,19 +61,19 @@ void Check(const absl::Status& status, benchmark::State& state) {
 std::unique_ptr<ComputePipeline> AddPipeline(MeshDevice& device) {
   PipelineSpec spec;
   spec.name = "vector_add_f32";
-  spec.spirv = *shaders::EmbeddedShader("vector_add_f32");
+  spec.spirv = Required(shaders::EmbeddedShader("vector_add_f32"), "vector_add_f32");
   spec.bindings = {BindingAccess::kRead, BindingAccess::kRead, BindingAccess::kWrite};
   spec.push_constant_bytes = sizeof(CountPush);
   spec.specialization = {64};
-  return std::move(*ComputePipeline::Create(device.device(), spec));
+  return Required(ComputePipeline::Create(device.device(), spec), "creating vector_add_f32");
 }
 
 // Submit + wait of a sequence of `dispatches` tiny dispatches (64 elements each, dependent).
 void RunDispatches(benchmark::State& state, int dispatches) {
   MeshDevice& device = Devices(false).device(0);
   std::unique_ptr<ComputePipeline> add = AddPipeline(device);
-  auto a = std::move(*Buffer::Create(device, 256));
-  auto b = std::move(*Buffer::Create(device, 256));
+  auto a = Required(Buffer::Create(device, 256), "allocating a buffer");
+  auto b = Required(Buffer::Create(device, 256), "allocating a buffer");
   CommandRecorder recorder(device);
   for (int i = 0; i < dispatches; ++i) {
     recorder.Dispatch(*add, {{a.get()}, {b.get()}, {b.get()}}, CountPush{64}, {1, 1, 1});
