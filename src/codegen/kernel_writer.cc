@@ -191,6 +191,12 @@ std::string KernelWriter::Coordinates(const std::string& prefix, const std::stri
   return code;
 }
 
+std::string KernelWriter::Size(uint64_t value) {
+  if (sizes_.size() >= kMaxPushedSizes) return absl::StrCat(value, "u");
+  sizes_.push_back(static_cast<uint32_t>(value));
+  return absl::StrCat("sizes.value[", sizes_.size() - 1, "]");
+}
+
 int KernelWriter::Bind(int buffer_id) {
   for (size_t slot = 0; slot < inputs_.size(); ++slot) {
     if (inputs_[slot] == buffer_id) return static_cast<int>(slot);
@@ -416,6 +422,12 @@ absl::StatusOr<std::string> KernelWriter::IndexMapping(const Instruction& instru
       return absl::StrCat("  return ", value, ";\n");
     }
     case Opcode::kBroadcast:
+      if (instruction.operand(0)->shape().rank() == 0) {
+        // A scalar everywhere: no coordinates, so the kernel's text does not depend on the shape.
+        VKSPMD_ASSIGN_OR_RETURN(std::string value, call(instruction.operand(0), "0u"));
+        return absl::StrCat("  return ", value, ";\n");
+      }
+      [[fallthrough]];
     case Opcode::kTranspose:
     case Opcode::kSlice:
     case Opcode::kReverse: {
@@ -543,6 +555,10 @@ std::string KernelWriter::Finish(int output_buffer, const std::string& main_body
                                    "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : "
                                    "require\n"
                                  : "";
+  if (!sizes_.empty()) {
+    absl::StrAppend(&declarations, "layout(push_constant) uniform Sizes { uint value[",
+                    sizes_.size(), "]; } sizes;\n");
+  }
   UseType(plan_.buffers[output_buffer].shape.dtype());
   const bool int64 = types_.count(DType::kS64) || types_.count(DType::kU64);
   const bool float64 = types_.count(DType::kF64) > 0;

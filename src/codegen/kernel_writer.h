@@ -40,6 +40,13 @@ class KernelWriter {
   absl::StatusOr<std::string> DeclareRowValue(const ir::Instruction* instruction);
   // Declares a workgroup-shared array of `count` values; returns its name.
   std::string AddShared(const std::string& type, uint32_t count);
+  // A size the kernel reads from push constants (at most kMaxPushedSizes; later ones are
+  // literals), so kernels that differ only in such sizes share their source and pipeline. Only for
+  // sizes compared or multiplied with: dividing by a run-time value costs several times more on
+  // CPU drivers than by a constant. Returns the GLSL expression.
+  std::string Size(uint64_t value);
+  const std::vector<uint32_t>& sizes() const { return sizes_; }
+  static constexpr size_t kMaxPushedSizes = 8;
   // The kernel uses subgroup shuffles (the caller checked TargetInfo::subgroup_shuffle).
   void RequireSubgroups() { subgroups_ = true; }
   // The kernel computes with values of `type` (64-bit types need extensions and helpers).
@@ -61,6 +68,7 @@ class KernelWriter {
   int next_variable_ = 0;
   bool subgroups_ = false;
   std::set<ir::DType> types_;
+  std::vector<uint32_t> sizes_;
 };
 
 // `value` (a 32-bit GLSL integer) wrapped to `type`'s width: sign-extended from its low bits for

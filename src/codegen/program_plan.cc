@@ -261,6 +261,7 @@ class Planner {
     kernel.name = name;
     kernel.glsl = writer.Finish(output, body, local_size);
     kernel.inputs = writer.inputs();
+    kernel.push_constants = writer.sizes();
     kernel.output = output;
     kernel.invocations = invocations;
     kernel.local_size = local_size;
@@ -271,9 +272,10 @@ class Planner {
     KernelWriter writer(materialized_, plan_);
     VKSPMD_ASSIGN_OR_RETURN(std::string value, writer.Value(&instruction, /*compute=*/true));
     uint64_t count = instruction.shape().ElementCount();
-    AddKernel(instruction.name(), writer, output,
-              absl::StrCat("  if (i >= ", count, "u) return;\n  store(i, ", value, "(i));\n"),
-              count);
+    AddKernel(
+        instruction.name(), writer, output,
+        absl::StrCat("  if (i >= ", writer.Size(count), ") return;\n  store(i, ", value, "(i));\n"),
+        count);
     return absl::OkStatus();
   }
 

@@ -44,6 +44,7 @@ struct KernelPlan {
   int output = -1;          // Buffer id bound last.
   uint64_t invocations = 0;
   uint32_t local_size = 64;
+  std::vector<uint32_t> push_constants;  // The sizes the kernel reads (KernelWriter::Size).
 };
 
 struct ProgramPlan {

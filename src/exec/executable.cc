@@ -114,7 +114,17 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
     };
     for (int input : kernel.inputs) bind(input, runtime::BindingAccess::kRead);
     bind(kernel.output, runtime::BindingAccess::kWrite);
-    VKSPMD_ASSIGN_OR_RETURN(auto pipeline, runtime::ComputePipeline::Create(device.device(), spec));
+    spec.push_constant_bytes = static_cast<uint32_t>(kernel.push_constants.size() * 4);
+    // Kernels with the same source and bindings share one pipeline on the device, across
+    // executables: a sweep over shapes whose sizes are push constants compiles once.
+    std::string key = kernel.glsl;
+    for (runtime::BindingAccess access : spec.bindings) {
+      key += static_cast<char>('0' + static_cast<int>(access));
+    }
+    VKSPMD_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::ComputePipeline> pipeline,
+                            device.device().SharedPipeline(key, [&] {
+                              return runtime::ComputePipeline::Create(device.device(), spec);
+                            }));
     uint64_t groups = (kernel.invocations + kernel.local_size - 1) / kernel.local_size;
     uint32_t x = static_cast<uint32_t>(std::min<uint64_t>(groups, target.max_workgroup_count_x));
     uint32_t y = x == 0 ? 0 : static_cast<uint32_t>((groups + x - 1) / x);
@@ -122,7 +132,8 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
       return absl::UnimplementedError(absl::StrCat("kernel ", kernel.name, " needs ", groups,
                                                    " workgroups, more than the device dispatches"));
     }
-    recorder.Dispatch(*pipeline, std::move(bindings), std::span<const std::byte>(), {x, y, 1});
+    recorder.Dispatch(*pipeline, std::move(bindings),
+                      std::as_bytes(std::span(kernel.push_constants)), {x, y, 1}, kernel.name);
     executable->pipelines_.push_back(std::move(pipeline));
   }
   VKSPMD_ASSIGN_OR_RETURN(executable->sequence_, recorder.Finish(timestamps));

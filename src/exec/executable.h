@@ -50,7 +50,7 @@ class Executable {
   codegen::ProgramPlan plan_;
   std::vector<int> physical_of_;  // Plan buffer id → index into buffers_.
   std::vector<ir::Shape> parameter_shapes_;
-  std::vector<std::unique_ptr<runtime::ComputePipeline>> pipelines_;
+  std::vector<std::shared_ptr<const runtime::ComputePipeline>> pipelines_;  // Device-shared.
   std::vector<std::unique_ptr<runtime::Buffer>> buffers_;
   std::unique_ptr<runtime::CommandSequence> sequence_;
 };

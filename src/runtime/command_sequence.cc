@@ -77,7 +77,7 @@ absl::Status CommandRecorder::CheckRange(const BufferRange& range, const char* w
 
 void CommandRecorder::Dispatch(const ComputePipeline& pipeline, std::vector<BufferRange> bindings,
                                std::span<const std::byte> push_constants,
-                               std::array<uint32_t, 3> workgroups) {
+                               std::array<uint32_t, 3> workgroups, std::string label) {
   if (bindings.size() != pipeline.bindings().size()) {
     return Fail(absl::InvalidArgumentError(
         absl::StrCat("kernel '", pipeline.name(), "' has ", pipeline.bindings().size(),
@@ -109,6 +109,7 @@ void CommandRecorder::Dispatch(const ComputePipeline& pipeline, std::vector<Buff
   }
   Step step{StepKind::kDispatch};
   step.pipeline = &pipeline;
+  step.label = label.empty() ? pipeline.name() : std::move(label);
   step.bindings = std::move(bindings);
   step.push_constants.assign(push_constants.begin(), push_constants.end());
   step.workgroups = workgroups;
@@ -278,7 +279,7 @@ absl::StatusOr<std::unique_ptr<CommandSequence>> CommandRecorder::Finish(bool ti
         if (step.workgroups[0] && step.workgroups[1] && step.workgroups[2]) {
           vk.vkCmdDispatch(commands, step.workgroups[0], step.workgroups[1], step.workgroups[2]);
         }
-        sequence->step_names_.push_back(pipeline.name());
+        sequence->step_names_.push_back(step.label);
         break;
       }
       case StepKind::kCopy: {

@@ -39,8 +39,11 @@ class CommandRecorder {
  public:
   explicit CommandRecorder(MeshDevice& device) : device_(device) {}
 
+  // `label` names the step in timings (default: the pipeline's name; kernels sharing one
+  // pipeline pass their own).
   void Dispatch(const ComputePipeline& pipeline, std::vector<BufferRange> bindings,
-                std::span<const std::byte> push_constants, std::array<uint32_t, 3> workgroups);
+                std::span<const std::byte> push_constants, std::array<uint32_t, 3> workgroups,
+                std::string label = "");
   template <typename PushConstants>
   void Dispatch(const ComputePipeline& pipeline, std::vector<BufferRange> bindings,
                 const PushConstants& push_constants, std::array<uint32_t, 3> workgroups) {
@@ -61,6 +64,7 @@ class CommandRecorder {
   struct Step {
     StepKind kind;
     const ComputePipeline* pipeline = nullptr;
+    std::string label;
     std::vector<BufferRange> bindings;  // Dispatch: one per binding. Copy: source, destination.
     std::vector<std::byte> push_constants;
     std::array<uint32_t, 3> workgroups{};

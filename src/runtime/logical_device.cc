@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "src/runtime/pipeline.h"
 #include "src/runtime/vulkan_status.h"
 
 namespace vkspmd::runtime {
@@ -88,6 +89,7 @@ LogicalDevice::~LogicalDevice() {
                  label_.c_str(), std::string(failure_.message()).c_str());
     return;
   }
+  shared_pipelines_.clear();  // Before the device; a pipeline still held elsewhere is a bug.
   if (pipeline_cache_ != VK_NULL_HANDLE && functions_.vkDestroyPipelineCache != nullptr) {
     functions_.vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
   }
@@ -111,6 +113,25 @@ absl::Status LogicalDevice::CheckUsable() const {
   return absl::FailedPreconditionError(
       absl::StrCat(label_, " failed earlier and accepts no more work (", failure_.message(),
                    "); restart the process to recover"));
+}
+
+absl::StatusOr<std::shared_ptr<const ComputePipeline>> LogicalDevice::SharedPipeline(
+    const std::string& key,
+    const std::function<absl::StatusOr<std::unique_ptr<ComputePipeline>>()>& create) {
+  std::lock_guard<std::mutex> lock(pipelines_mutex_);
+  if (auto found = shared_pipelines_.find(key); found != shared_pipelines_.end()) {
+    return found->second;
+  }
+  absl::StatusOr<std::unique_ptr<ComputePipeline>> created = create();
+  if (!created.ok()) return created.status();
+  std::shared_ptr<const ComputePipeline> pipeline = std::move(*created);
+  shared_pipelines_[key] = pipeline;
+  return pipeline;
+}
+
+size_t LogicalDevice::shared_pipeline_count() const {
+  std::lock_guard<std::mutex> lock(pipelines_mutex_);
+  return shared_pipelines_.size();
 }
 
 }  // namespace vkspmd::runtime

@@ -6,6 +6,8 @@
 #include <vulkan/vulkan.h>
 
 #include <atomic>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,6 +20,8 @@
 #include "src/runtime/vulkan_functions.h"
 
 namespace vkspmd::runtime {
+
+class ComputePipeline;
 
 class LogicalDevice {
  public:
@@ -49,6 +53,14 @@ class LogicalDevice {
   // OK, or FAILED_PRECONDITION saying the device failed earlier and why.
   absl::Status CheckUsable() const;
 
+  // A pipeline shared by every user of the device under `key` (the caller's identity for it,
+  // e.g. a generated kernel's source and binding layout), made by `create` the first time. Kept
+  // until the device is destroyed, so later programs with the same kernels compile nothing.
+  absl::StatusOr<std::shared_ptr<const ComputePipeline>> SharedPipeline(
+      const std::string& key,
+      const std::function<absl::StatusOr<std::unique_ptr<ComputePipeline>>()>& create);
+  size_t shared_pipeline_count() const;
+
  private:
   LogicalDevice(const PhysicalDeviceInfo& physical_device, const RuntimeConfig& config,
                 std::string label)
@@ -62,6 +74,8 @@ class LogicalDevice {
   std::unique_ptr<MemoryAllocator> memory_;
   VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
   std::vector<VkQueue> queues_;
+  mutable std::mutex pipelines_mutex_;
+  std::map<std::string, std::shared_ptr<const ComputePipeline>> shared_pipelines_;
 
   std::atomic<bool> failed_{false};
   std::atomic<bool> must_not_free_{false};

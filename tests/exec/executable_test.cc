@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "src/interp/evaluator.h"
 #include "src/interp/npy.h"
 #include "src/ir/parser.h"
@@ -242,6 +243,29 @@ ENTRY %main (x: f32[6,6]) -> (f32[6,6], f32[6,6]) {
   ROOT %t = (f32[6,6], f32[6,6]) tuple(%y, %e)
 }
 )"));
+}
+
+TEST_F(ExecutableTest, ElementwiseKernelsOfAnyShapeShareOnePipeline) {
+  // Element counts are push constants, so the same chain over five shapes of three ranks is
+  // one generated source and one pipeline on the device.
+  const size_t before = device(0).device().shared_pipeline_count();
+  for (const char* shape : {"f32[1]", "f32[7]", "f32[31,64]", "f32[1000]", "f32[3,1,4097]"}) {
+    SCOPED_TRACE(shape);
+    ExpectMatchesReference(absl::StrReplaceAll(R"(
+HloModule sweep
+ENTRY %main (x: SHAPE, y: SHAPE) -> SHAPE {
+  %x = SHAPE parameter(0)
+  %y = SHAPE parameter(1)
+  %two = f32[] constant(2)
+  %twos = SHAPE broadcast(%two), dimensions={}
+  %a = SHAPE multiply(%x, %twos)
+  %b = SHAPE add(%a, %y)
+  ROOT %c = SHAPE tanh(%b)
+}
+)",
+                                               {{"SHAPE", shape}}));
+  }
+  EXPECT_EQ(device(0).device().shared_pipeline_count() - before, 1u);
 }
 
 TEST_F(ExecutableTest, LongReductionsAndContractionsRunInBoundedPasses) {
