@@ -24,8 +24,9 @@ absl::StatusOr<std::unique_ptr<Buffer>> Buffer::Create(MeshDevice& device, uint6
   create_info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                       VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   create_info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  VKSPMD_VK_RETURN_IF_ERROR(
-      device.label(), vk.vkCreateBuffer(device.handle(), &create_info, nullptr, &buffer->buffer_));
+  VKSPMD_VK_RETURN_IF_ERROR_ON(
+      device.device(), device.label(),
+      vk.vkCreateBuffer(device.handle(), &create_info, nullptr, &buffer->buffer_));
   VkMemoryRequirements requirements;
   vk.vkGetBufferMemoryRequirements(device.handle(), buffer->buffer_, &requirements);
   requirements.alignment =
@@ -35,9 +36,9 @@ absl::StatusOr<std::unique_ptr<Buffer>> Buffer::Create(MeshDevice& device, uint6
       device.device().memory().Allocate(requirements, usage);
   if (!allocation.ok()) return allocation.status();  // The destructor destroys the VkBuffer.
   buffer->allocation_ = *allocation;
-  VKSPMD_VK_RETURN_IF_ERROR(
-      device.label(), vk.vkBindBufferMemory(device.handle(), buffer->buffer_, allocation->memory,
-                                            allocation->offset));
+  VKSPMD_VK_RETURN_IF_ERROR_ON(device.device(), device.label(),
+                               vk.vkBindBufferMemory(device.handle(), buffer->buffer_,
+                                                     allocation->memory, allocation->offset));
   return buffer;
 }
 

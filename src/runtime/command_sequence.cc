@@ -172,8 +172,9 @@ absl::StatusOr<std::unique_ptr<CommandSequence>> CommandRecorder::Finish(bool ti
     pool_info.maxSets = dispatch_count;
     pool_info.poolSizeCount = 1;
     pool_info.pPoolSizes = &pool_size;
-    VKSPMD_VK_RETURN_IF_ERROR(
-        where, vk.vkCreateDescriptorPool(device, &pool_info, nullptr, &sequence->descriptor_pool_));
+    VKSPMD_VK_RETURN_IF_ERROR_ON(
+        device_.device(), where,
+        vk.vkCreateDescriptorPool(device, &pool_info, nullptr, &sequence->descriptor_pool_));
     std::vector<VkDescriptorSetLayout> layouts;
     for (const Step& step : steps_) {
       if (step.kind == StepKind::kDispatch) layouts.push_back(step.pipeline->set_layout());
@@ -182,7 +183,8 @@ absl::StatusOr<std::unique_ptr<CommandSequence>> CommandRecorder::Finish(bool ti
     set_info.descriptorPool = sequence->descriptor_pool_;
     set_info.descriptorSetCount = dispatch_count;
     set_info.pSetLayouts = layouts.data();
-    VKSPMD_VK_RETURN_IF_ERROR(where, vk.vkAllocateDescriptorSets(device, &set_info, sets.data()));
+    VKSPMD_VK_RETURN_IF_ERROR_ON(device_.device(), where,
+                                 vk.vkAllocateDescriptorSets(device, &set_info, sets.data()));
     std::vector<VkDescriptorBufferInfo> buffer_infos;
     buffer_infos.reserve(binding_count);
     std::vector<VkWriteDescriptorSet> writes;
@@ -214,8 +216,9 @@ absl::StatusOr<std::unique_ptr<CommandSequence>> CommandRecorder::Finish(bool ti
     VkQueryPoolCreateInfo query_info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
     query_info.queryType = VK_QUERY_TYPE_TIMESTAMP;
     query_info.queryCount = static_cast<uint32_t>(2 * steps_.size());
-    VKSPMD_VK_RETURN_IF_ERROR(
-        where, vk.vkCreateQueryPool(device, &query_info, nullptr, &sequence->query_pool_));
+    VKSPMD_VK_RETURN_IF_ERROR_ON(
+        device_.device(), where,
+        vk.vkCreateQueryPool(device, &query_info, nullptr, &sequence->query_pool_));
   }
 
   absl::StatusOr<VkCommandBuffer> command_buffer = device_.AllocateCommandBuffer();
@@ -223,7 +226,8 @@ absl::StatusOr<std::unique_ptr<CommandSequence>> CommandRecorder::Finish(bool ti
   sequence->command_buffer_ = *command_buffer;
   VkCommandBuffer commands = *command_buffer;
   VkCommandBufferBeginInfo begin_info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  VKSPMD_VK_RETURN_IF_ERROR(where, vk.vkBeginCommandBuffer(commands, &begin_info));
+  VKSPMD_VK_RETURN_IF_ERROR_ON(device_.device(), where,
+                               vk.vkBeginCommandBuffer(commands, &begin_info));
   if (sequence->query_pool_ != VK_NULL_HANDLE) {
     vk.vkCmdResetQueryPool(commands, sequence->query_pool_, 0,
                            static_cast<uint32_t>(2 * steps_.size()));
@@ -303,7 +307,7 @@ absl::StatusOr<std::unique_ptr<CommandSequence>> CommandRecorder::Finish(bool ti
   // Results must be visible to the host once the timeline says the run is done.
   GlobalBarrier(vk, commands, VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, VK_ACCESS_2_MEMORY_WRITE_BIT,
                 VK_PIPELINE_STAGE_2_HOST_BIT, VK_ACCESS_2_HOST_READ_BIT);
-  VKSPMD_VK_RETURN_IF_ERROR(where, vk.vkEndCommandBuffer(commands));
+  VKSPMD_VK_RETURN_IF_ERROR_ON(device_.device(), where, vk.vkEndCommandBuffer(commands));
   return sequence;
 }
 
@@ -353,11 +357,12 @@ absl::StatusOr<std::vector<StepTiming>> CommandSequence::ReadTimings() const {
   uint32_t valid_bits = physical.queue_families[physical.compute_queue_family].timestamp_valid_bits;
   uint64_t mask = valid_bits >= 64 ? UINT64_MAX : ((uint64_t{1} << valid_bits) - 1);
   std::vector<uint64_t> ticks(2 * step_names_.size());
-  VKSPMD_VK_RETURN_IF_ERROR(
-      device_.label(), device_.functions().vkGetQueryPoolResults(
-                           device_.handle(), query_pool_, 0, static_cast<uint32_t>(ticks.size()),
-                           ticks.size() * sizeof(uint64_t), ticks.data(), sizeof(uint64_t),
-                           VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
+  VKSPMD_VK_RETURN_IF_ERROR_ON(
+      device_.device(), device_.label(),
+      device_.functions().vkGetQueryPoolResults(
+          device_.handle(), query_pool_, 0, static_cast<uint32_t>(ticks.size()),
+          ticks.size() * sizeof(uint64_t), ticks.data(), sizeof(uint64_t),
+          VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
   std::vector<StepTiming> timings;
   for (size_t step = 0; step < step_names_.size(); ++step) {
     uint64_t elapsed = ((ticks[2 * step + 1] & mask) - (ticks[2 * step] & mask)) & mask;

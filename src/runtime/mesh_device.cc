@@ -24,14 +24,14 @@ absl::StatusOr<std::unique_ptr<MeshDevice>> MeshDevice::Create(int mesh_index,
   type_info.initialValue = 0;
   VkSemaphoreCreateInfo semaphore_info{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
   semaphore_info.pNext = &type_info;
-  VKSPMD_VK_RETURN_IF_ERROR(
-      mesh_device->label_,
+  VKSPMD_VK_RETURN_IF_ERROR_ON(
+      device, mesh_device->label_,
       vk.vkCreateSemaphore(device.handle(), &semaphore_info, nullptr, &mesh_device->timeline_));
   VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pool_info.queueFamilyIndex = device.physical_device().compute_queue_family;
-  VKSPMD_VK_RETURN_IF_ERROR(
-      mesh_device->label_,
+  VKSPMD_VK_RETURN_IF_ERROR_ON(
+      device, mesh_device->label_,
       vk.vkCreateCommandPool(device.handle(), &pool_info, nullptr, &mesh_device->command_pool_));
   return mesh_device;
 }
@@ -108,8 +108,9 @@ absl::StatusOr<VkCommandBuffer> MeshDevice::AllocateCommandBuffer() {
   allocate_info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   allocate_info.commandBufferCount = 1;
   VkCommandBuffer command_buffer = VK_NULL_HANDLE;
-  VKSPMD_VK_RETURN_IF_ERROR(label_, device_.functions().vkAllocateCommandBuffers(
-                                        device_.handle(), &allocate_info, &command_buffer));
+  VKSPMD_VK_RETURN_IF_ERROR_ON(device_, label_,
+                               device_.functions().vkAllocateCommandBuffers(
+                                   device_.handle(), &allocate_info, &command_buffer));
   return command_buffer;
 }
 

@@ -46,8 +46,9 @@ absl::StatusOr<std::unique_ptr<ComputePipeline>> ComputePipeline::Create(Logical
   VkDescriptorSetLayoutCreateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
   set_info.bindingCount = static_cast<uint32_t>(bindings.size());
   set_info.pBindings = bindings.data();
-  VKSPMD_VK_RETURN_IF_ERROR(where, vk.vkCreateDescriptorSetLayout(device.handle(), &set_info,
-                                                                  nullptr, &pipeline->set_layout_));
+  VKSPMD_VK_RETURN_IF_ERROR_ON(
+      device, where,
+      vk.vkCreateDescriptorSetLayout(device.handle(), &set_info, nullptr, &pipeline->set_layout_));
 
   VkPushConstantRange push_range{VK_SHADER_STAGE_COMPUTE_BIT, 0, spec.push_constant_bytes};
   VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
@@ -55,15 +56,16 @@ absl::StatusOr<std::unique_ptr<ComputePipeline>> ComputePipeline::Create(Logical
   layout_info.pSetLayouts = &pipeline->set_layout_;
   layout_info.pushConstantRangeCount = spec.push_constant_bytes > 0 ? 1 : 0;
   layout_info.pPushConstantRanges = &push_range;
-  VKSPMD_VK_RETURN_IF_ERROR(
-      where, vk.vkCreatePipelineLayout(device.handle(), &layout_info, nullptr, &pipeline->layout_));
+  VKSPMD_VK_RETURN_IF_ERROR_ON(
+      device, where,
+      vk.vkCreatePipelineLayout(device.handle(), &layout_info, nullptr, &pipeline->layout_));
 
   VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   module_info.codeSize = spec.spirv.size_bytes();
   module_info.pCode = spec.spirv.data();
   VkShaderModule module = VK_NULL_HANDLE;
-  VKSPMD_VK_RETURN_IF_ERROR(
-      where, vk.vkCreateShaderModule(device.handle(), &module_info, nullptr, &module));
+  VKSPMD_VK_RETURN_IF_ERROR_ON(
+      device, where, vk.vkCreateShaderModule(device.handle(), &module_info, nullptr, &module));
 
   std::vector<VkSpecializationMapEntry> entries;
   for (uint32_t id = 0; id < spec.specialization.size(); ++id) {
@@ -81,7 +83,7 @@ absl::StatusOr<std::unique_ptr<ComputePipeline>> ComputePipeline::Create(Logical
   VkResult result = vk.vkCreateComputePipelines(device.handle(), device.pipeline_cache(), 1,
                                                 &pipeline_info, nullptr, &pipeline->pipeline_);
   vk.vkDestroyShaderModule(device.handle(), module, nullptr);
-  VKSPMD_VK_RETURN_IF_ERROR(where, result);
+  VKSPMD_VK_RETURN_IF_ERROR_ON(device, where, result);
   return pipeline;
 }
 

@@ -26,3 +26,17 @@ absl::Status VulkanStatus(VkResult result, absl::string_view call, absl::string_
       return ::vkspmd::runtime::VulkanStatus(vkspmd_result_, #call, (where)); \
     }                                                                         \
   } while (false)
+
+// The same for a call on `device` (a LogicalDevice): VK_ERROR_DEVICE_LOST from any call, not only
+// submits and waits, also marks the device failed, so none of its objects is used or freed again.
+#define VKSPMD_VK_RETURN_IF_ERROR_ON(device, where, call)                  \
+  do {                                                                     \
+    if (VkResult vkspmd_result_ = (call); vkspmd_result_ < 0) {            \
+      absl::Status vkspmd_status_ =                                        \
+          ::vkspmd::runtime::VulkanStatus(vkspmd_result_, #call, (where)); \
+      if (vkspmd_result_ == VK_ERROR_DEVICE_LOST) {                        \
+        (device).MarkFailed(vkspmd_status_, /*work_may_run=*/true);        \
+      }                                                                    \
+      return vkspmd_status_;                                               \
+    }                                                                      \
+  } while (false)

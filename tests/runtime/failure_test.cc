@@ -92,6 +92,29 @@ TEST_F(FailureTest, InjectedDeviceLossNamesTheCallAndDevice) {
   EXPECT_FALSE(device(0).device().failed());
 }
 
+VKAPI_ATTR VkResult VKAPI_CALL LostQueryResults(VkDevice, VkQueryPool, uint32_t, uint32_t, size_t,
+                                                void*, VkDeviceSize, VkQueryResultFlags) {
+  return VK_ERROR_DEVICE_LOST;
+}
+
+TEST_F(FailureTest, DeviceLossFromAnyCallMarksTheDeviceFailed) {
+  // Not a submit or a wait: reading timestamps reports the loss, and the device is then failed
+  // for every later use, with nothing of it freed.
+  OpenDevices(1);
+  VKSPMD_ASSERT_OK_AND_ASSIGN(auto buffer, runtime::Buffer::Create(device(0), 64));
+  runtime::CommandRecorder recorder(device(0));
+  recorder.Fill(*buffer, 0, 64, 7);
+  VKSPMD_ASSERT_OK_AND_ASSIGN(auto sequence, recorder.Finish(/*timestamps=*/true));
+  VKSPMD_ASSERT_OK(sequence->Run());
+  device(0).device().mutable_functions().vkGetQueryPoolResults = &LostQueryResults;
+  absl::Status status = sequence->ReadTimings().status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_NE(status.message().find("vkGetQueryPoolResults"), absl::string_view::npos) << status;
+  EXPECT_TRUE(device(0).device().failed());
+  EXPECT_TRUE(device(0).device().must_not_free());
+  EXPECT_EQ(sequence->Run().code(), absl::StatusCode::kFailedPrecondition);
+}
+
 // A real lost device: lavapipe declares the device lost when a wait exceeds
 // MESA_VK_MAX_TIMEOUT (ms). Run by the ctest entry that sets it; skipped otherwise.
 TEST_F(FailureTest, LavapipeDeviceLossIsReportedAndTheProcessExitsCleanly) {
