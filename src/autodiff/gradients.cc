@@ -290,7 +290,11 @@ absl::StatusOr<std::unique_ptr<ir::Module>> Gradients(const ir::Module& module,
     outputs.push_back(gradient);
   }
   VKSPMD_ASSIGN_OR_RETURN(Instruction * root, builder.Tuple(std::move(outputs)));
-  result->set_entry(result->AddComputation(builder.Build(root)));
+  ir::Computation* gradients = result->AddComputation(builder.Build(root));
+  // The forward pass is cloned whole and some rules emit values that end up unused (the other
+  // operand's share of a tie, comparisons for operands not differentiated): drop them.
+  gradients->RemoveUnreachable();
+  result->set_entry(gradients);
   return result;
 }
 

@@ -2,6 +2,8 @@
 // Names are not required to be unique here; the parser and builder keep them unique.
 #include "src/ir/module.h"
 
+#include <set>
+
 namespace vkspmd::ir {
 
 Instruction* Computation::AddInstruction(std::unique_ptr<Instruction> instruction) {
@@ -19,6 +21,23 @@ Instruction* Computation::AddInstruction(std::unique_ptr<Instruction> instructio
 Instruction* Computation::root() const {
   if (root_ != nullptr) return root_;
   return instructions_.empty() ? nullptr : instructions_.back().get();
+}
+
+int64_t Computation::RemoveUnreachable() {
+  Instruction* const kept_root = root();
+  if (kept_root == nullptr) return 0;
+  std::set<const Instruction*> live = {kept_root};
+  // Users follow their operands, so one backward sweep finds every live instruction.
+  for (auto it = instructions_.rbegin(); it != instructions_.rend(); ++it) {
+    if (!live.count(it->get())) continue;
+    for (const Instruction* operand : (*it)->operands()) live.insert(operand);
+  }
+  const size_t before = instructions_.size();
+  std::erase_if(instructions_, [&](const std::unique_ptr<Instruction>& instruction) {
+    return instruction->opcode() != Opcode::kParameter && !live.count(instruction.get());
+  });
+  root_ = kept_root;
+  return static_cast<int64_t>(before - instructions_.size());
 }
 
 Computation* Module::AddComputation(std::unique_ptr<Computation> computation) {

@@ -31,6 +31,10 @@ class Computation {
   Instruction* root() const;
   void set_root(Instruction* root) { root_ = root; }
 
+  // Deletes the instructions the root does not depend on (parameters stay, since they define the
+  // signature); returns how many. Pointers to deleted instructions dangle afterwards.
+  int64_t RemoveUnreachable();
+
  private:
   std::string name_;
   std::vector<std::unique_ptr<Instruction>> instructions_;

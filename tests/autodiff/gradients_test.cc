@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "src/ir/parser.h"
 #include "src/ir/printer.h"
+#include "src/ir/verifier.h"
 #include "tests/autodiff/gradient_check.h"
 
 namespace vkspmd::autodiff {
@@ -63,6 +66,35 @@ TEST(GradientsTest, ComputesOnlyTheGradientsAskedFor) {
   EXPECT_EQ(Count(**only_w, ir::Opcode::kMultiply), 2) << ir::PrintModule(**only_w);
   EXPECT_GT(Count(**both, ir::Opcode::kMultiply), Count(**only_w, ir::Opcode::kMultiply));
   EXPECT_LT((*only_w)->entry()->instructions().size(), (*both)->entry()->instructions().size());
+}
+
+TEST(GradientsTest, KeepsNothingTheResultDoesNotUse) {
+  // The forward pass has an output besides the loss (%unused), and the maximum's tie rule emits a
+  // share for each operand: only what the loss and the requested gradient need survives.
+  std::unique_ptr<ir::Module> module = Parse(WithAdd("dead", R"(
+ENTRY %main (x: f64[4], y: f64[4]) -> (f64[], f64[4]) {
+  %x = f64[4] parameter(0)
+  %y = f64[4] parameter(1)
+  %unused = f64[4] sine(%y)
+  %m = f64[4] maximum(%x, %y)
+  %zero = f64[] constant(0)
+  %loss = f64[] reduce(%m, %zero), dimensions={0}, to_apply=%add
+  ROOT %t = (f64[], f64[4]) tuple(%loss, %unused)
+}
+)"));
+  absl::StatusOr<std::unique_ptr<ir::Module>> gradients = Gradients(*module, 0, {0});
+  ASSERT_TRUE(gradients.ok()) << gradients.status();
+  const ir::Computation& entry = *(*gradients)->entry();
+  EXPECT_EQ(Count(**gradients, ir::Opcode::kSine), 0) << ir::PrintModule(**gradients);
+  std::set<const ir::Instruction*> live = {entry.root()};
+  for (auto it = entry.instructions().rbegin(); it != entry.instructions().rend(); ++it) {
+    if (!live.count(it->get())) {
+      EXPECT_EQ((*it)->opcode(), ir::Opcode::kParameter) << (*it)->name() << " is unused";
+      continue;
+    }
+    for (const ir::Instruction* operand : (*it)->operands()) live.insert(operand);
+  }
+  EXPECT_TRUE(ir::VerifyModule(**gradients).ok());
 }
 
 TEST(GradientsTest, DotGradientsNeedNoTransposeForPlainMatrixProducts) {
