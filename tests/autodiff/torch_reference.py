@@ -6,6 +6,11 @@ For each case it writes tests/testdata/autodiff/<case>.hlo (the forward program,
 Run with Debian's python (numpy and torch belong to /usr/bin/python3):
 
     /usr/bin/python3 tests/autodiff/torch_reference.py
+
+It takes no options and rewrites every case. Inputs avoid the points where torch's conventions
+differ from JAX's (ties of max/min, clamp at its bounds, select's predicate flipping). Another
+torch or BLAS build changes the existing cases' gradients in the last bits; commit only the files
+of the cases a change is about.
 """
 import os
 
@@ -22,19 +27,20 @@ class Hlo:
     def __init__(self, name, dtype):
         self.name, self.t, self.lines, self.params, self.count = name, dtype, [], [], 0
 
-    def shape(self, dims):
-        return f"{self.t}[{','.join(str(d) for d in dims)}]"
+    def shape(self, dims, dtype=None):
+        return f"{dtype or self.t}[{','.join(str(d) for d in dims)}]"
 
-    def emit(self, dims, text, base):
+    def emit(self, dims, text, base, dtype=None):
         self.count += 1
         name = f"{base}.{self.count}"
-        self.lines.append(f"  %{name} = {self.shape(dims)} {text}")
+        self.lines.append(f"  %{name} = {self.shape(dims, dtype)} {text}")
         return (name, tuple(dims))
 
-    def param(self, dims):
+    def param(self, dims, bounds=None):
+        """A parameter; `bounds` (low, high) overrides the case's input range for this one."""
         index = len(self.params)
         name = f"p{index}"
-        self.params.append((name, tuple(dims)))
+        self.params.append((name, tuple(dims), bounds))
         self.lines.append(f"  %{name} = {self.shape(dims)} parameter({index})")
         return (name, tuple(dims))
 
@@ -48,8 +54,8 @@ class Hlo:
         return self.emit(dims, f"broadcast(%{x[0]}), dimensions={{{','.join(map(str, mapped))}}}",
                          "broadcast")
 
-    def unary(self, op, x):
-        return self.emit(x[1], f"{op}(%{x[0]})", op)
+    def unary(self, op, x, dtype=None):
+        return self.emit(x[1], f"{op}(%{x[0]})", op, dtype)
 
     def binary(self, op, a, b):
         return self.emit(a[1], f"{op}(%{a[0]}, %{b[0]})", op)
@@ -78,13 +84,51 @@ class Hlo:
         return self.emit(dims, f"transpose(%{x[0]}), dimensions={{{','.join(map(str, permutation))}}}",
                          "transpose")
 
+    def compare(self, a, b, direction):
+        return self.emit(a[1], f"compare(%{a[0]}, %{b[0]}), direction={direction}", "compare",
+                         "pred")
+
+    def select(self, predicate, a, b):
+        return self.emit(a[1], f"select(%{predicate[0]}, %{a[0]}, %{b[0]})", "select")
+
+    def clamp(self, low, x, high):
+        return self.emit(x[1], f"clamp(%{low[0]}, %{x[0]}, %{high[0]})", "clamp")
+
+    def convert(self, x, dtype):
+        return self.emit(x[1], f"convert(%{x[0]})", "convert", dtype)
+
+    def reshape(self, x, dims):
+        return self.emit(dims, f"reshape(%{x[0]})", "reshape")
+
+    def slice(self, x, ranges):
+        """ranges: (start, limit, stride) per dimension."""
+        dims = [len(range(*r)) for r in ranges]
+        text = ", ".join(f"[{a}:{b}:{c}]" for a, b, c in ranges)
+        return self.emit(dims, f"slice(%{x[0]}), slice={{{text}}}", "slice")
+
+    def concatenate(self, parts, axis):
+        dims = list(parts[0][1])
+        dims[axis] = sum(p[1][axis] for p in parts)
+        names = ", ".join(f"%{p[0]}" for p in parts)
+        return self.emit(dims, f"concatenate({names}), dimensions={{{axis}}}", "concatenate")
+
+    def pad(self, x, value, config):
+        """config: (low, high, interior) per dimension, as XLA's padding=low_high_interior."""
+        dims = [lo + hi + n + max(n - 1, 0) * inner for n, (lo, hi, inner) in zip(x[1], config)]
+        text = "x".join("_".join(map(str, c)) for c in config)
+        return self.emit(dims, f"pad(%{x[0]}, %{value[0]}), padding={text}", "pad")
+
+    def reverse(self, x, dims):
+        return self.emit(x[1], f"reverse(%{x[0]}), dimensions={{{','.join(map(str, dims))}}}",
+                         "reverse")
+
     def text(self, root):
         reducers = "".join(
             f"%{kind}.{self.t} (lhs: {self.t}[], rhs: {self.t}[]) -> {self.t}[] {{\n"
             f"  %lhs = {self.t}[] parameter(0)\n  %rhs = {self.t}[] parameter(1)\n"
             f"  ROOT %r = {self.t}[] {op}({self.t}[] %lhs, {self.t}[] %rhs)\n}}\n\n"
             for kind, op in (("add", "add"), ("max", "maximum")))
-        signature = ", ".join(f"{n}: {self.shape(d)}" for n, d in self.params)
+        signature = ", ".join(f"{n}: {self.shape(d)}" for n, d, _ in self.params)
         body = "\n".join(self.lines).replace(f"  %{root[0]} = ", f"  ROOT %{root[0]} = ")
         return (f"HloModule {self.name}\n\n{reducers}ENTRY %main ({signature}) -> {self.t}[] {{\n"
                 f"{body}\n}}\n")
@@ -179,6 +223,116 @@ def binary_case(op, torch_op, low=0.5, high=2.0):
     return build, (low, high)
 
 
+def select_case(h):
+    a, b = h.param([4, 3]), h.param([4, 3])
+    chosen = h.select(h.compare(a, b, "GT"), h.unary("exponential", a), h.binary("multiply", a, b))
+    def reference(a, b):
+        return torch_weighted_loss(torch.where(a > b, torch.exp(a), a * b))
+    return weighted_loss(h, chosen), reference
+
+
+def clamp_case(h):
+    """clamp(low, x, high) with a scalar low and an elementwise high, x on both sides of each."""
+    low, x = h.param([], (-1.0, -0.5)), h.param([3, 5], (-2.5, 2.5))
+    high = h.param([3, 5], (0.5, 1.5))
+    def reference(low, x, high):
+        return torch_weighted_loss(torch.clamp(x, min=low, max=high))
+    return weighted_loss(h, h.clamp(low, x, high)), reference
+
+
+def convert_case(h):
+    """A round trip through the other float type: tanh is computed there, then converted back."""
+    other = "f32" if h.t == "f64" else "f64"
+    x = h.param([3, 5])
+    detour = h.convert(h.unary("tanh", h.convert(x, other), other), h.t)
+    def reference(x):
+        other_type = torch.float32 if x.dtype == torch.float64 else torch.float64
+        return torch_weighted_loss(torch.tanh(x.to(other_type)).to(x.dtype) * x)
+    return weighted_loss(h, h.binary("multiply", detour, x)), reference
+
+
+def broadcast_case(h):
+    """A [3,5] value broadcast to [3,2,5] (a new middle dim), times a broadcast scalar."""
+    x, s = h.param([3, 5]), h.param([])
+    y = h.binary("multiply", h.broadcast(x, [3, 2, 5], [0, 2]), h.broadcast(s, [3, 2, 5], []))
+    def reference(x, s):
+        return torch_weighted_loss(x[:, None, :].expand(3, 2, 5) * s)
+    return weighted_loss(h, y), reference
+
+
+def reshape_case(h):
+    x = h.param([4, 6])
+    def reference(x):
+        return torch_weighted_loss(x.reshape(2, 3, 4))
+    return weighted_loss(h, h.reshape(x, [2, 3, 4])), reference
+
+
+def transpose_case(h):
+    x = h.param([2, 3, 4])
+    def reference(x):
+        return torch_weighted_loss(x.permute(2, 0, 1))
+    return weighted_loss(h, h.transpose(x, [2, 0, 1])), reference
+
+
+def slice_case(h):
+    x = h.param([7, 9])
+    def reference(x):
+        return torch_weighted_loss(x[1:6:2, 2:9:3])
+    return weighted_loss(h, h.slice(x, [(1, 6, 2), (2, 9, 3)])), reference
+
+
+def concatenate_case(h):
+    a, b, c = h.param([3, 2]), h.param([3, 4]), h.param([3, 1])
+    def reference(a, b, c):
+        return torch_weighted_loss(torch.cat([a, b, c], dim=1))
+    return weighted_loss(h, h.concatenate([a, b, c], 1)), reference
+
+
+def pad_case(h):
+    """Interior padding on both dims, high padding, and a negative low padding that crops x's first
+    column; the padding value is a parameter too."""
+    x, value = h.param([3, 4]), h.param([])
+    def reference(x, value):
+        full = value.expand(8, 11).clone()
+        full[1:6:2, 0:10:3] = x
+        return torch_weighted_loss(full[:, 1:])
+    return weighted_loss(h, h.pad(x, value, [(1, 2, 1), (-1, 1, 2)])), reference
+
+
+def reverse_case(h):
+    x = h.param([3, 4, 2])
+    def reference(x):
+        return torch_weighted_loss(torch.flip(x, [0, 2]))
+    return weighted_loss(h, h.reverse(x, [0, 2])), reference
+
+
+def batched_dot_case(h):
+    """Batch dim 0 of lhs against batch dim 1 of rhs; the contracting dim leads lhs's free dim and
+    trails rhs's (lhs is contracted as if transposed)."""
+    a, b = h.param([2, 5, 3]), h.param([4, 2, 5])
+    y = h.dot(a, b, [1], [2], [0], [1])
+    def reference(a, b):
+        return torch_weighted_loss(torch.einsum("bkm,nbk->bmn", a, b))
+    return weighted_loss(h, y), reference
+
+
+def dot_two_contracting_case(h):
+    """A middle batch dim and two contracting dims listed out of order ({3,0} against {0,2})."""
+    a, b = h.param([3, 2, 4, 5]), h.param([5, 2, 3, 6])
+    y = h.dot(a, b, [3, 0], [0, 2], [1], [1])
+    def reference(a, b):
+        return torch_weighted_loss(torch.einsum("kbmj,jbkn->bmn", a, b))
+    return weighted_loss(h, y), reference
+
+
+def reduce_max_case(h):
+    """Max over dim 0 of distinct values (no ties, so torch's amax and JAX agree)."""
+    x = h.param([5, 6])
+    def reference(x):
+        return torch_weighted_loss(x.amax(dim=0))
+    return weighted_loss(h, h.reduce(x, [0], "max")), reference
+
+
 CASES = {
     "mlp": (mlp, (-1.0, 1.0)),
     "softmax_cross_entropy": (softmax_cross_entropy, (0.0, 1.0)),
@@ -206,12 +360,25 @@ CASES = {
     "op_minimum": binary_case("minimum", torch.minimum, -2.0),
     "op_power": binary_case("power", torch.pow),
     "op_atan2": binary_case("atan2", torch.atan2, -2.0),
+    "op_select": (select_case, (-1.5, 1.5)),
+    "op_clamp": (clamp_case, None),
+    "op_convert": (convert_case, (-2.0, 2.0)),
+    "op_broadcast": (broadcast_case, (-2.0, 2.0)),
+    "op_reshape": (reshape_case, (-2.0, 2.0)),
+    "op_transpose": (transpose_case, (-2.0, 2.0)),
+    "op_slice": (slice_case, (-2.0, 2.0)),
+    "op_concatenate": (concatenate_case, (-2.0, 2.0)),
+    "op_pad": (pad_case, (-2.0, 2.0)),
+    "op_reverse": (reverse_case, (-2.0, 2.0)),
+    "op_dot_batched": (batched_dot_case, (-1.0, 1.0)),
+    "op_dot_two_contracting": (dot_two_contracting_case, (-1.0, 1.0)),
+    "op_reduce_max": (reduce_max_case, (-2.0, 2.0)),
 }
 
 
 def main():
     os.makedirs(OUT, exist_ok=True)
-    for name, (build, (low, high)) in CASES.items():
+    for name, (build, bounds) in CASES.items():
         for type_name, (np_type, torch_type) in TYPES.items():
             case = f"{name}.{type_name}"
             h = Hlo(case.replace(".", "_"), type_name)
@@ -219,7 +386,8 @@ def main():
             with open(os.path.join(OUT, f"{case}.hlo"), "w") as f:
                 f.write(h.text(loss))
             rng = np.random.default_rng(sum(map(ord, name)))  # Stable across runs and machines.
-            args = [rng.uniform(low, high, size=dims).astype(np_type) for _, dims in h.params]
+            args = [rng.uniform(*(own or bounds), size=dims).astype(np_type)
+                    for _, dims, own in h.params]
             tensors = [torch.tensor(a, dtype=torch_type, requires_grad=True) for a in args]
             value = reference(*tensors)
             value.backward()
