@@ -415,8 +415,9 @@ absl::StatusOr<std::string> KernelWriter::IndexMapping(const Instruction& instru
                           ";\n");
     }
     case Opcode::kPartitionId:
+      return absl::StrCat("  return ", plan_.ids.partition, "u;\n");
     case Opcode::kReplicaId:
-      return std::string("  return 0u;\n");  // One device: id 0.
+      return absl::StrCat("  return ", plan_.ids.replica, "u;\n");
     case Opcode::kReshape: {
       VKSPMD_ASSIGN_OR_RETURN(std::string value, call(instruction.operand(0), "i"));
       return absl::StrCat("  return ", value, ";\n");

@@ -34,7 +34,10 @@ using InitCode = std::function<absl::StatusOr<std::string>(KernelWriter&)>;
 
 class Planner {
  public:
-  Planner(const ir::Module& module, const TargetInfo& target) : module_(module), target_(target) {}
+  Planner(const ir::Module& module, const TargetInfo& target, DeviceIds ids)
+      : module_(module), target_(target) {
+    plan_.ids = ids;
+  }
 
   absl::StatusOr<ProgramPlan> Plan() {
     const ir::Computation& entry = *module_.entry();
@@ -55,12 +58,19 @@ class Planner {
     }
     std::set<const Instruction*> output_set(outputs.begin(), outputs.end());
     std::set<const Instruction*> needs_buffer;
+    std::set<const Instruction*> collective_operands;  // The host reads them from buffers.
+    for (const auto& instruction : entry.instructions()) {
+      if (ir::IsCollective(instruction->opcode())) {
+        collective_operands.insert(instruction->operands().begin(), instruction->operands().end());
+      }
+    }
     for (const auto& owned : entry.instructions()) {
       const Instruction* instruction = owned.get();
       if (instruction == root && plan_.tuple_result) continue;
       Opcode opcode = instruction->opcode();
+      const bool collective_operand = collective_operands.count(instruction) > 0;
       if (opcode == Opcode::kParameter || opcode == Opcode::kDot || opcode == Opcode::kReduce ||
-          output_set.count(instruction) ||
+          ir::IsCollective(opcode) || collective_operand || output_set.count(instruction) ||
           (opcode == Opcode::kConstant && instruction->shape().rank() > 0) ||
           (users[instruction] > 1 && !CheapToRecompute(*instruction))) {
         needs_buffer.insert(instruction);
@@ -92,6 +102,13 @@ class Planner {
         VKSPMD_RETURN_IF_ERROR(PlanDot(*instruction, found->second));
       } else if (opcode == Opcode::kReduce) {
         VKSPMD_RETURN_IF_ERROR(PlanReduce(*instruction, found->second));
+      } else if (ir::IsCollective(opcode)) {
+        KernelPlan step;  // Run by the host: see KernelPlan::collective.
+        step.name = instruction->name();
+        step.collective = instruction;
+        step.inputs = {materialized_.at(instruction->operand(0))};
+        step.output = found->second;
+        plan_.kernels.push_back(std::move(step));
       } else if (row_fusions_.count(instruction)) {
         VKSPMD_RETURN_IF_ERROR(PlanRowKernel(*instruction, found->second));
       } else {
@@ -109,8 +126,12 @@ class Planner {
     for (const auto& instruction : entry.instructions()) {
       const Opcode opcode = instruction->opcode();
       if (opcode == Opcode::kTuple && instruction.get() == entry.root()) continue;
+      const bool unsupported_collective =
+          ir::IsCollective(opcode) &&
+          (instruction->operand_count() != 1 ||
+           (opcode == Opcode::kAllReduce && !CombinerCode(*instruction).ok()));
       if (instruction->shape().IsTuple() || opcode == Opcode::kGetTupleElement ||
-          ir::IsCollective(opcode) || opcode == Opcode::kRngBitGenerator ||
+          unsupported_collective || opcode == Opcode::kRngBitGenerator ||
           opcode == Opcode::kCustomCall) {
         return absl::UnimplementedError(absl::StrCat("the device compiler does not support ",
                                                      std::string(ir::OpcodeName(opcode)), " yet (",
@@ -206,6 +227,7 @@ class Planner {
   // clear errors.
   absl::Status CheckLimits() const {
     for (const KernelPlan& kernel : plan_.kernels) {
+      if (kernel.collective != nullptr) continue;
       uint64_t bindings = plan_.buffers[kernel.output].parts();
       for (int input : kernel.inputs) bindings += plan_.buffers[input].parts();
       if (bindings > target_.max_storage_buffers_per_stage) {
@@ -460,9 +482,10 @@ absl::StatusOr<std::string> GlslType(ir::DType type) {
   }
 }
 
-absl::StatusOr<ProgramPlan> PlanProgram(const ir::Module& module, const TargetInfo& target) {
+absl::StatusOr<ProgramPlan> PlanProgram(const ir::Module& module, const TargetInfo& target,
+                                        DeviceIds ids) {
   if (module.entry() == nullptr) return absl::InvalidArgumentError("the module has no entry");
-  return Planner(module, target).Plan();
+  return Planner(module, target, ids).Plan();
 }
 
 }  // namespace vkspmd::codegen

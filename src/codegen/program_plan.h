@@ -45,6 +45,15 @@ struct KernelPlan {
   uint64_t invocations = 0;
   uint32_t local_size = 64;
   std::vector<uint32_t> push_constants;  // The sizes the kernel reads (KernelWriter::Size).
+  // A collective between devices, run by the host between kernels instead of a shader (glsl is
+  // empty): inputs[0] holds its operand, output receives its result.
+  const ir::Instruction* collective = nullptr;
+};
+
+// Which device of the program's replicas x partitions a plan is for (replica-id, partition-id).
+struct DeviceIds {
+  int64_t replica = 0;
+  int64_t partition = 0;
 };
 
 struct ProgramPlan {
@@ -56,10 +65,12 @@ struct ProgramPlan {
   // writes, and no later kernel reads the parameter. Other aliases keep separate buffers.
   std::vector<std::pair<int, int>> donations;
   bool tuple_result = false;
+  DeviceIds ids;
 };
 
 // UNIMPLEMENTED naming the instruction for ops or types the device compiler does not handle yet.
-absl::StatusOr<ProgramPlan> PlanProgram(const ir::Module& module, const TargetInfo& target);
+absl::StatusOr<ProgramPlan> PlanProgram(const ir::Module& module, const TargetInfo& target,
+                                        DeviceIds ids = {});
 
 // The GLSL type a device buffer of `type` holds ("float", "int", "uint"); error for others.
 absl::StatusOr<std::string> GlslType(ir::DType type);

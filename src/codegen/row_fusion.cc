@@ -71,7 +71,7 @@ class RowFusionPlanner {
   static bool IsMapKernel(const Instruction& instruction) {
     const Opcode opcode = instruction.opcode();
     return opcode != Opcode::kParameter && opcode != Opcode::kConstant && opcode != Opcode::kDot &&
-           opcode != Opcode::kReduce;
+           opcode != Opcode::kReduce && !ir::IsCollective(opcode);
   }
 
   RowFusion Grow(const Instruction* root) {

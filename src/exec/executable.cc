@@ -81,17 +81,38 @@ codegen::TargetInfo TargetFor(const runtime::MeshDevice& device) {
 
 absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module& module,
                                                                 runtime::MeshDevice& device,
-                                                                bool timestamps) {
+                                                                bool timestamps,
+                                                                DeviceAssignment assignment) {
   const codegen::TargetInfo target = TargetFor(device);
-  VKSPMD_ASSIGN_OR_RETURN(codegen::ProgramPlan plan, codegen::PlanProgram(module, target));
+  VKSPMD_ASSIGN_OR_RETURN(
+      codegen::ProgramPlan plan,
+      codegen::PlanProgram(module, target, {assignment.replica, assignment.partition}));
   std::unique_ptr<Executable> executable(new Executable(device, std::move(plan)));
+  executable->assignment_ = assignment;
+  executable->replica_count_ = module.replica_count();
+  executable->partition_count_ = module.partition_count();
   const codegen::ProgramPlan& program = executable->plan_;
   for (const ir::Instruction* parameter : module.entry()->parameters()) {
     executable->parameter_shapes_.push_back(parameter->shape());
   }
   VKSPMD_RETURN_IF_ERROR(executable->AllocateBuffers());
-  runtime::CommandRecorder recorder(device);
-  for (const codegen::KernelPlan& kernel : program.kernels) {
+  // Kernels between two collectives form one recorded segment; the host runs the collective.
+  auto recorder = std::make_unique<runtime::CommandRecorder>(device);
+  int recorded = 0;
+  for (size_t k = 0; k < program.kernels.size(); ++k) {
+    const codegen::KernelPlan& kernel = program.kernels[k];
+    if (kernel.collective != nullptr) {
+      Segment segment;
+      if (recorded > 0) {
+        VKSPMD_ASSIGN_OR_RETURN(segment.sequence, recorder->Finish(timestamps));
+      }
+      segment.collective = static_cast<int>(k);
+      executable->segments_.push_back(std::move(segment));
+      recorder = std::make_unique<runtime::CommandRecorder>(device);
+      recorded = 0;
+      continue;
+    }
+    ++recorded;
     VKSPMD_ASSIGN_OR_RETURN(std::vector<uint32_t> spirv, CompileCached(kernel.glsl, kernel.name));
     runtime::PipelineSpec spec;
     spec.name = kernel.name;
@@ -132,11 +153,13 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
       return absl::UnimplementedError(absl::StrCat("kernel ", kernel.name, " needs ", groups,
                                                    " workgroups, more than the device dispatches"));
     }
-    recorder.Dispatch(*pipeline, std::move(bindings),
-                      std::as_bytes(std::span(kernel.push_constants)), {x, y, 1}, kernel.name);
+    recorder->Dispatch(*pipeline, std::move(bindings),
+                       std::as_bytes(std::span(kernel.push_constants)), {x, y, 1}, kernel.name);
     executable->pipelines_.push_back(std::move(pipeline));
   }
-  VKSPMD_ASSIGN_OR_RETURN(executable->sequence_, recorder.Finish(timestamps));
+  Segment last;
+  VKSPMD_ASSIGN_OR_RETURN(last.sequence, recorder->Finish(timestamps));
+  executable->segments_.push_back(std::move(last));
   return executable;
 }
 
@@ -225,7 +248,19 @@ absl::StatusOr<ir::Literal> Executable::Run(const std::vector<ir::Literal>& argu
         ToDeviceBytes(arguments[planned.parameter_number], planned.element_bytes);
     VKSPMD_RETURN_IF_ERROR(runtime::Upload(bytes, *buffer(id)));
   }
-  VKSPMD_RETURN_IF_ERROR(sequence_->Run());
+  for (const Segment& segment : segments_) {
+    if (segment.sequence != nullptr) VKSPMD_RETURN_IF_ERROR(segment.sequence->Run());
+    if (segment.collective < 0) continue;
+    const codegen::KernelPlan& step = plan_.kernels[segment.collective];
+    const codegen::BufferPlan& operand = plan_.buffers[step.inputs[0]];
+    std::vector<std::byte> input(operand.byte_size());
+    VKSPMD_RETURN_IF_ERROR(runtime::Download(*buffer(step.inputs[0]), 0, input));
+    VKSPMD_ASSIGN_OR_RETURN(
+        std::vector<std::byte> output,
+        RunCollectiveStep(*step.collective, input, plan_.buffers[step.output].element_bytes,
+                          assignment_, replica_count_, partition_count_));
+    VKSPMD_RETURN_IF_ERROR(runtime::Upload(output, *buffer(step.output)));
+  }
   std::vector<ir::Literal> results;
   for (int id : plan_.outputs) {
     const codegen::BufferPlan& planned = plan_.buffers[id];
@@ -235,6 +270,16 @@ absl::StatusOr<ir::Literal> Executable::Run(const std::vector<ir::Literal>& argu
   }
   if (!plan_.tuple_result) return std::move(results.front());
   return ir::Literal::Tuple(std::move(results));
+}
+
+absl::StatusOr<std::vector<runtime::StepTiming>> Executable::Timings() const {
+  std::vector<runtime::StepTiming> timings;
+  for (const Segment& segment : segments_) {
+    if (segment.sequence == nullptr) continue;
+    VKSPMD_ASSIGN_OR_RETURN(std::vector<runtime::StepTiming> part, segment.sequence->ReadTimings());
+    timings.insert(timings.end(), part.begin(), part.end());
+  }
+  return timings;
 }
 
 }  // namespace vkspmd::exec

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "src/codegen/program_plan.h"
+#include "src/exec/collective_step.h"
 #include "src/ir/literal.h"
 #include "src/ir/module.h"
 #include "src/runtime/buffer.h"
@@ -20,9 +21,12 @@ class Executable {
  public:
   // Plans, generates, compiles and validates every kernel, allocates the buffers, uploads the
   // constants and records the work. `device` is borrowed and must outlive the executable.
+  // A module with collectives needs `assignment` (this device's replica and partition ids and
+  // its communicator); partition-id and replica-id read the ids.
   static absl::StatusOr<std::unique_ptr<Executable>> Compile(const ir::Module& module,
                                                              runtime::MeshDevice& device,
-                                                             bool timestamps = false);
+                                                             bool timestamps = false,
+                                                             DeviceAssignment assignment = {});
 
   // Uploads `arguments` (shapes must equal the entry's parameters), runs, and returns the result
   // (a tuple literal when the entry's root is a tuple).
@@ -33,9 +37,7 @@ class Executable {
   size_t device_buffer_count() const { return buffers_.size(); }
   const codegen::ProgramPlan& plan() const { return plan_; }
   // GPU time of each kernel of the last run (compiled with timestamps).
-  absl::StatusOr<std::vector<runtime::StepTiming>> Timings() const {
-    return sequence_->ReadTimings();
-  }
+  absl::StatusOr<std::vector<runtime::StepTiming>> Timings() const;
 
  private:
   Executable(runtime::MeshDevice& device, codegen::ProgramPlan plan)
@@ -52,7 +54,15 @@ class Executable {
   std::vector<ir::Shape> parameter_shapes_;
   std::vector<std::shared_ptr<const runtime::ComputePipeline>> pipelines_;  // Device-shared.
   std::vector<std::unique_ptr<runtime::Buffer>> buffers_;
-  std::unique_ptr<runtime::CommandSequence> sequence_;
+  // Recorded kernels, each segment followed by a collective the host runs (or none: the last).
+  struct Segment {
+    std::unique_ptr<runtime::CommandSequence> sequence;  // Null when no kernel precedes.
+    int collective = -1;                                 // Index into plan_.kernels.
+  };
+  std::vector<Segment> segments_;
+  DeviceAssignment assignment_;
+  int64_t replica_count_ = 1;
+  int64_t partition_count_ = 1;
 };
 
 // The device facts code generation needs, from the runtime's snapshot.

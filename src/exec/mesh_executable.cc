@@ -1,0 +1,68 @@
+// Compiling and running a per-device program on a mesh.
+#include "src/exec/mesh_executable.h"
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "src/ir/status_macros.h"
+
+namespace vkspmd::exec {
+
+absl::StatusOr<std::unique_ptr<MeshExecutable>> MeshExecutable::Compile(
+    const ir::Module& module, const std::vector<runtime::MeshDevice*>& devices, bool timestamps) {
+  const int64_t replicas = module.replica_count(), partitions = module.partition_count();
+  if (static_cast<int64_t>(devices.size()) != replicas * partitions) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the program runs on ", replicas, " replica(s) x ", partitions,
+        " partition(s) = ", replicas * partitions, " devices; ", devices.size(), " were given"));
+  }
+  std::unique_ptr<MeshExecutable> mesh(new MeshExecutable());
+  VKSPMD_ASSIGN_OR_RETURN(mesh->world_,
+                          collectives::InProcessWorld::Create(static_cast<int>(devices.size())));
+  for (size_t d = 0; d < devices.size(); ++d) {
+    mesh->communicators_.push_back(mesh->world_->Connect(static_cast<int>(d)));
+    DeviceAssignment assignment;
+    assignment.replica = static_cast<int64_t>(d) / partitions;
+    assignment.partition = static_cast<int64_t>(d) % partitions;
+    assignment.communicator = mesh->communicators_.back().get();
+    absl::StatusOr<std::unique_ptr<Executable>> executable =
+        Executable::Compile(module, *devices[d], timestamps, assignment);
+    if (!executable.ok()) {
+      return absl::Status(executable.status().code(),
+                          absl::StrCat("device ", d, ": ", executable.status().message()));
+    }
+    mesh->executables_.push_back(std::move(*executable));
+  }
+  return mesh;
+}
+
+absl::StatusOr<std::vector<ir::Literal>> MeshExecutable::Run(
+    const std::vector<std::vector<ir::Literal>>& arguments) {
+  const size_t n = executables_.size();
+  if (arguments.size() != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("arguments for ", arguments.size(), " devices; the program runs on ", n));
+  }
+  std::vector<absl::StatusOr<ir::Literal>> results(n, absl::InternalError("not run"));
+  std::vector<std::thread> threads;
+  for (size_t d = 0; d < n; ++d) {
+    threads.emplace_back([&, d] { results[d] = executables_[d]->Run(arguments[d]); });
+  }
+  for (std::thread& thread : threads) thread.join();
+  // A device that fails makes its peers time out at their next collective; report the cause.
+  const absl::Status* first = nullptr;
+  for (size_t d = 0; d < n; ++d) {
+    const absl::Status& status = results[d].status();
+    if (status.ok()) continue;
+    if (first == nullptr ||
+        (absl::IsDeadlineExceeded(*first) && !absl::IsDeadlineExceeded(status))) {
+      first = &status;
+    }
+  }
+  if (first != nullptr) return *first;
+  std::vector<ir::Literal> values;
+  for (auto& result : results) values.push_back(std::move(*result));
+  return values;
+}
+
+}  // namespace vkspmd::exec

@@ -1,0 +1,40 @@
+// A per-device (SPMD) program on every device of its replicas x partitions: one Executable per
+// device (partition-id and replica-id specialised; identical kernels share their generated
+// source), run concurrently with one host thread per device, collectives through an in-process
+// host-staged world.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "src/collectives/in_process_world.h"
+#include "src/exec/executable.h"
+
+namespace vkspmd::exec {
+
+class MeshExecutable {
+ public:
+  // `devices[d]` runs global device d (= replica * partition_count + partition); there must be
+  // exactly replica_count * partition_count of them. Borrowed; they must outlive the executable.
+  static absl::StatusOr<std::unique_ptr<MeshExecutable>> Compile(
+      const ir::Module& module, const std::vector<runtime::MeshDevice*>& devices,
+      bool timestamps = false);
+
+  // `arguments[d]` are device d's arguments; returns device d's result at index d. On failure,
+  // the error of the first device that failed for a reason other than a peer's absence.
+  absl::StatusOr<std::vector<ir::Literal>> Run(
+      const std::vector<std::vector<ir::Literal>>& arguments);
+
+  size_t device_count() const { return executables_.size(); }
+  Executable& executable(size_t device) { return *executables_[device]; }
+
+ private:
+  MeshExecutable() = default;
+
+  std::shared_ptr<collectives::InProcessWorld> world_;
+  std::vector<std::unique_ptr<collectives::Communicator>> communicators_;
+  std::vector<std::unique_ptr<Executable>> executables_;
+};
+
+}  // namespace vkspmd::exec
