@@ -179,8 +179,16 @@ absl::StatusOr<PropagationResult> PropagateShardings(const ir::Module& module, c
             AxisSharding::Replicated(LeafShape({instruction.get(), leaf}).rank()));
       }
     }
-    VKSPMD_ASSIGN_OR_RETURN(std::vector<OpRule> instruction_rules, RulesFor(*instruction));
-    for (OpRule& rule : instruction_rules) rules.push_back(std::move(rule));
+    absl::StatusOr<std::vector<OpRule>> instruction_rules = RulesFor(*instruction);
+    if (!instruction_rules.ok()) {
+      // Name the sharding too: the op is refused whatever it is, and the user should see both.
+      return absl::Status(
+          instruction_rules.status().code(),
+          fmt::format("{} (sharding {})", std::string(instruction_rules.status().message()),
+                      instruction->sharding().has_value() ? instruction->sharding()->ToString()
+                                                          : "none given"));
+    }
+    for (OpRule& rule : *instruction_rules) rules.push_back(std::move(rule));
   }
   Propagator propagator(mesh, result);
   bool changed = true;

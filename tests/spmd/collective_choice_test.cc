@@ -1,5 +1,7 @@
 // Golden collective choices (issue 6): the partitioner emits exactly the collectives GSPMD does
 // for the textbook patterns, and none where the shardings already line up.
+#include "absl/strings/str_join.h"
+#include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "src/ir/printer.h"
 #include "tests/spmd/spmd_test_util.h"
@@ -178,5 +180,69 @@ ENTRY %main (x: f32[9,5], y: f32[9,5]) -> f32[9,5] {
   EXPECT_EQ(CountOps(*result.module, Opcode::kPartitionId), 0);
 }
 
+struct ReshardCase {
+  std::string name;
+  std::vector<int64_t> mesh;
+  std::vector<int64_t> shape;
+  std::string from, to;
+  std::vector<Opcode> collectives;  // in emission order
+};
+
+void PrintTo(const ReshardCase& c, std::ostream* out) { *out << c.name; }
+
+class ReshardTest : public ::testing::TestWithParam<ReshardCase> {};
+
+// p (sharded `from`) -> Sharding custom-call (`to`) -> negate: the custom-call's reshard uses
+// exactly the expected collectives, and the values survive.
+TEST_P(ReshardTest, UsesTheCheapestCollectives) {
+  const ReshardCase& c = GetParam();
+  const std::string shape = fmt::format("f32[{}]", absl::StrJoin(c.shape, ","));
+  const std::string text = fmt::format(
+      "HloModule reshard\nENTRY %main (p: {0}) -> {0} {{\n  %p = {0} parameter(0)\n"
+      "  %r = {0} custom-call({0} %p), custom_call_target=\"Sharding\"\n"
+      "  ROOT %n = {0} negate({0} %r)\n}}\n",
+      shape);
+  const Mesh mesh = *Mesh::Create(c.mesh, {}, {});
+  const PartitionResult result = PartitionChecked(text, {{"p", c.from}, {"r", c.to}}, mesh);
+  ASSERT_NE(result.module, nullptr);
+  std::vector<Opcode> kinds;
+  for (const CollectiveRecord& record : result.collectives) kinds.push_back(record.kind);
+  EXPECT_EQ(kinds, c.collectives) << ir::PrintModule(*result.module);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kinds, ReshardTest,
+    ::testing::Values(
+        ReshardCase{"tiled_dim_moves", {4}, {8, 8}, "(0, None)", "(None, 0)", {Opcode::kAllToAll}},
+        ReshardCase{
+            "uneven_tiled_dim_moves", {2}, {5, 7}, "(0, None)", "(None, 0)", {Opcode::kAllToAll}},
+        ReshardCase{"device_order_changes",
+                    {2, 2},
+                    {8, 8},
+                    "(0, 1)",
+                    "(1, 0)",
+                    {Opcode::kCollectivePermute}},
+        ReshardCase{
+            "to_replicated", {4}, {6, 8}, "(0, None)", "(None, None)", {Opcode::kAllGather}},
+        ReshardCase{
+            "uneven_to_replicated", {4}, {7, 3}, "(0, None)", "(None, None)", {Opcode::kAllGather}},
+        ReshardCase{"replicated_to_tiled", {2, 2}, {7, 5}, "(None, None)", "(0, 1)", {}},
+        ReshardCase{"partial_to_finer", {2, 2}, {8, 8}, "(0, None)", "((0, 1), None)", {}},
+        ReshardCase{"finer_to_partial",
+                    {2, 2},
+                    {8, 8},
+                    "((0, 1), None)",
+                    "(0, None)",
+                    {Opcode::kAllGather}},
+        ReshardCase{"gather_both_then_slice",
+                    {2, 2},
+                    {8, 8},
+                    "(0, 1)",
+                    "(1, None)",
+                    {Opcode::kAllGather, Opcode::kAllGather}},
+        ReshardCase{"same_sharding", {2, 3}, {5, 5}, "(1, 0)", "(1, 0)", {}}),
+    [](const ::testing::TestParamInfo<ReshardCase>& info) { return info.param.name; });
+
 }  // namespace
+
 }  // namespace vkspmd::spmd::testing
