@@ -4,6 +4,7 @@
 #include "src/spmd/local_ops.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "fmt/format.h"
 #include "src/ir/status_macros.h"
@@ -27,9 +28,9 @@ std::vector<int64_t> ReductionAxes(const LocalOp& op) {
 }
 
 // Replaces padding on split reduction dims by `fill` (a local scalar).
-absl::StatusOr<Instruction*> MaskReductionPadding(SpmdBuilder& builder, const LocalOp& op,
-                                                  const PartitionedValue& value,
-                                                  const DimFactors& dims, Instruction* fill) {
+absl::StatusOr<Instruction*> MaskReductionPadding(
+    SpmdBuilder& builder, const LocalOp& op, const PartitionedValue& value, const DimFactors& dims,
+    const std::function<absl::StatusOr<Instruction*>()>& fill) {
   const Mesh& mesh = builder.mesh();
   Instruction* mask = nullptr;
   for (int64_t d = 0; d < value.global.rank(); ++d) {
@@ -49,7 +50,8 @@ absl::StatusOr<Instruction*> MaskReductionPadding(SpmdBuilder& builder, const Lo
     mask = valid;
   }
   if (mask == nullptr) return value.local;
-  VKSPMD_ASSIGN_OR_RETURN(Instruction * fills, builder.Broadcast(fill, value.local->shape()));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * scalar, fill());
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * fills, builder.Broadcast(scalar, value.local->shape()));
   return builder.Add(Opcode::kSelect, {mask, value.local, fills});
 }
 
@@ -180,12 +182,10 @@ absl::StatusOr<std::vector<PartitionedValue>> EmitLocalOp(SpmdBuilder& builder, 
     // sides, so NaN padding cannot leak), the init value for a reduce.
     const int64_t inputs = opcode == Opcode::kDot ? 2 : instruction.operand_count() / 2;
     for (int64_t i = 0; i < inputs; ++i) {
-      Instruction* fill = nullptr;
-      if (opcode == Opcode::kDot) {
-        VKSPMD_ASSIGN_OR_RETURN(fill, Zero(builder, locals[i]->shape().dtype()));
-      } else {
-        fill = locals[inputs + i];
-      }
+      const auto fill = [&, i]() -> absl::StatusOr<Instruction*> {
+        if (opcode == Opcode::kDot) return Zero(builder, locals[i]->shape().dtype());
+        return locals[inputs + i];
+      };
       VKSPMD_ASSIGN_OR_RETURN(locals[i], MaskReductionPadding(builder, op, op.operands[i],
                                                               op.rule->operand_dims[i], fill));
     }
@@ -199,6 +199,8 @@ absl::StatusOr<std::vector<PartitionedValue>> EmitLocalOp(SpmdBuilder& builder, 
         ShardShape(LeafShape(op.rule->results[r]), result_shardings.back(), mesh));
   }
   VKSPMD_ASSIGN_OR_RETURN(Instruction * result, EmitOp(builder, op, locals, result_shapes));
+  // The local op keeps the name of the op it partitions (helpers get unique names later).
+  result->set_name(instruction.name());
   std::vector<PartitionedValue> values;
   for (size_t r = 0; r < op.rule->results.size(); ++r) {
     Instruction* leaf = result;

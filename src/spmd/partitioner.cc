@@ -154,6 +154,7 @@ class Partitioner {
       case Opcode::kConstant: {
         if (instruction.shape().IsTuple()) return absl::UnimplementedError("tuple constants");
         Instruction* constant = spmd_->builder().Constant(*instruction.attributes().literal);
+        constant->set_name(instruction.name());
         return SetReshard(instruction, {{constant, instruction.shape(),
                                          AxisSharding::Replicated(instruction.shape().rank())}});
       }

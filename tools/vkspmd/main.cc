@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   RegisterGradCommand(app);
   RegisterRunCommand(app);
   RegisterPartitionCommand(app);
+  RegisterVizCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {
