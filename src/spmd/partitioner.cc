@@ -14,6 +14,7 @@
 #include "src/ir/verifier.h"
 #include "src/spmd/factor_sharding.h"
 #include "src/spmd/local_ops.h"
+#include "src/spmd/mesh_assignment.h"
 #include "src/spmd/op_rules.h"
 
 namespace vkspmd::spmd {
@@ -385,6 +386,25 @@ absl::StatusOr<PartitionResult> Partition(const ir::Module& module, const Mesh& 
   Partitioner partitioner(module, mesh, result);
   VKSPMD_RETURN_IF_ERROR(partitioner.Run());
   return result;
+}
+
+absl::StatusOr<PartitionResult> Partition(const ir::Module& module,
+                                          const std::vector<Mesh>& meshes) {
+  if (meshes.empty()) return absl::InvalidArgumentError("no mesh to partition over");
+  VKSPMD_ASSIGN_OR_RETURN(auto assigned, AssignMeshes(module, meshes));
+  std::set<int64_t> used;
+  for (const auto& [instruction, mesh] : assigned) {
+    if (mesh >= 0) used.insert(mesh);
+  }
+  if (used.size() > 1) {
+    std::vector<std::string> names;
+    for (int64_t mesh : used) names.push_back(meshes[mesh].ToString());
+    return absl::UnimplementedError(
+        fmt::format("the program's values live on {} meshes ({}); one per-device program runs "
+                    "on one mesh",
+                    used.size(), absl::StrJoin(names, "; ")));
+  }
+  return Partition(module, meshes[used.empty() ? 0 : *used.begin()]);
 }
 
 }  // namespace vkspmd::spmd

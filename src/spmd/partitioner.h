@@ -51,4 +51,10 @@ struct PartitionResult {
 // be partitioned; the result is verified before it is returned.
 absl::StatusOr<PartitionResult> Partition(const ir::Module& module, const Mesh& mesh);
 
+// With several meshes: finds the mesh the program's annotations live on (AssignMeshes) and
+// partitions over it. A program whose values live on more than one mesh is refused (one
+// per-device program runs on one mesh), as is an op mixing meshes.
+absl::StatusOr<PartitionResult> Partition(const ir::Module& module,
+                                          const std::vector<Mesh>& meshes);
+
 }  // namespace vkspmd::spmd

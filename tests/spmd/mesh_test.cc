@@ -6,7 +6,9 @@
 #include "gtest/gtest.h"
 #include "src/ir/parser.h"
 #include "src/spmd/axis_sharding.h"
+#include "src/spmd/mesh_assignment.h"
 #include "src/spmd/partition_spec.h"
+#include "src/spmd/partitioner.h"
 
 namespace vkspmd::spmd {
 namespace {
@@ -177,6 +179,69 @@ TEST(AxisShardingTest, ShardingsOutsideTheMeshAreRejectedNamingBoth) {
   EXPECT_EQ(FromHloSharding(ir::Sharding::Manual(), mesh, 2).status().code(),
             absl::StatusCode::kUnimplemented);
   EXPECT_FALSE(FromHloSharding(ir::Sharding::Maximal(7), mesh, 2).ok());
+}
+
+constexpr char kTwoMeshProgram[] = R"(HloModule two_meshes
+ENTRY %main (a: f32[4], b: f32[4]) -> f32[4] {
+  %a = f32[4] parameter(0), sharding={devices=[2]0,1}
+  %b = f32[4] parameter(1), sharding={devices=[2]2,3}
+  %na = f32[4] negate(f32[4] %a)
+  %nb = f32[4] negate(f32[4] %b)
+  ROOT %s = f32[4] add(f32[4] %na, f32[4] %nb)
+})";
+
+TEST(MeshAssignmentTest, ValuesFollowTheMeshOfTheirAnnotations) {
+  const std::vector<Mesh> meshes = {MakeMesh({2}, {"left"}, {0, 1}),
+                                    MakeMesh({2}, {"right"}, {2, 3})};
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"(HloModule t
+ENTRY %main (a: f32[4], b: f32[4]) -> (f32[4], f32[4]) {
+  %a = f32[4] parameter(0), sharding={devices=[2]0,1}
+  %b = f32[4] parameter(1), sharding={devices=[2]2,3}
+  ROOT %t = (f32[4], f32[4]) tuple(f32[4] %a, f32[4] %b)
+})");
+  ASSERT_TRUE(module.ok()) << module.status();
+  // A tuple of values on two meshes is still an op mixing them.
+  EXPECT_FALSE(AssignMeshes(**module, meshes).ok());
+  absl::StatusOr<std::unique_ptr<ir::Module>> single = ir::ParseAndVerifyModule(R"(HloModule one
+ENTRY %main (a: f32[4], c: f32[4]) -> f32[4] {
+  %a = f32[4] parameter(0), sharding={devices=[2]2,3}
+  %c = f32[4] parameter(1)
+  ROOT %s = f32[4] add(f32[4] %a, f32[4] %c)
+})");
+  ASSERT_TRUE(single.ok()) << single.status();
+  absl::StatusOr<absl::flat_hash_map<const ir::Instruction*, int64_t>> assigned =
+      AssignMeshes(**single, meshes);
+  ASSERT_TRUE(assigned.ok()) << assigned.status();
+  EXPECT_EQ(assigned->at((*single)->entry()->root()), 1);
+  EXPECT_EQ(assigned->at((*single)->entry()->parameter(1)), -1);
+}
+
+TEST(MeshAssignmentTest, AnOpMixingTwoMeshesNamesBoth) {
+  const std::vector<Mesh> meshes = {MakeMesh({2}, {"left"}, {0, 1}),
+                                    MakeMesh({2}, {"right"}, {2, 3})};
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(kTwoMeshProgram);
+  ASSERT_TRUE(module.ok()) << module.status();
+  EXPECT_EQ(std::string(AssignMeshes(**module, meshes).status().message()),
+            "7:8: %s (add): %na lives on mesh [2] (left) devices 0..1 but %nb on mesh [2] (right) "
+            "devices 2,3");
+  EXPECT_EQ(std::string(AssignMeshes(**module, {meshes[0]}).status().message()),
+            "4:3: %b: sharding {devices=[2]2,3} uses devices {2,3}, which are not those of any "
+            "mesh ([2] (left) devices 0..1)");
+}
+
+TEST(MeshAssignmentTest, PartitionPicksTheMeshTheProgramLivesOn) {
+  const std::vector<Mesh> meshes = {MakeMesh({4}), MakeMesh({2, 2}, {"x", "y"}, {3, 2, 1, 0})};
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"(HloModule p
+ENTRY %main (a: f32[4,4]) -> f32[4,4] {
+  %a = f32[4,4] parameter(0), sharding={devices=[2,2]3,2,1,0}
+  ROOT %n = f32[4,4] negate(f32[4,4] %a)
+})");
+  ASSERT_TRUE(module.ok()) << module.status();
+  // Both meshes use devices 0..3; only the second expresses the sharding.
+  absl::StatusOr<PartitionResult> result = Partition(**module, meshes);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->parameter_shardings[0][0].dims, (std::vector<std::vector<int64_t>>{{0}, {1}}));
+  EXPECT_FALSE(Partition(**module, std::vector<Mesh>{meshes[0]}).ok());
 }
 
 }  // namespace
