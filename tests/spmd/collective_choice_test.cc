@@ -180,6 +180,20 @@ ENTRY %main (x: f32[9,5], y: f32[9,5]) -> f32[9,5] {
   EXPECT_EQ(CountOps(*result.module, Opcode::kPartitionId), 0);
 }
 
+TEST(CollectiveChoiceTest, MaximalValueReachesTheOtherDevicesByOneAllReduce) {
+  const std::string text = R"(HloModule maximal, num_partitions=4
+ENTRY %main (p: f32[4,6]) -> f32[4,6] {
+  %p = f32[4,6] parameter(0), sharding={maximal device=2}
+  ROOT %n = f32[4,6] negate(f32[4,6] %p), sharding={devices=[2,2]<=[4]}
+})";
+  const PartitionResult result = PartitionChecked(text, {}, MakeMesh({2, 2}, {}));
+  ASSERT_NE(result.module, nullptr);
+  ASSERT_EQ(result.collectives.size(), 1u) << ir::PrintModule(*result.module);
+  EXPECT_EQ(result.collectives[0].kind, Opcode::kAllReduce);
+  EXPECT_EQ(result.collectives[0].axes, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(result.result_shardings[0].dims, (std::vector<std::vector<int64_t>>{{0}, {1}}));
+}
+
 struct ReshardCase {
   std::string name;
   std::vector<int64_t> mesh;
@@ -241,7 +255,7 @@ INSTANTIATE_TEST_SUITE_P(
                     "(1, None)",
                     {Opcode::kAllGather, Opcode::kAllGather}},
         ReshardCase{"same_sharding", {2, 3}, {5, 5}, "(1, 0)", "(1, 0)", {}}),
-    [](const ::testing::TestParamInfo<ReshardCase>& info) { return info.param.name; });
+    [](const ::testing::TestParamInfo<ReshardCase>& param) { return param.param.name; });
 
 }  // namespace
 

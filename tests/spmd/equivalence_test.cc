@@ -176,8 +176,8 @@ TEST_P(EquivalenceTest, PartitionedEqualsUnpartitioned) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Programs, EquivalenceTest, ::testing::ValuesIn(EquivalencePrograms()),
-                         [](const ::testing::TestParamInfo<Program>& info) {
-                           return info.param.name;
+                         [](const ::testing::TestParamInfo<Program>& param) {
+                           return param.param.name;
                          });
 
 TEST(EquivalenceMatrixTest, CoversAtLeastFortyPrograms) {

@@ -279,6 +279,15 @@ std::vector<Program> ContractionPrograms() {
   ROOT %r = (f32[$a,$b], f32[$a,$b]) tuple(f32[$a,$b] %sum, f32[$a,$b] %x)
 })",
                       {{{"x", "(0, 1)"}, {"y", "(1, 0)"}}, {{"x", "(0, None)"}}}});
+  programs.push_back({"tuple_parameter",
+                      R"(ENTRY %main (t: (f32[$a,$b], f32[$b])) -> f32[$a,$b] {
+  %t = (f32[$a,$b], f32[$b]) parameter(0)
+  %m = f32[$a,$b] get-tuple-element((f32[$a,$b], f32[$b]) %t), index=0
+  %v = f32[$b] get-tuple-element((f32[$a,$b], f32[$b]) %t), index=1
+  %bv = f32[$a,$b] broadcast(f32[$b] %v), dimensions={1}
+  ROOT %r = f32[$a,$b] multiply(f32[$a,$b] %m, f32[$a,$b] %bv)
+})",
+                      {{{"m", "(0, 1)"}}, {{"r", "(1, 0)"}}}});
   return programs;
 }
 

@@ -99,21 +99,36 @@ absl::StatusOr<ir::Literal> Reassemble(const std::vector<ir::Literal>& shards,
   return full;
 }
 
+namespace {
+
+ir::Literal RandomLiteral(const ir::Shape& shape, std::mt19937_64& random) {
+  if (shape.IsTuple()) {
+    std::vector<ir::Literal> elements;
+    for (const ir::Shape& element : shape.tuple_elements()) {
+      elements.push_back(RandomLiteral(element, random));
+    }
+    return ir::Literal::Tuple(std::move(elements));
+  }
+  ir::Literal literal(shape);
+  for (int64_t i = 0; i < literal.ElementCount(); ++i) {
+    if (ir::IsFloat(literal.dtype())) {
+      literal.SetFromDouble(i, std::uniform_real_distribution<double>(-2, 2)(random));
+    } else if (literal.dtype() == ir::DType::kPred) {
+      literal.SetFromInt64(i, random() % 2);
+    } else {
+      literal.SetFromInt64(i, static_cast<int64_t>(random() % 7) - 3);
+    }
+  }
+  return literal;
+}
+
+}  // namespace
+
 std::vector<ir::Literal> RandomArguments(const ir::Computation& entry, uint64_t seed) {
   std::mt19937_64 random(seed);
   std::vector<ir::Literal> arguments;
   for (const ir::Instruction* parameter : entry.parameters()) {
-    ir::Literal literal(parameter->shape());
-    for (int64_t i = 0; i < literal.ElementCount(); ++i) {
-      if (ir::IsFloat(literal.dtype())) {
-        literal.SetFromDouble(i, std::uniform_real_distribution<double>(-2, 2)(random));
-      } else if (literal.dtype() == ir::DType::kPred) {
-        literal.SetFromInt64(i, random() % 2);
-      } else {
-        literal.SetFromInt64(i, static_cast<int64_t>(random() % 7) - 3);
-      }
-    }
-    arguments.push_back(std::move(literal));
+    arguments.push_back(RandomLiteral(parameter->shape(), random));
   }
   return arguments;
 }
