@@ -76,7 +76,7 @@ ir::Sharding Normalize(const ir::Sharding& sharding) {
 }  // namespace
 
 bool AxisSharding::IsReplicated() const {
-  if (maximal_device.has_value()) return false;
+  if (IsSpecial()) return false;
   for (const std::vector<int64_t>& axes : dims) {
     if (!axes.empty()) return false;
   }
@@ -93,6 +93,7 @@ int64_t AxisSharding::NumTiles(const Mesh& mesh) const { return mesh.SizeOf(Used
 
 std::string AxisSharding::ToString(const Mesh& mesh) const {
   if (maximal_device.has_value()) return fmt::format("maximal device={}", *maximal_device);
+  if (manual) return "manual";
   std::vector<std::string> parts;
   for (const std::vector<int64_t>& axes : dims) {
     std::vector<std::string> labels;
@@ -104,6 +105,7 @@ std::string AxisSharding::ToString(const Mesh& mesh) const {
 
 ir::Sharding ToHloSharding(const AxisSharding& sharding, const Mesh& mesh) {
   if (sharding.maximal_device.has_value()) return ir::Sharding::Maximal(*sharding.maximal_device);
+  if (sharding.manual) return ir::Sharding::Manual();
   if (mesh.device_count() == 1) return ir::Sharding::Maximal(mesh.device_ids()[0]);
   if (sharding.NumTiles(mesh) == 1) return ir::Sharding::Replicated();
   std::vector<int64_t> permutation = sharding.UsedAxes();
@@ -149,10 +151,11 @@ absl::StatusOr<AxisSharding> FromHloSharding(const ir::Sharding& sharding, const
       return maximal;
     }
     case ir::Sharding::Kind::kManual:
+      return AxisSharding::Manual(rank);
     case ir::Sharding::Kind::kTuple:
       return absl::UnimplementedError(fmt::format(
-          "sharding {} is not supported by the partitioner (manual and tuple shardings are "
-          "handled per leaf only)",
+          "sharding {} is not supported by the partitioner (tuple shardings are handled per "
+          "leaf only)",
           sharding.ToString()));
     case ir::Sharding::Kind::kTiled:
       break;
@@ -209,7 +212,7 @@ absl::StatusOr<AxisSharding> FromHloSharding(const ir::Sharding& sharding, const
 
 ir::Shape ShardShape(const ir::Shape& shape, const AxisSharding& sharding, const Mesh& mesh) {
   std::vector<int64_t> dims = shape.dimensions();
-  for (int64_t d = 0; d < shape.rank() && d < sharding.rank(); ++d) {
+  for (int64_t d = 0; d < shape.rank() && d < sharding.rank() && !sharding.manual; ++d) {
     dims[d] = CeilDiv(dims[d], sharding.TilesOn(d, mesh));
   }
   return ir::Shape(shape.dtype(), dims);

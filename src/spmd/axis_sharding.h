@@ -21,10 +21,18 @@ struct AxisSharding {
   std::vector<std::vector<int64_t>> dims;
   // Set for a maximal sharding: the whole tensor lives on this device only.
   std::optional<int64_t> maximal_device;
+  // A value inside a manual region: each device holds its own value of the (per-device) shape,
+  // written by the user's own code.
+  bool manual = false;
 
   static AxisSharding Replicated(int64_t rank) {
-    return AxisSharding{std::vector<std::vector<int64_t>>(rank), std::nullopt};
+    return AxisSharding{std::vector<std::vector<int64_t>>(rank), std::nullopt, false};
   }
+  static AxisSharding Manual(int64_t rank) {
+    return AxisSharding{std::vector<std::vector<int64_t>>(rank), std::nullopt, true};
+  }
+  // Maximal and manual values are not split over mesh axes; propagation leaves them alone.
+  bool IsSpecial() const { return maximal_device.has_value() || manual; }
   int64_t rank() const { return static_cast<int64_t>(dims.size()); }
   bool IsReplicated() const;
   // Every axis used by some dim, in dim order.
@@ -32,7 +40,7 @@ struct AxisSharding {
   // How many ways dim d is split.
   int64_t TilesOn(int64_t d, const Mesh& mesh) const { return mesh.SizeOf(dims[d]); }
   int64_t NumTiles(const Mesh& mesh) const;
-  // "[{dp}, {}]" with axis labels of the mesh; "maximal device=3".
+  // "[{dp}, {}]" with axis labels of the mesh; "maximal device=3"; "manual".
   std::string ToString(const Mesh& mesh) const;
   bool operator==(const AxisSharding& other) const = default;
 };
@@ -44,7 +52,7 @@ ir::Sharding ToHloSharding(const AxisSharding& sharding, const Mesh& mesh);
 
 // The axis sharding of an HLO sharding for a tensor of `rank` dims on `mesh`: found by trying
 // every assignment of the mesh's axes to dims. Errors when it is not expressible over the mesh
-// (the message names both) and for manual and tuple shardings.
+// (the message names both), for tuple shardings and partially manual (subgroup) ones.
 absl::StatusOr<AxisSharding> FromHloSharding(const ir::Sharding& sharding, const Mesh& mesh,
                                              int64_t rank);
 

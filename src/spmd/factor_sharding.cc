@@ -6,7 +6,7 @@ namespace vkspmd::spmd {
 FactorAxes ProjectToFactors(const OpRule& rule, const DimFactors& dims,
                             const AxisSharding& sharding, const Mesh& mesh) {
   FactorAxes factors(rule.factors.size());
-  if (sharding.maximal_device.has_value()) return factors;
+  if (sharding.IsSpecial()) return factors;
   for (size_t d = 0; d < dims.size() && d < sharding.dims.size(); ++d) {
     const std::vector<int64_t>& dim_factors = dims[d];
     if (dim_factors.size() == 1) {

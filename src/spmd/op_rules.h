@@ -49,9 +49,10 @@ const ir::Shape& LeafShape(const TensorRef& tensor);
 // Number of leaves: 1 for arrays, the element count for (flat) tuples.
 int64_t LeafCount(const ir::Shape& shape);
 
-// The rules of one instruction: usually one; a tuple has one per element. Errors name the op for
-// anything the partitioner cannot handle (collectives in the input, partition-id, manual
-// regions, nested tuples).
+// The rules of one instruction: usually one; a tuple has one per element; none for the
+// SPMDFullToShardShape / SPMDShardToFullShape boundaries of manual regions. Errors name the op for
+// anything the partitioner cannot handle outside manual regions (collectives, partition-id,
+// nested tuples).
 absl::StatusOr<std::vector<OpRule>> RulesFor(const ir::Instruction& instruction);
 
 }  // namespace vkspmd::spmd

@@ -44,7 +44,7 @@ class Propagator {
     for (const RuleTensor& tensor : tensors) {
       if (result_.annotated.contains(tensor.ref.instruction)) continue;
       AxisSharding& current = Slot(tensor.ref);
-      if (current.maximal_device.has_value()) continue;
+      if (current.IsSpecial()) continue;
       const AxisSharding proposed = ProjectToTensor(rule, *tensor.dims, chosen, mesh_);
       changed = Grow(current, proposed) || changed;
     }
@@ -169,15 +169,24 @@ absl::StatusOr<PropagationResult> PropagateShardings(const ir::Module& module, c
   const ir::Computation& entry = *module.entry();
   std::vector<OpRule> rules;
   for (const auto& instruction : entry.instructions()) {
+    std::vector<AxisSharding>& leaves = result.shardings[instruction.get()];
     if (instruction->sharding().has_value()) {
-      VKSPMD_ASSIGN_OR_RETURN(result.shardings[instruction.get()],
-                              LeafShardings(*instruction, mesh));
+      VKSPMD_ASSIGN_OR_RETURN(leaves, LeafShardings(*instruction, mesh));
       result.annotated.insert(instruction.get());
     } else {
+      // Inside a manual region (an operand is manual) every value is manual, as XLA requires.
+      const bool manual = std::any_of(
+          instruction->operands().begin(), instruction->operands().end(),
+          [&](const Instruction* operand) { return result.shardings.at(operand)[0].manual; });
       for (int64_t leaf = 0; leaf < LeafCount(instruction->shape()); ++leaf) {
-        result.shardings[instruction.get()].push_back(
-            AxisSharding::Replicated(LeafShape({instruction.get(), leaf}).rank()));
+        const int64_t rank = LeafShape({instruction.get(), leaf}).rank();
+        leaves.push_back(manual ? AxisSharding::Manual(rank) : AxisSharding::Replicated(rank));
       }
+    }
+    // The user's own per-device code (collectives and partition-id included) has no rules.
+    if (std::all_of(leaves.begin(), leaves.end(),
+                    [](const AxisSharding& leaf) { return leaf.manual; })) {
+      continue;
     }
     absl::StatusOr<std::vector<OpRule>> instruction_rules = RulesFor(*instruction);
     if (!instruction_rules.ok()) {

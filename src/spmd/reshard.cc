@@ -279,6 +279,12 @@ absl::StatusOr<Instruction*> EmitSlices(SpmdBuilder& builder, const PartitionedV
 absl::StatusOr<PartitionedValue> Reshard(SpmdBuilder& builder, const PartitionedValue& value,
                                          const AxisSharding& to) {
   const Mesh& mesh = builder.mesh();
+  if (value.sharding.manual != to.manual) {
+    return absl::InvalidArgumentError(
+        fmt::format("a {} value cannot become {}: manual regions are entered and left only through "
+                    "SPMDFullToShardShape and SPMDShardToFullShape",
+                    value.sharding.ToString(mesh), to.ToString(mesh)));
+  }
   PartitionedValue current = value;
   const std::vector<ReshardStep> steps = PlanReshard(value.global, value.sharding, to, mesh);
   for (size_t index = 0; index < steps.size(); ++index) {

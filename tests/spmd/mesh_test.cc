@@ -176,8 +176,12 @@ TEST(AxisShardingTest, ShardingsOutsideTheMeshAreRejectedNamingBoth) {
   EXPECT_EQ(std::string(transposed.status().message()),
             "sharding {devices=[2,2]0,2,1,3} cannot be expressed over the axes of mesh [4] devices "
             "0..3; give a mesh whose axes produce it");
-  EXPECT_EQ(FromHloSharding(ir::Sharding::Manual(), mesh, 2).status().code(),
-            absl::StatusCode::kUnimplemented);
+  EXPECT_TRUE(FromHloSharding(ir::Sharding::Manual(), mesh, 2)->manual);
+  EXPECT_EQ(
+      FromHloSharding(*ir::ParseSharding("{devices=[2,2]<=[4] last_tile_dims={manual}}"), mesh, 1)
+          .status()
+          .code(),
+      absl::StatusCode::kUnimplemented);
   EXPECT_FALSE(FromHloSharding(ir::Sharding::Maximal(7), mesh, 2).ok());
 }
 

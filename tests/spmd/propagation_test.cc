@@ -3,6 +3,7 @@
 // the errors for inputs the partitioner refuses (naming the op and the sharding).
 #include "src/spmd/propagation.h"
 
+#include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "src/ir/parser.h"
 #include "src/ir/printer.h"
@@ -149,11 +150,11 @@ TEST(PartitionErrorTest, UnsupportedOpsAndShardingsNameBoth) {
   EXPECT_EQ(PartitionError(R"(HloModule m, num_partitions=2
 ENTRY %main (p: f32[4]) -> f32[4] {
   %p = f32[4] parameter(0), sharding={devices=[2]0,1}
-  ROOT %n = f32[4] negate(f32[4] %p), sharding={manual}
+  ROOT %n = f32[4] negate(f32[4] %p), sharding={devices=[2,1]0,1 last_tile_dims={manual}}
 })",
                            mesh),
-            "4:8: %n (negate): sharding {manual} is not supported by the partitioner (manual and "
-            "tuple shardings are handled per leaf only)");
+            "4:8: %n (negate): sharding {devices=[2,1]0,1 last_tile_dims={manual}}: manual "
+            "subgroups are not supported");
   EXPECT_EQ(PartitionError(R"(HloModule m
 %add (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
@@ -180,6 +181,60 @@ ENTRY %main (p: f32[4,4]) -> f32[4,4] {
                            *Mesh::Create({2}, {4, 5})),
             "mesh [2] devices 4,5 must use the partitions 0..1 (in any order): the per-device "
             "program runs on every partition");
+}
+
+// A manual region (shard_map): the shards enter per-device code with SPMDFullToShardShape, the
+// user's own code (a collective included) runs as written, and SPMDShardToFullShape makes the
+// per-device values the shards of a sharded value again.
+std::string ManualProgram(int64_t rows, int64_t devices) {
+  const int64_t shard = (rows + devices - 1) / devices;
+  return fmt::format(R"(HloModule manual, num_partitions={1}
+%add (a: f32[], b: f32[]) -> f32[] {{
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}}
+ENTRY %main (p: f32[{0},6]) -> f32[{0},6] {{
+  %p = f32[{0},6] parameter(0)
+  %annotate = f32[{0},6] custom-call(f32[{0},6] %p), custom_call_target="Sharding", sharding={{devices=[{1},1]<=[{1}]}}
+  %shard = f32[{2},6] custom-call(f32[{0},6] %annotate), custom_call_target="SPMDFullToShardShape", sharding={{manual}}
+  %negate = f32[{2},6] negate(f32[{2},6] %shard)
+  %sum = f32[{2},6] all-reduce(f32[{2},6] %negate), channel_id=1, replica_groups={{}}, use_global_device_ids=true, to_apply=%add
+  %full = f32[{0},6] custom-call(f32[{2},6] %sum), custom_call_target="SPMDShardToFullShape", sharding={{devices=[{1},1]<=[{1}]}}
+  ROOT %r = f32[{0},6] exponential(f32[{0},6] %full)
+}})",
+                     rows, devices, shard);
+}
+
+TEST(ManualRegionTest, UserCodeRunsAsWrittenBetweenTheBoundaries) {
+  for (const auto& [rows, devices] : std::vector<std::pair<int64_t, int64_t>>{{8, 2}, {7, 4}}) {
+    std::unique_ptr<ir::Module> module = Parse(ManualProgram(rows, devices));
+    ASSERT_NE(module, nullptr);
+    const Mesh mesh = *Mesh::Create({devices});
+    absl::StatusOr<EquivalenceOutcome> outcome = RunEquivalence(*module, mesh);
+    ASSERT_TRUE(outcome.ok()) << outcome.status();
+    EXPECT_LT(outcome->difference, 1e-6) << ir::PrintModule(*outcome->partition.module);
+    EXPECT_EQ(CountOps(*outcome->partition.module, ir::Opcode::kAllReduce), 1);
+    EXPECT_EQ(CountOps(*outcome->partition.module, ir::Opcode::kCustomCall), 0);
+    EXPECT_TRUE(outcome->partition.collectives.empty());  // none added by the partitioner
+    EXPECT_EQ(outcome->partition.result_shardings[0].dims,
+              (std::vector<std::vector<int64_t>>{{0}, {}}));
+  }
+}
+
+TEST(ManualRegionTest, ManualValuesLeaveOnlyThroughShardToFull) {
+  std::unique_ptr<ir::Module> module = Parse(R"(HloModule m, num_partitions=2
+ENTRY %main (p: f32[4]) -> f32[2] {
+  %p = f32[4] parameter(0), sharding={devices=[2]0,1}
+  %shard = f32[2] custom-call(f32[4] %p), custom_call_target="SPMDFullToShardShape", sharding={manual}
+  ROOT %n = f32[2] negate(f32[2] %shard), sharding={replicated}
+})");
+  ASSERT_NE(module, nullptr);
+  absl::StatusOr<PartitionResult> result = Partition(*module, *Mesh::Create({2}));
+  EXPECT_EQ(std::string(result.status().message()),
+            "5:8: %n: cannot partition negate with sharding [{}] (operands: %shard manual): a "
+            "manual value cannot become [{}]: manual regions are entered and left only through "
+            "SPMDFullToShardShape and SPMDShardToFullShape");
 }
 
 }  // namespace
