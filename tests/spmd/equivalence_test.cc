@@ -40,6 +40,8 @@ std::vector<MeshCase> Meshes() {
       {"3x2ab", make({3, 2}, {"a", "b"})},
       {"2x4", make({2, 4}, {"dp", "tp"})},
       {"2x2x2xyz", make({2, 2, 2}, {"x", "y", "z"})},
+      {"6", make({6}, {})},
+      {"8", make({8}, {"all"})},
   };
 }
 
@@ -136,6 +138,27 @@ int64_t CheckLocalOps(const std::string& name, const ir::Module& module, const M
   return as_propagated;
 }
 
+// Replication fallbacks only where GSPMD-NOTES.md says GSPMD falls back too: window-like ops
+// without halo exchange, reshapes of unevenly split dims, variadic reduces, whole-shape
+// generators.
+void CheckFallbacks(const std::string& name, const ir::Module& module,
+                    const PartitionResult& result) {
+  for (const FallbackRecord& fallback : result.fallbacks) {
+    for (const auto& instruction : module.entry()->instructions()) {
+      if (instruction->name() != fallback.instruction) continue;
+      const ir::Opcode opcode = instruction->opcode();
+      const bool allowed =
+          opcode == ir::Opcode::kSlice || opcode == ir::Opcode::kPad ||
+          opcode == ir::Opcode::kReverse || opcode == ir::Opcode::kConcatenate ||
+          opcode == ir::Opcode::kDynamicSlice || opcode == ir::Opcode::kDynamicUpdateSlice ||
+          opcode == ir::Opcode::kReshape || opcode == ir::Opcode::kRngBitGenerator ||
+          (opcode == ir::Opcode::kReduce && instruction->operand_count() > 2);
+      EXPECT_TRUE(allowed) << name << ": fallback on %" << fallback.instruction << ": "
+                           << fallback.description;
+    }
+  }
+}
+
 }  // namespace
 
 // Names the program in failure messages instead of dumping its bytes.
@@ -165,6 +188,7 @@ TEST_P(EquivalenceTest, PartitionedEqualsUnpartitioned) {
         EXPECT_LT(outcome->difference, 1e-5) << name;
         as_propagated += CheckLocalOps(name, **module, mesh_case.mesh, outcome->partition);
         RecordOrCheckBytes(name, outcome->partition.BytesPerDevice());
+        CheckFallbacks(name, **module, outcome->partition);
         fallbacks += static_cast<int64_t>(outcome->partition.fallbacks.size());
         ++cases;
       }

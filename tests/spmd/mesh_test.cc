@@ -129,6 +129,37 @@ TEST(AxisShardingTest, UnevenShardsArePaddedAtTheEnd) {
   EXPECT_EQ(ShardOffset(four, split, 0, three, 2), 4);
 }
 
+// The partitioner's shard geometry (from mesh axes) agrees with ir::Sharding's tile queries on
+// the HLO sharding it converts to, for every device, including uneven and empty shards.
+TEST(AxisShardingTest, GeometryAgreesWithTheHloTileQueries) {
+  const std::vector<Mesh> meshes = {MakeMesh({3}), MakeMesh({2, 4}, {}, {7, 6, 5, 4, 3, 2, 1, 0}),
+                                    MakeMesh({2, 2, 2})};
+  const std::vector<std::string> specs = {"(0, None)", "(None, 0)",   "((0, 1), None)",
+                                          "(1, 0)",    "(2, (1, 0))", "(None, None)"};
+  const ir::Shape shape(ir::DType::kF32, {7, 5});
+  int64_t compared = 0;
+  for (const Mesh& mesh : meshes) {
+    for (const std::string& text : specs) {
+      absl::StatusOr<AxisSharding> axes =
+          ResolvePartitionSpec(*PartitionSpec::Parse(text), mesh, 2);
+      if (!axes.ok()) continue;  // an axis the mesh lacks
+      const ir::Sharding hlo = ToHloSharding(*axes, mesh);
+      EXPECT_EQ(ShardShape(shape, *axes, mesh), hlo.TileShape(shape)) << text;
+      for (int64_t device : mesh.device_ids()) {
+        const std::vector<int64_t> offset = hlo.TileOffsetForDevice(shape, device);
+        const std::vector<int64_t> limit = hlo.TileLimitForDevice(shape, device);
+        for (int64_t d = 0; d < 2; ++d) {
+          EXPECT_EQ(ShardOffset(shape, *axes, d, mesh, device), offset[d]) << text << device;
+          EXPECT_EQ(ShardValidSize(shape, *axes, d, mesh, device), limit[d] - offset[d])
+              << text << " device " << device;
+        }
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GT(compared, 60);
+}
+
 std::string MeshError(std::vector<int64_t> shape, std::vector<int64_t> ids,
                       std::vector<std::string> names, std::optional<int64_t> available = {}) {
   absl::StatusOr<Mesh> mesh =
