@@ -27,32 +27,17 @@ std::vector<int64_t> ReductionAxes(const LocalOp& op) {
   return axes;
 }
 
-// Replaces padding on split reduction dims by `fill` (a local scalar).
+// Replaces padding on split reduction dims by what `fill` makes.
 absl::StatusOr<Instruction*> MaskReductionPadding(
     SpmdBuilder& builder, const LocalOp& op, const PartitionedValue& value, const DimFactors& dims,
     const std::function<absl::StatusOr<Instruction*>()>& fill) {
-  const Mesh& mesh = builder.mesh();
-  Instruction* mask = nullptr;
+  std::vector<int64_t> reduced;
   for (int64_t d = 0; d < value.global.rank(); ++d) {
-    const int64_t factor = dims[d][0];
-    if (dims[d].size() != 1 || op.rule->factors[factor].kind != FactorKind::kReduction) continue;
-    const int64_t ways = value.sharding.TilesOn(d, mesh);
-    if (value.global.dimension(d) % ways == 0) continue;
-    std::vector<int64_t> offsets;
-    for (int64_t device = 0; device < mesh.device_count(); ++device) {
-      offsets.push_back(ShardOffset(value.global, value.sharding, d, mesh, device));
+    if (dims[d].size() == 1 && op.rule->factors[dims[d][0]].kind == FactorKind::kReduction) {
+      reduced.push_back(d);
     }
-    VKSPMD_ASSIGN_OR_RETURN(Instruction * valid, builder.ValidMask(value.local->shape(), d, offsets,
-                                                                   value.global.dimension(d)));
-    if (mask != nullptr) {
-      VKSPMD_ASSIGN_OR_RETURN(valid, builder.builder().Binary(Opcode::kAnd, mask, valid));
-    }
-    mask = valid;
   }
-  if (mask == nullptr) return value.local;
-  VKSPMD_ASSIGN_OR_RETURN(Instruction * scalar, fill());
-  VKSPMD_ASSIGN_OR_RETURN(Instruction * fills, builder.Broadcast(scalar, value.local->shape()));
-  return builder.Add(Opcode::kSelect, {mask, value.local, fills});
+  return builder.MaskPadding(value.local, value.global, value.sharding, reduced, fill);
 }
 
 bool IsSplitPassThrough(const LocalOp& op, const DimFactors& dims, int64_t d) {

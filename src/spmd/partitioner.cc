@@ -14,6 +14,7 @@
 #include "src/ir/verifier.h"
 #include "src/spmd/factor_sharding.h"
 #include "src/spmd/local_ops.h"
+#include "src/spmd/manual_region.h"
 #include "src/spmd/mesh_assignment.h"
 #include "src/spmd/op_rules.h"
 
@@ -189,86 +190,32 @@ class Partitioner {
     return PartitionWithRule(instruction, rules[0]);
   }
 
-  // SPMDFullToShardShape: each device's shard of the operand under the operand's annotation
-  // (replicated when it has none) becomes a per-device value. Padding is zeroed, as the
-  // reference evaluator pads shards with zeros.
   absl::Status EnterManualRegion(const Instruction& instruction) {
-    const Instruction& operand = *instruction.operand(0);
-    AxisSharding tiling = AxisSharding::Replicated(operand.shape().rank());
-    if (operand.sharding().has_value()) {
-      VKSPMD_ASSIGN_OR_RETURN(tiling,
-                              FromHloSharding(*operand.sharding(), mesh_, operand.shape().rank()));
-    }
-    VKSPMD_ASSIGN_OR_RETURN(PartitionedValue shard,
-                            Reshard(*spmd_, values_.at(&operand)[0], tiling));
-    if (shard.local->shape() != instruction.shape()) {
-      return absl::InvalidArgumentError(fmt::format(
-          "the shard shape is {} under {}, not the declared {}", shard.local->shape().ToString(),
-          tiling.ToString(mesh_), instruction.shape().ToString()));
-    }
-    Instruction* local = shard.local;
-    for (int64_t d = 0; d < operand.shape().rank(); ++d) {
-      if (operand.shape().dimension(d) % tiling.TilesOn(d, mesh_) == 0) continue;
-      std::vector<int64_t> offsets;
-      for (int64_t device = 0; device < mesh_.device_count(); ++device) {
-        offsets.push_back(ShardOffset(operand.shape(), tiling, d, mesh_, device));
-      }
-      VKSPMD_ASSIGN_OR_RETURN(Instruction * valid, spmd_->ValidMask(local->shape(), d, offsets,
-                                                                    operand.shape().dimension(d)));
-      VKSPMD_ASSIGN_OR_RETURN(Instruction * zero, spmd_->Scalar(local->shape().dtype(), 0));
-      VKSPMD_ASSIGN_OR_RETURN(Instruction * zeros, spmd_->Broadcast(zero, local->shape()));
-      VKSPMD_ASSIGN_OR_RETURN(local, spmd_->Add(Opcode::kSelect, {valid, local, zeros}));
-    }
-    values_[&instruction] = {
-        {local, instruction.shape(), AxisSharding::Manual(instruction.shape().rank())}};
+    VKSPMD_ASSIGN_OR_RETURN(
+        PartitionedValue value,
+        spmd::EnterManualRegion(*spmd_, instruction, values_.at(instruction.operand(0))[0]));
+    values_[&instruction] = {value};
     return absl::OkStatus();
   }
 
-  // SPMDShardToFullShape: the per-device values are the shards of the full value under the
-  // instruction's sharding.
   absl::Status LeaveManualRegion(const Instruction& instruction) {
-    const PartitionedValue& manual = values_.at(instruction.operand(0))[0];
-    if (!manual.sharding.manual) {
-      return absl::InvalidArgumentError("SPMDShardToFullShape needs a manual operand");
-    }
-    const AxisSharding& tiling = Targets(instruction)[0];
-    if (ShardShape(instruction.shape(), tiling, mesh_) != manual.local->shape()) {
-      return absl::InvalidArgumentError(
-          fmt::format("the per-device value {} is not the shard shape of {} under {}",
-                      manual.local->shape().ToString(), instruction.shape().ToString(),
-                      tiling.ToString(mesh_)));
-    }
-    values_[&instruction] = {{manual.local, instruction.shape(), tiling}};
+    VKSPMD_ASSIGN_OR_RETURN(
+        PartitionedValue value,
+        spmd::LeaveManualRegion(mesh_, instruction, values_.at(instruction.operand(0))[0],
+                                Targets(instruction)[0]));
+    values_[&instruction] = {value};
     return absl::OkStatus();
   }
 
-  // An op inside a manual region runs as written on every device.
   absl::Status CloneManual(const Instruction& instruction) {
-    std::vector<Instruction*> locals;
+    std::vector<PartitionedValue> operands;
     for (const Instruction* operand : instruction.operands()) {
-      const PartitionedValue& value = values_.at(operand)[0];
-      if (!value.sharding.manual && !value.sharding.IsReplicated()) {
-        return absl::InvalidArgumentError(
-            fmt::format("%{} ({}) enters the manual region without SPMDFullToShardShape",
-                        operand->name(), value.sharding.ToString(mesh_)));
-      }
-      locals.push_back(value.local);
+      operands.push_back(values_.at(operand)[0]);
     }
-    ir::InstructionAttributes attributes = instruction.attributes();
-    if (attributes.to_apply != nullptr) attributes.to_apply = clones_.at(attributes.to_apply);
-    VKSPMD_ASSIGN_OR_RETURN(Instruction * local, spmd_->Add(instruction.opcode(), locals,
-                                                            attributes, instruction.shape()));
-    local->set_name(instruction.name());
-    std::vector<PartitionedValue> leaves;
-    for (int64_t leaf = 0; leaf < LeafCount(instruction.shape()); ++leaf) {
-      Instruction* element = local;
-      if (instruction.shape().IsTuple()) {
-        VKSPMD_ASSIGN_OR_RETURN(element, spmd_->builder().GetTupleElement(local, leaf));
-      }
-      const ir::Shape& shape = LeafShape({&instruction, leaf});
-      leaves.push_back({element, shape, AxisSharding::Manual(shape.rank())});
-    }
-    values_[&instruction] = std::move(leaves);
+    ir::Computation* to_apply = instruction.attributes().to_apply;
+    VKSPMD_ASSIGN_OR_RETURN(values_[&instruction],
+                            CloneManualOp(*spmd_, instruction, operands,
+                                          to_apply == nullptr ? nullptr : clones_.at(to_apply)));
     return absl::OkStatus();
   }
 

@@ -5,7 +5,6 @@
 
 #include "fmt/format.h"
 #include "src/ir/status_macros.h"
-#include "src/spmd/axis_sharding.h"
 
 namespace vkspmd::spmd {
 
@@ -132,6 +131,29 @@ absl::StatusOr<Instruction*> SpmdBuilder::ValidMask(const ir::Shape& shape, int6
   VKSPMD_ASSIGN_OR_RETURN(Instruction * bound, Scalar(ir::DType::kS32, static_cast<double>(limit)));
   VKSPMD_ASSIGN_OR_RETURN(Instruction * bounds, Broadcast(bound, index_shape));
   return builder_.Compare(global, bounds, ir::ComparisonDirection::kLt);
+}
+
+absl::StatusOr<Instruction*> SpmdBuilder::MaskPadding(
+    Instruction* local, const ir::Shape& global, const AxisSharding& sharding,
+    const std::vector<int64_t>& dims, const std::function<absl::StatusOr<Instruction*>()>& fill) {
+  Instruction* mask = nullptr;
+  for (int64_t d : dims) {
+    if (global.dimension(d) % sharding.TilesOn(d, mesh_) == 0) continue;
+    std::vector<int64_t> offsets;
+    for (int64_t device = 0; device < mesh_.device_count(); ++device) {
+      offsets.push_back(ShardOffset(global, sharding, d, mesh_, device));
+    }
+    VKSPMD_ASSIGN_OR_RETURN(Instruction * valid,
+                            ValidMask(local->shape(), d, offsets, global.dimension(d)));
+    if (mask != nullptr) {
+      VKSPMD_ASSIGN_OR_RETURN(valid, builder_.Binary(Opcode::kAnd, mask, valid));
+    }
+    mask = valid;
+  }
+  if (mask == nullptr) return local;
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * scalar, fill());
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * fills, Broadcast(scalar, local->shape()));
+  return builder_.Add(Opcode::kSelect, {mask, local, fills});
 }
 
 ir::Computation* SpmdBuilder::Reducer(Opcode opcode, ir::DType type) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "src/ir/builder.h"
 #include "src/ir/module.h"
+#include "src/spmd/axis_sharding.h"
 #include "src/spmd/mesh.h"
 
 namespace vkspmd::spmd {
@@ -64,6 +66,14 @@ class SpmdBuilder {
   absl::StatusOr<ir::Instruction*> ValidMask(const ir::Shape& shape, int64_t dim,
                                              const std::vector<int64_t>& offset_by_partition,
                                              int64_t limit);
+
+  // Replaces the padding of the given split dims of `local` (a shard of `global` under
+  // `sharding`) by the scalar `fill` makes; dims that divide evenly need nothing and `fill` is
+  // not called when no dim needs it.
+  absl::StatusOr<ir::Instruction*> MaskPadding(
+      ir::Instruction* local, const ir::Shape& global, const AxisSharding& sharding,
+      const std::vector<int64_t>& dims,
+      const std::function<absl::StatusOr<ir::Instruction*>()>& fill);
 
   // A scalar reducer computation in the output module (cached per op and type).
   ir::Computation* Reducer(ir::Opcode opcode, ir::DType type);
