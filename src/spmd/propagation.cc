@@ -90,11 +90,8 @@ class Propagator {
     FactorAxes chosen(rule.factors.size());
     std::vector<bool> used(mesh_.axis_count(), false);
     for (const auto& [score, factor] : order) {
-      int64_t split = 1;
       for (int64_t axis : best[factor]) {
-        // Splitting a factor into more pieces than it has elements only adds padding.
-        if (used[axis] || split * mesh_.axis_size(axis) > rule.factors[factor].size) break;
-        split *= mesh_.axis_size(axis);
+        if (used[axis]) break;
         chosen[factor].push_back(axis);
       }
       for (int64_t axis : chosen[factor]) used[axis] = true;

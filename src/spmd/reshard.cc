@@ -186,9 +186,18 @@ int64_t ReshardBytes(const ir::Shape& global, const AxisSharding& from, const Ax
       case ReshardStep::Kind::kPermute:
         bytes += local;
         break;
-      case ReshardStep::Kind::kAllToAll:
-        bytes += CollectiveBytesPerDevice(ir::Opcode::kAllToAll, local, mesh.SizeOf(step.axes));
+      case ReshardStep::Kind::kAllToAll: {
+        // The operand is the shard padded to whole pieces along the target dim.
+        const int64_t group = mesh.SizeOf(step.axes);
+        ir::Shape padded = ShardShape(global, current, mesh);
+        std::vector<int64_t> dims = padded.dimensions();
+        dims[step.target_dim] =
+            group * ShardLength(global.dimension(step.target_dim),
+                                current.TilesOn(step.target_dim, mesh) * group);
+        bytes += CollectiveBytesPerDevice(ir::Opcode::kAllToAll,
+                                          ByteSize(ir::Shape(global.dtype(), dims)), group);
         break;
+      }
       case ReshardStep::Kind::kAllGather:
         bytes += CollectiveBytesPerDevice(ir::Opcode::kAllGather, local, mesh.SizeOf(step.axes));
         break;
