@@ -121,6 +121,8 @@ absl::StatusOr<Instruction*> SpmdBuilder::DeviceValue(const std::vector<int64_t>
 absl::StatusOr<Instruction*> SpmdBuilder::ValidMask(const ir::Shape& shape, int64_t dim,
                                                     const std::vector<int64_t>& offset_by_partition,
                                                     int64_t limit) {
+  const auto key = std::make_tuple(shape.dimensions(), dim, offset_by_partition, limit);
+  if (const auto cached = masks_.find(key); cached != masks_.end()) return cached->second;
   const ir::Shape index_shape(ir::DType::kS32, shape.dimensions());
   ir::InstructionAttributes iota;
   iota.iota_dimension = dim;
@@ -130,7 +132,10 @@ absl::StatusOr<Instruction*> SpmdBuilder::ValidMask(const ir::Shape& shape, int6
   VKSPMD_ASSIGN_OR_RETURN(Instruction * global, builder_.Binary(Opcode::kAdd, index, offsets));
   VKSPMD_ASSIGN_OR_RETURN(Instruction * bound, Scalar(ir::DType::kS32, static_cast<double>(limit)));
   VKSPMD_ASSIGN_OR_RETURN(Instruction * bounds, Broadcast(bound, index_shape));
-  return builder_.Compare(global, bounds, ir::ComparisonDirection::kLt);
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * mask,
+                          builder_.Compare(global, bounds, ir::ComparisonDirection::kLt));
+  masks_[key] = mask;
+  return mask;
 }
 
 absl::StatusOr<Instruction*> SpmdBuilder::MaskPadding(

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -104,6 +105,10 @@ class SpmdBuilder {
   std::vector<CollectiveRecord> records_;
   ir::Instruction* partition_id_ = nullptr;
   std::map<std::vector<int64_t>, ir::Instruction*> device_values_;
+  // Masks by (shape dims, dim, offsets, limit): softmax-like chains reuse one.
+  std::map<std::tuple<std::vector<int64_t>, int64_t, std::vector<int64_t>, int64_t>,
+           ir::Instruction*>
+      masks_;
   std::map<std::pair<ir::Opcode, ir::DType>, ir::Computation*> reducers_;
   int64_t next_channel_ = 1;
 };
