@@ -210,7 +210,11 @@ OpRule ReshapeRule(const Instruction& instruction) {
 OpRule ConcatenateRule(const Instruction& instruction) {
   RuleBuilder rule(instruction);
   const int64_t axis = instruction.attributes().dimensions[0];
-  std::vector<int64_t> shared = rule.AddDimFactors(instruction.shape());
+  // Dims other than the concatenated one are shared by every operand and the result.
+  std::vector<int64_t> shared(instruction.shape().rank(), -1);
+  for (int64_t d = 0; d < instruction.shape().rank(); ++d) {
+    if (d != axis) shared[d] = rule.AddFactor(instruction.shape().dimension(d));
+  }
   for (int64_t i = 0; i < instruction.operand_count(); ++i) {
     std::vector<int64_t> factors = shared;
     factors[axis] = Unsplittable(rule, instruction.operand(i)->shape().dimension(axis));
