@@ -70,10 +70,12 @@ class Propagator {
       for (size_t t = 0; t < tensors.size(); ++t) {
         const std::vector<int64_t>& candidate = projections[t][factor];
         if (candidate.empty()) continue;
+        // Tensors already split along this candidate (a prefix of it or extending it) would not
+        // need resharding: the more, the less communication.
         int64_t agreeing = 0;
         for (size_t other = 0; other < tensors.size(); ++other) {
-          if (!HasFactor(*tensors[other].dims, factor)) continue;
           const std::vector<int64_t>& axes = projections[other][factor];
+          if (axes.empty() || !HasFactor(*tensors[other].dims, factor)) continue;
           agreeing += IsPrefix(axes, candidate) || IsPrefix(candidate, axes);
         }
         const Score score{Frozen(tensors[t].ref), agreeing, candidate.size(),

@@ -25,8 +25,8 @@ struct PropagationResult {
 
 // Conflicts on a factor are settled in this order (documented priority):
 //   1. a user annotation (sharding= on a parameter, an op or a Sharding custom-call) wins;
-//   2. the candidate most of the op's tensors already agree with (fewest reshards: the operand
-//      that avoids communication);
+//   2. the candidate most of the op's tensors are already split along (fewest reshards: the
+//      operand that avoids communication);
 //   3. the longer axis list (more tiles), then the larger tensor, then the earlier operand.
 // A tensor's sharding only ever grows (a dim's axes extend), so the iteration terminates.
 absl::StatusOr<PropagationResult> PropagateShardings(const ir::Module& module, const Mesh& mesh);

@@ -3,6 +3,7 @@
 // the errors for inputs the partitioner refuses (naming the op and the sharding).
 #include "src/spmd/propagation.h"
 
+#include "absl/strings/str_replace.h"
 #include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "src/ir/parser.h"
@@ -136,6 +137,29 @@ ENTRY %main (a: f32[4,4], p: f32[4,4]) -> f32[4,4] {
   ASSERT_TRUE(module.ok()) << module.status();
   const std::string text = PropagatedText(**module, mesh, "s");
   EXPECT_EQ(text, "{devices=[2,1]<=[2]}");
+}
+
+TEST(PropagationTest, WithoutAnnotationsTheCandidateMostOperandsShareWins) {
+  // u and w are split on rows, v on columns, all along the one mesh axis: rows win (one operand
+  // to reshard instead of two), whatever the operand order.
+  const Mesh mesh = *Mesh::Create({2}, {}, {"x"});
+  for (const char* order : {"%u, %v, %w", "%v, %u, %w"}) {
+    absl::StatusOr<std::unique_ptr<ir::Module>> module =
+        AnnotatedModule(fmt::format(R"(HloModule c
+ENTRY %main (a: f32[4,4], b: f32[4,4], c: f32[4,4]) -> f32[4,4] {{
+  %a = f32[4,4] parameter(0)
+  %b = f32[4,4] parameter(1)
+  %c = f32[4,4] parameter(2)
+  %u = f32[4,4] negate(f32[4,4] %a)
+  %v = f32[4,4] negate(f32[4,4] %b)
+  %w = f32[4,4] negate(f32[4,4] %c)
+  ROOT %s = f32[4,4] clamp({})
+}})",
+                                    absl::StrReplaceAll(order, {{"%", "f32[4,4] %"}})),
+                        {{"a", "(x, None)"}, {"b", "(None, x)"}, {"c", "(x, None)"}}, mesh);
+    ASSERT_TRUE(module.ok()) << module.status();
+    EXPECT_EQ(PropagatedText(**module, mesh, "s"), "{devices=[2,1]<=[2]}") << order;
+  }
 }
 
 std::string PartitionError(const std::string& text, const Mesh& mesh) {
