@@ -186,6 +186,53 @@ int64_t Sharding::NumTiles() const {
   return tiles;
 }
 
+int64_t Sharding::TotalNumTiles() const {
+  if (kind_ != Kind::kTiled) return 1;
+  return Product(tile_assignment_.dimensions);
+}
+
+int64_t Sharding::DeviceForTileIndex(const std::vector<int64_t>& index) const {
+  if (kind_ == Kind::kMaximal) return maximal_device_;
+  if (kind_ != Kind::kTiled) return 0;
+  int64_t linear = 0;
+  for (size_t i = 0; i < index.size(); ++i) {
+    linear = linear * tile_assignment_.dimensions[i] + index[i];
+  }
+  return tile_assignment_.Flatten()[linear];
+}
+
+bool Sharding::UsesDevice(int64_t device) const {
+  switch (kind_) {
+    case Kind::kMaximal:
+      return device == maximal_device_;
+    case Kind::kTiled:
+      return TileIndexForDevice(device).has_value();
+    case Kind::kTuple:
+      return std::any_of(tuple_elements_.begin(), tuple_elements_.end(),
+                         [device](const Sharding& element) { return element.UsesDevice(device); });
+    default:
+      return true;
+  }
+}
+
+std::vector<int64_t> Sharding::DevicesHoldingSameTile(
+    int64_t device, const std::vector<int64_t>& all_devices) const {
+  if (!UsesDevice(device)) return {};
+  if (kind_ == Kind::kReplicated || kind_ == Kind::kManual) return all_devices;
+  if (kind_ != Kind::kTiled) return {device};
+  std::vector<int64_t> index = *TileIndexForDevice(device);
+  const int64_t data_rank = TiledDataRank();
+  std::vector<int64_t> devices;
+  std::vector<int64_t> replication(tile_assignment_.dimensions.begin() + data_rank,
+                                   tile_assignment_.dimensions.end());
+  std::vector<int64_t> position(replication.size(), 0);
+  do {
+    std::copy(position.begin(), position.end(), index.begin() + data_rank);
+    devices.push_back(DeviceForTileIndex(index));
+  } while (NextIndex(replication, position));
+  return devices;
+}
+
 absl::Status Sharding::ValidateForShape(const Shape& shape) const {
   if (kind_ == Kind::kTuple) {
     if (!shape.IsTuple() || shape.tuple_elements().size() != tuple_elements_.size()) {

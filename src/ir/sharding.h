@@ -66,6 +66,21 @@ class Sharding {
   std::vector<int64_t> TileLimitForDevice(const Shape& shape, int64_t device) const;
   // Number of distinct tiles (replication dims excluded).
   int64_t NumTiles() const;
+  // Number of tile-assignment entries (replication dims included): devices that hold a tile.
+  int64_t TotalNumTiles() const;
+  // The device at a full tile index (replication dims included), as XLA's DeviceForTileIndex.
+  int64_t DeviceForTileIndex(const std::vector<int64_t>& index) const;
+  // Whether `device` holds any data under this sharding.
+  bool UsesDevice(int64_t device) const;
+  // Devices that hold the same data as `device` (itself included), in tile-assignment order: its
+  // replication group under partial replication, every device when replicated, just the device
+  // when tiled or maximal. Empty when the device holds nothing.
+  std::vector<int64_t> DevicesHoldingSameTile(int64_t device,
+                                              const std::vector<int64_t>& all_devices) const;
+  bool IsReplicated() const { return kind_ == Kind::kReplicated; }
+  // Replicated or maximal: one tile that is the whole value.
+  bool IsTileMaximal() const { return kind_ == Kind::kReplicated || kind_ == Kind::kMaximal; }
+  bool HasPartialReplication() const { return kind_ == Kind::kTiled && last_tile_dim_replicate_; }
 
   // Checks that a sharding fits a value of `shape` (tile rank, tuple arity).
   absl::Status ValidateForShape(const Shape& shape) const;

@@ -79,6 +79,23 @@ TEST(ShardingTest, TileQueriesFollowTheTileAssignment) {
   EXPECT_EQ(Sharding::Replicated().TileShape(shape), shape);
 }
 
+TEST(ShardingTest, DeviceQueriesCoverReplicationAndMaximal) {
+  const Sharding partial = *ParseSharding("{devices=[2,1,2]0,2,1,3 last_tile_dim_replicate}");
+  EXPECT_EQ(partial.TotalNumTiles(), 4);
+  EXPECT_EQ(partial.DeviceForTileIndex({1, 0, 0}), 1);
+  EXPECT_TRUE(partial.UsesDevice(3));
+  EXPECT_FALSE(partial.UsesDevice(4));
+  EXPECT_EQ(partial.DevicesHoldingSameTile(1, {0, 1, 2, 3}), (std::vector<int64_t>{1, 3}));
+  const Sharding maximal = Sharding::Maximal(2);
+  EXPECT_TRUE(maximal.IsTileMaximal());
+  EXPECT_FALSE(maximal.UsesDevice(0));
+  EXPECT_EQ(maximal.DevicesHoldingSameTile(2, {0, 1, 2, 3}), (std::vector<int64_t>{2}));
+  EXPECT_EQ(Sharding::Replicated().DevicesHoldingSameTile(0, {0, 1}), (std::vector<int64_t>{0, 1}));
+  const Sharding tiled = *ParseSharding("{devices=[2,2]<=[4]}");
+  EXPECT_FALSE(tiled.HasPartialReplication());
+  EXPECT_EQ(tiled.DevicesHoldingSameTile(3, {0, 1, 2, 3}), (std::vector<int64_t>{3}));
+}
+
 TEST(ShardingTest, MetadataInsideAShardingIsIgnored) {
   absl::StatusOr<Sharding> sharding =
       ParseSharding("{devices=[2]0,1 metadata={op_name=\"x\" source_line=3}}");

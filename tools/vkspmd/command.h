@@ -37,5 +37,7 @@ void RegisterCheckCommand(CLI::App& app);
 void RegisterEvalCommand(CLI::App& app);
 void RegisterGradCommand(CLI::App& app);
 void RegisterRunCommand(CLI::App& app);
+void RegisterPartitionCommand(CLI::App& app);
+void RegisterVizCommand(CLI::App& app);
 
 }  // namespace vkspmd::cli

@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
   RegisterEvalCommand(app);
   RegisterGradCommand(app);
   RegisterRunCommand(app);
+  RegisterPartitionCommand(app);
+  RegisterVizCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {

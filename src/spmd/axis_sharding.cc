@@ -1,0 +1,247 @@
+// Axis shardings: conversion to HLO tile assignments (transpose of the mesh device array), the
+// reverse search, and per-device shard geometry.
+#include "src/spmd/axis_sharding.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "absl/strings/str_join.h"
+#include "fmt/format.h"
+
+namespace vkspmd::spmd {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The iota form of the transposed mesh: drops size-1 axes and merges axes that stay adjacent
+// and in order, so that e.g. an untransposed [2,4] mesh prints as <=[8] like XLA.
+void SetCanonicalIota(const Mesh& mesh, const std::vector<int64_t>& permutation,
+                      ir::DeviceArray& array) {
+  std::vector<int64_t> kept;  // axes of size > 1 in permuted order
+  for (int64_t axis : permutation) {
+    if (mesh.axis_size(axis) > 1) kept.push_back(axis);
+  }
+  // Runs of axes that are neighbours both in the mesh (ignoring size-1 axes) and in the
+  // permutation collapse into one reshape dim.
+  std::vector<int64_t> in_mesh_order = kept;
+  std::sort(in_mesh_order.begin(), in_mesh_order.end());
+  const auto next_in_mesh = [&](int64_t axis) {
+    const auto at = std::find(in_mesh_order.begin(), in_mesh_order.end(), axis);
+    return at + 1 == in_mesh_order.end() ? int64_t{-1} : *(at + 1);
+  };
+  std::vector<std::vector<int64_t>> runs;
+  for (int64_t axis : kept) {
+    if (!runs.empty() && next_in_mesh(runs.back().back()) == axis) {
+      runs.back().push_back(axis);
+    } else {
+      runs.push_back({axis});
+    }
+  }
+  std::vector<std::vector<int64_t>> sorted_runs = runs;
+  std::sort(sorted_runs.begin(), sorted_runs.end());
+  array.is_iota = true;
+  array.iota_reshape_dims.clear();
+  for (const std::vector<int64_t>& run : sorted_runs)
+    array.iota_reshape_dims.push_back(mesh.SizeOf(run));
+  if (array.iota_reshape_dims.empty()) array.iota_reshape_dims.push_back(1);
+  array.iota_transpose_perm.clear();
+  bool identity = true;
+  for (const std::vector<int64_t>& run : runs) {
+    const int64_t position =
+        std::find(sorted_runs.begin(), sorted_runs.end(), run) - sorted_runs.begin();
+    identity = identity && position == static_cast<int64_t>(array.iota_transpose_perm.size());
+    array.iota_transpose_perm.push_back(position);
+  }
+  if (identity) {
+    array.iota_transpose_perm.clear();
+    array.iota_reshape_dims = {mesh.device_count()};
+  }
+}
+
+ir::Sharding Normalize(const ir::Sharding& sharding) {
+  if (sharding.kind() != ir::Sharding::Kind::kTiled || !sharding.subgroup_types().empty()) {
+    return sharding;
+  }
+  ir::DeviceArray array = sharding.tile_assignment();
+  bool replicate = sharding.last_tile_dim_replicate();
+  if (replicate && array.dimensions.back() == 1) {
+    const std::vector<int64_t> ids = array.Flatten();
+    array = ir::DeviceArray{{array.dimensions.begin(), array.dimensions.end() - 1}, ids};
+    replicate = false;
+  }
+  if (sharding.NumTiles() == 1 && replicate) return ir::Sharding::Replicated();
+  return ir::Sharding::Tiled(array, replicate);
+}
+
+}  // namespace
+
+bool AxisSharding::IsReplicated() const {
+  if (IsSpecial()) return false;
+  for (const std::vector<int64_t>& axes : dims) {
+    if (!axes.empty()) return false;
+  }
+  return true;
+}
+
+std::vector<int64_t> AxisSharding::UsedAxes() const {
+  std::vector<int64_t> used;
+  for (const std::vector<int64_t>& axes : dims) used.insert(used.end(), axes.begin(), axes.end());
+  return used;
+}
+
+int64_t AxisSharding::NumTiles(const Mesh& mesh) const { return mesh.SizeOf(UsedAxes()); }
+
+std::string AxisSharding::ToString(const Mesh& mesh) const {
+  if (maximal_device.has_value()) return fmt::format("maximal device={}", *maximal_device);
+  if (manual) return "manual";
+  std::vector<std::string> parts;
+  for (const std::vector<int64_t>& axes : dims) {
+    std::vector<std::string> labels;
+    for (int64_t axis : axes) labels.push_back(mesh.AxisLabel(axis));
+    parts.push_back(fmt::format("{{{}}}", absl::StrJoin(labels, ",")));
+  }
+  return fmt::format("[{}]", absl::StrJoin(parts, ", "));
+}
+
+ir::Sharding ToHloSharding(const AxisSharding& sharding, const Mesh& mesh) {
+  if (sharding.maximal_device.has_value()) return ir::Sharding::Maximal(*sharding.maximal_device);
+  if (sharding.manual) return ir::Sharding::Manual();
+  if (mesh.device_count() == 1) return ir::Sharding::Maximal(mesh.device_ids()[0]);
+  if (sharding.NumTiles(mesh) == 1) return ir::Sharding::Replicated();
+  std::vector<int64_t> permutation = sharding.UsedAxes();
+  std::vector<int64_t> unused;
+  for (int64_t axis = 0; axis < mesh.axis_count(); ++axis) {
+    if (std::find(permutation.begin(), permutation.end(), axis) == permutation.end()) {
+      unused.push_back(axis);
+    }
+  }
+  permutation.insert(permutation.end(), unused.begin(), unused.end());
+  ir::DeviceArray array;
+  for (int64_t d = 0; d < sharding.rank(); ++d)
+    array.dimensions.push_back(sharding.TilesOn(d, mesh));
+  const int64_t replication = mesh.SizeOf(unused);
+  if (replication > 1) array.dimensions.push_back(replication);
+  if (mesh.IsIota()) {
+    SetCanonicalIota(mesh, permutation, array);
+  } else {
+    // Walk the transposed mesh in row-major order.
+    std::vector<int64_t> permuted_shape;
+    for (int64_t axis : permutation) permuted_shape.push_back(mesh.axis_size(axis));
+    std::vector<int64_t> index(permuted_shape.size(), 0), coordinates(mesh.axis_count());
+    do {
+      for (size_t i = 0; i < permutation.size(); ++i) coordinates[permutation[i]] = index[i];
+      array.device_ids.push_back(mesh.DeviceAt(coordinates));
+    } while (ir::NextIndex(permuted_shape, index));
+  }
+  return ir::Sharding::Tiled(array, replication > 1);
+}
+
+absl::StatusOr<AxisSharding> FromHloSharding(const ir::Sharding& sharding, const Mesh& mesh,
+                                             int64_t rank) {
+  switch (sharding.kind()) {
+    case ir::Sharding::Kind::kReplicated:
+      return AxisSharding::Replicated(rank);
+    case ir::Sharding::Kind::kMaximal: {
+      if (!mesh.CoordinatesOf(sharding.maximal_device()).has_value()) {
+        return absl::InvalidArgumentError(fmt::format("sharding {} names a device outside mesh {}",
+                                                      sharding.ToString(), mesh.ToString()));
+      }
+      AxisSharding maximal = AxisSharding::Replicated(rank);
+      if (mesh.device_count() > 1) maximal.maximal_device = sharding.maximal_device();
+      return maximal;
+    }
+    case ir::Sharding::Kind::kManual:
+      return AxisSharding::Manual(rank);
+    case ir::Sharding::Kind::kTuple:
+      return absl::UnimplementedError(fmt::format(
+          "sharding {} is not supported by the partitioner (tuple shardings are handled per "
+          "leaf only)",
+          sharding.ToString()));
+    case ir::Sharding::Kind::kTiled:
+      break;
+  }
+  if (!sharding.subgroup_types().empty()) {
+    return absl::UnimplementedError(
+        fmt::format("sharding {}: manual subgroups are not supported", sharding.ToString()));
+  }
+  const ir::Sharding wanted = Normalize(sharding);
+  if (wanted.kind() == ir::Sharding::Kind::kReplicated) return AxisSharding::Replicated(rank);
+  if (wanted.TiledDataRank() != rank) {
+    return absl::InvalidArgumentError(fmt::format("sharding {} tiles {} dims, the value has {}",
+                                                  sharding.ToString(), wanted.TiledDataRank(),
+                                                  rank));
+  }
+  // Axes of size 1 never change a sharding; try every placement of the others.
+  std::vector<int64_t> axes;
+  for (int64_t axis = 0; axis < mesh.axis_count(); ++axis) {
+    if (mesh.axis_size(axis) > 1) axes.push_back(axis);
+  }
+  std::sort(axes.begin(), axes.end());
+  std::optional<AxisSharding> found;
+  // Every ordering of the axes, each axis given a dim or left unused (rank = unused).
+  do {
+    std::vector<int64_t> choice(axes.size(), 0);
+    std::function<void(size_t)> assign = [&](size_t next) {
+      if (found.has_value()) return;
+      if (next == axes.size()) {
+        AxisSharding candidate = AxisSharding::Replicated(rank);
+        for (size_t i = 0; i < axes.size(); ++i) {
+          if (choice[i] < rank) candidate.dims[choice[i]].push_back(axes[i]);
+        }
+        for (int64_t d = 0; d < rank; ++d) {
+          if (candidate.TilesOn(d, mesh) != wanted.tile_assignment().dimensions[d]) return;
+        }
+        if (ToHloSharding(candidate, mesh) == wanted) found = candidate;
+        return;
+      }
+      for (int64_t d = 0; d <= rank; ++d) {
+        choice[next] = d;
+        assign(next + 1);
+      }
+    };
+    assign(0);
+  } while (!found.has_value() && std::next_permutation(axes.begin(), axes.end()));
+  if (!found.has_value()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "sharding {} cannot be expressed over the axes of mesh {}; give a mesh whose axes "
+        "produce it",
+        sharding.ToString(), mesh.ToString()));
+  }
+  return *found;
+}
+
+ir::Shape ShardShape(const ir::Shape& shape, const AxisSharding& sharding, const Mesh& mesh) {
+  std::vector<int64_t> dims = shape.dimensions();
+  for (int64_t d = 0; d < shape.rank() && d < sharding.rank() && !sharding.manual; ++d) {
+    dims[d] = CeilDiv(dims[d], sharding.TilesOn(d, mesh));
+  }
+  return ir::Shape(shape.dtype(), dims);
+}
+
+int64_t ShardIndex(const AxisSharding& sharding, int64_t d, const Mesh& mesh, int64_t device) {
+  return mesh.IndexAlong(device, sharding.dims[d]);
+}
+
+int64_t ShardOffset(const ir::Shape& shape, const AxisSharding& sharding, int64_t d,
+                    const Mesh& mesh, int64_t device) {
+  const int64_t size = CeilDiv(shape.dimension(d), sharding.TilesOn(d, mesh));
+  return std::min(ShardIndex(sharding, d, mesh, device) * size, shape.dimension(d));
+}
+
+int64_t ShardValidSize(const ir::Shape& shape, const AxisSharding& sharding, int64_t d,
+                       const Mesh& mesh, int64_t device) {
+  const int64_t size = CeilDiv(shape.dimension(d), sharding.TilesOn(d, mesh));
+  const int64_t offset = ShardOffset(shape, sharding, d, mesh, device);
+  return std::min(offset + size, shape.dimension(d)) - offset;
+}
+
+int64_t ByteSize(const ir::Shape& shape) {
+  if (shape.IsTuple()) {
+    int64_t total = 0;
+    for (const ir::Shape& element : shape.tuple_elements()) total += ByteSize(element);
+    return total;
+  }
+  return shape.ElementCount() * ir::DTypeByteSize(shape.dtype());
+}
+
+}  // namespace vkspmd::spmd

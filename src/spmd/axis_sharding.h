@@ -1,0 +1,74 @@
+// The partitioner's own view of a sharding: per tensor dim the mesh axes that split it (major
+// first, Shardy's named-axis form; unused axes replicate). Converts to and from ir::Sharding over
+// a Mesh and answers the shard geometry questions (shard shape, which shard a device holds).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "src/ir/shape.h"
+#include "src/ir/sharding.h"
+#include "src/spmd/mesh.h"
+
+namespace vkspmd::spmd {
+
+struct AxisSharding {
+  // dims[d] = mesh axes splitting tensor dim d, major first; the dim is split into the product
+  // of their sizes.
+  std::vector<std::vector<int64_t>> dims;
+  // Set for a maximal sharding: the whole tensor lives on this device only.
+  std::optional<int64_t> maximal_device;
+  // A value inside a manual region: each device holds its own value of the (per-device) shape,
+  // written by the user's own code.
+  bool manual = false;
+
+  static AxisSharding Replicated(int64_t rank) {
+    return AxisSharding{std::vector<std::vector<int64_t>>(rank), std::nullopt, false};
+  }
+  static AxisSharding Manual(int64_t rank) {
+    return AxisSharding{std::vector<std::vector<int64_t>>(rank), std::nullopt, true};
+  }
+  // Maximal and manual values are not split over mesh axes; propagation leaves them alone.
+  bool IsSpecial() const { return maximal_device.has_value() || manual; }
+  int64_t rank() const { return static_cast<int64_t>(dims.size()); }
+  bool IsReplicated() const;
+  // Every axis used by some dim, in dim order.
+  std::vector<int64_t> UsedAxes() const;
+  // How many ways dim d is split.
+  int64_t TilesOn(int64_t d, const Mesh& mesh) const { return mesh.SizeOf(dims[d]); }
+  int64_t NumTiles(const Mesh& mesh) const;
+  // "[{dp}, {}]" with axis labels of the mesh; "maximal device=3"; "manual".
+  std::string ToString(const Mesh& mesh) const;
+  bool operator==(const AxisSharding& other) const = default;
+};
+
+// The HLO sharding of an axis sharding, built as PyTorch/XLA and JAX do (GSPMD-NOTES 1.3):
+// sharded axes in dim order, unused axes (ascending) form the last_tile_dim_replicate group;
+// no sharded axis is REPLICATED, a one-device mesh is MAXIMAL. Iota meshes give the iota form.
+ir::Sharding ToHloSharding(const AxisSharding& sharding, const Mesh& mesh);
+
+// The axis sharding of an HLO sharding for a tensor of `rank` dims on `mesh`: found by trying
+// every assignment of the mesh's axes to dims. Errors when it is not expressible over the mesh
+// (the message names both), for tuple shardings and partially manual (subgroup) ones.
+absl::StatusOr<AxisSharding> FromHloSharding(const ir::Sharding& sharding, const Mesh& mesh,
+                                             int64_t rank);
+
+// Padded shard shape: ceil(dim / tiles) per dim (GSPMD's MakePartitionedShape); every device's
+// buffer has this shape.
+ir::Shape ShardShape(const ir::Shape& shape, const AxisSharding& sharding, const Mesh& mesh);
+// Which shard of dim d a device holds (0 when the dim is not split).
+int64_t ShardIndex(const AxisSharding& sharding, int64_t d, const Mesh& mesh, int64_t device);
+// Start of the device's shard in dim d (clamped to the dim for empty trailing shards), and the
+// number of valid (non-padding) elements there.
+int64_t ShardOffset(const ir::Shape& shape, const AxisSharding& sharding, int64_t d,
+                    const Mesh& mesh, int64_t device);
+int64_t ShardValidSize(const ir::Shape& shape, const AxisSharding& sharding, int64_t d,
+                       const Mesh& mesh, int64_t device);
+
+// Number of bytes of an array shape.
+int64_t ByteSize(const ir::Shape& shape);
+
+}  // namespace vkspmd::spmd

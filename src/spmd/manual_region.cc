@@ -1,0 +1,83 @@
+// Manual-region boundaries and the ops inside them.
+#include "src/spmd/manual_region.h"
+
+#include <numeric>
+
+#include "fmt/format.h"
+#include "src/ir/status_macros.h"
+#include "src/spmd/op_rules.h"
+
+namespace vkspmd::spmd {
+
+using ir::Instruction;
+
+absl::StatusOr<PartitionedValue> EnterManualRegion(SpmdBuilder& builder,
+                                                   const Instruction& instruction,
+                                                   const PartitionedValue& operand) {
+  const Mesh& mesh = builder.mesh();
+  const Instruction& input = *instruction.operand(0);
+  const int64_t rank = input.shape().rank();
+  AxisSharding tiling = AxisSharding::Replicated(rank);
+  if (input.sharding().has_value()) {
+    VKSPMD_ASSIGN_OR_RETURN(tiling, FromHloSharding(*input.sharding(), mesh, rank));
+  }
+  VKSPMD_ASSIGN_OR_RETURN(PartitionedValue shard, Reshard(builder, operand, tiling));
+  if (shard.local->shape() != instruction.shape()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "the shard shape is {} under {}, not the declared {}", shard.local->shape().ToString(),
+        tiling.ToString(mesh), instruction.shape().ToString()));
+  }
+  std::vector<int64_t> all_dims(rank);
+  std::iota(all_dims.begin(), all_dims.end(), 0);
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * local,
+                          builder.MaskPadding(shard.local, input.shape(), tiling, all_dims, [&] {
+                            return builder.Scalar(shard.local->shape().dtype(), 0);
+                          }));
+  return PartitionedValue{local, instruction.shape(), AxisSharding::Manual(rank)};
+}
+
+absl::StatusOr<PartitionedValue> LeaveManualRegion(const Mesh& mesh, const Instruction& instruction,
+                                                   const PartitionedValue& manual,
+                                                   const AxisSharding& tiling) {
+  if (!manual.sharding.manual) {
+    return absl::InvalidArgumentError("SPMDShardToFullShape needs a manual operand");
+  }
+  if (ShardShape(instruction.shape(), tiling, mesh) != manual.local->shape()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "the per-device value {} is not the shard shape of {} under {}",
+        manual.local->shape().ToString(), instruction.shape().ToString(), tiling.ToString(mesh)));
+  }
+  return PartitionedValue{manual.local, instruction.shape(), tiling};
+}
+
+absl::StatusOr<std::vector<PartitionedValue>> CloneManualOp(
+    SpmdBuilder& builder, const Instruction& instruction,
+    const std::vector<PartitionedValue>& operands, ir::Computation* to_apply) {
+  std::vector<Instruction*> locals;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const PartitionedValue& value = operands[i];
+    if (!value.sharding.manual && !value.sharding.IsReplicated()) {
+      return absl::InvalidArgumentError(
+          fmt::format("%{} ({}) enters the manual region without SPMDFullToShardShape",
+                      instruction.operand(i)->name(), value.sharding.ToString(builder.mesh())));
+    }
+    locals.push_back(value.local);
+  }
+  ir::InstructionAttributes attributes = instruction.attributes();
+  attributes.to_apply = to_apply;
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * local, builder.Add(instruction.opcode(), locals, attributes,
+                                                           instruction.shape()));
+  local->set_name(instruction.name());
+  std::vector<PartitionedValue> leaves;
+  for (int64_t leaf = 0; leaf < LeafCount(instruction.shape()); ++leaf) {
+    Instruction* element = local;
+    if (instruction.shape().IsTuple()) {
+      VKSPMD_ASSIGN_OR_RETURN(element, builder.builder().GetTupleElement(local, leaf));
+    }
+    const ir::Shape& shape = LeafShape({&instruction, leaf});
+    leaves.push_back({element, shape, AxisSharding::Manual(shape.rank())});
+  }
+  return leaves;
+}
+
+}  // namespace vkspmd::spmd

@@ -1,0 +1,420 @@
+// The factor rule of every op of the IR. A factor is one index space of an op; tensors list per
+// dim which factors they span. Dims an op cannot split get kNeedReplication factors of their own.
+#include "src/spmd/op_rules.h"
+
+#include <numeric>
+
+#include "absl/strings/str_join.h"
+#include "fmt/format.h"
+
+namespace vkspmd::spmd {
+namespace {
+
+using ir::Instruction;
+using ir::Opcode;
+
+class RuleBuilder {
+ public:
+  explicit RuleBuilder(const Instruction& instruction) : instruction_(instruction) {}
+
+  int64_t AddFactor(int64_t size, FactorKind kind = FactorKind::kPassThrough) {
+    rule_.factors.push_back(Factor{size, kind});
+    return static_cast<int64_t>(rule_.factors.size()) - 1;
+  }
+  // One pass-through factor per dim of `shape`.
+  std::vector<int64_t> AddDimFactors(const ir::Shape& shape) {
+    std::vector<int64_t> factors;
+    for (int64_t size : shape.dimensions()) factors.push_back(AddFactor(size));
+    return factors;
+  }
+  void AddOperand(int64_t index, const std::vector<int64_t>& factor_per_dim) {
+    rule_.operands.push_back({instruction_.operand(index), 0});
+    rule_.operand_dims.push_back(Singletons(factor_per_dim));
+  }
+  void AddScalarOperand(int64_t index) { AddOperand(index, {}); }
+  void AddResult(const std::vector<int64_t>& factor_per_dim, int64_t leaf = 0) {
+    rule_.results.push_back({&instruction_, leaf});
+    rule_.result_dims.push_back(Singletons(factor_per_dim));
+  }
+  void AddResultDims(DimFactors dims) {
+    rule_.results.push_back({&instruction_, 0});
+    rule_.result_dims.push_back(std::move(dims));
+  }
+  void AddOperandDims(int64_t index, DimFactors dims) {
+    rule_.operands.push_back({instruction_.operand(index), 0});
+    rule_.operand_dims.push_back(std::move(dims));
+  }
+  OpRule Take() { return std::move(rule_); }
+
+ private:
+  static DimFactors Singletons(const std::vector<int64_t>& factors) {
+    DimFactors dims;
+    for (int64_t factor : factors) dims.push_back({factor});
+    return dims;
+  }
+  const Instruction& instruction_;
+  OpRule rule_;
+};
+
+// Every dim shared by all operands of the same rank and the result; scalars take no part.
+OpRule ElementwiseRule(const Instruction& instruction) {
+  RuleBuilder rule(instruction);
+  const std::vector<int64_t> factors = rule.AddDimFactors(instruction.shape());
+  for (int64_t i = 0; i < instruction.operand_count(); ++i) {
+    const bool scalar =
+        instruction.operand(i)->shape().rank() == 0 && instruction.shape().rank() > 0;
+    rule.AddOperand(i, scalar ? std::vector<int64_t>{} : factors);
+  }
+  rule.AddResult(factors);
+  return rule.Take();
+}
+
+// A dim the op changes (slice window, padding, reversal, concatenation): kept whole, with a
+// factor per tensor so that neither side constrains the other.
+int64_t Unsplittable(RuleBuilder& rule, int64_t size) {
+  return rule.AddFactor(size, FactorKind::kNeedReplication);
+}
+
+// Dims left alone by a window-like op (operand dim == result dim and `unchanged`) pass through.
+OpRule WindowRule(const Instruction& instruction, const std::vector<bool>& unchanged) {
+  RuleBuilder rule(instruction);
+  const ir::Shape& operand = instruction.operand(0)->shape();
+  std::vector<int64_t> operand_factors, result_factors;
+  for (int64_t d = 0; d < operand.rank(); ++d) {
+    if (unchanged[d]) {
+      const int64_t factor = rule.AddFactor(operand.dimension(d));
+      operand_factors.push_back(factor);
+      result_factors.push_back(factor);
+    } else {
+      operand_factors.push_back(Unsplittable(rule, operand.dimension(d)));
+      result_factors.push_back(Unsplittable(rule, instruction.shape().dimension(d)));
+    }
+  }
+  rule.AddOperand(0, operand_factors);
+  for (int64_t i = 1; i < instruction.operand_count(); ++i) rule.AddScalarOperand(i);
+  rule.AddResult(result_factors);
+  return rule.Take();
+}
+
+OpRule DotRule(const Instruction& instruction) {
+  RuleBuilder rule(instruction);
+  const ir::DotDimensions& dot = instruction.attributes().dot;
+  const ir::Shape& lhs = instruction.operand(0)->shape();
+  const ir::Shape& rhs = instruction.operand(1)->shape();
+  std::vector<int64_t> lhs_factors(lhs.rank(), -1), rhs_factors(rhs.rank(), -1), result;
+  for (size_t i = 0; i < dot.lhs_batch.size(); ++i) {
+    const int64_t factor = rule.AddFactor(lhs.dimension(dot.lhs_batch[i]));
+    lhs_factors[dot.lhs_batch[i]] = rhs_factors[dot.rhs_batch[i]] = factor;
+    result.push_back(factor);
+  }
+  for (size_t i = 0; i < dot.lhs_contracting.size(); ++i) {
+    const int64_t factor =
+        rule.AddFactor(lhs.dimension(dot.lhs_contracting[i]), FactorKind::kReduction);
+    lhs_factors[dot.lhs_contracting[i]] = rhs_factors[dot.rhs_contracting[i]] = factor;
+  }
+  for (std::vector<int64_t>* factors : {&lhs_factors, &rhs_factors}) {
+    const ir::Shape& shape = factors == &lhs_factors ? lhs : rhs;
+    for (int64_t d = 0; d < shape.rank(); ++d) {
+      if ((*factors)[d] >= 0) continue;
+      (*factors)[d] = rule.AddFactor(shape.dimension(d));
+      result.push_back((*factors)[d]);
+    }
+  }
+  rule.AddOperand(0, lhs_factors);
+  rule.AddOperand(1, rhs_factors);
+  rule.AddResult(result);
+  return rule.Take();
+}
+
+// Reduce: reduced dims are reduction factors; a variadic reduce (arg-max) cannot combine
+// partial results with one all-reduce, so its reduced dims must be unsharded instead.
+OpRule ReduceRule(const Instruction& instruction) {
+  RuleBuilder rule(instruction);
+  const int64_t inputs = instruction.operand_count() / 2;
+  const ir::Shape& operand = instruction.operand(0)->shape();
+  const std::vector<int64_t>& reduced = instruction.attributes().dimensions;
+  std::vector<int64_t> operand_factors, result_factors;
+  for (int64_t d = 0; d < operand.rank(); ++d) {
+    const bool is_reduced = std::find(reduced.begin(), reduced.end(), d) != reduced.end();
+    const FactorKind kind = !is_reduced   ? FactorKind::kPassThrough
+                            : inputs == 1 ? FactorKind::kReduction
+                                          : FactorKind::kNeedReplication;
+    operand_factors.push_back(rule.AddFactor(operand.dimension(d), kind));
+    if (!is_reduced) result_factors.push_back(operand_factors.back());
+  }
+  for (int64_t i = 0; i < inputs; ++i) rule.AddOperand(i, operand_factors);
+  for (int64_t i = inputs; i < 2 * inputs; ++i) rule.AddScalarOperand(i);
+  for (int64_t i = 0; i < inputs; ++i) rule.AddResult(result_factors, inputs == 1 ? 0 : i);
+  return rule.Take();
+}
+
+// Reshape: the common refinement of both shapes. Dims whose sizes do not divide each other
+// get unsplittable factors.
+OpRule ReshapeRule(const Instruction& instruction) {
+  RuleBuilder rule(instruction);
+  const ir::Shape& from = instruction.operand(0)->shape();
+  const ir::Shape& to = instruction.shape();
+  DimFactors operand_dims(from.rank()), result_dims(to.rank());
+  int64_t i = 0, j = 0;
+  int64_t left_i = i < from.rank() ? from.dimension(0) : 1;
+  int64_t left_j = j < to.rank() ? to.dimension(0) : 1;
+  const auto next_i = [&] {
+    ++i;
+    left_i = i < from.rank() ? from.dimension(i) : 1;
+  };
+  const auto next_j = [&] {
+    ++j;
+    left_j = j < to.rank() ? to.dimension(j) : 1;
+  };
+  while (i < from.rank() || j < to.rank()) {
+    if (i < from.rank() && from.dimension(i) == 1) {
+      operand_dims[i].push_back(rule.AddFactor(1));
+      next_i();
+    } else if (j < to.rank() && to.dimension(j) == 1) {
+      result_dims[j].push_back(rule.AddFactor(1));
+      next_j();
+    } else if (i >= from.rank() || j >= to.rank()) {
+      break;  // only size-0 dims can leave one side unfinished
+    } else if (left_i == left_j) {
+      const int64_t factor = rule.AddFactor(left_i);
+      operand_dims[i].push_back(factor);
+      result_dims[j].push_back(factor);
+      next_i();
+      next_j();
+    } else if (left_i != 0 && left_j % left_i == 0) {
+      const int64_t factor = rule.AddFactor(left_i);
+      operand_dims[i].push_back(factor);
+      result_dims[j].push_back(factor);
+      left_j /= left_i;
+      next_i();
+    } else if (left_j != 0 && left_i % left_j == 0) {
+      const int64_t factor = rule.AddFactor(left_j);
+      operand_dims[i].push_back(factor);
+      result_dims[j].push_back(factor);
+      left_i /= left_j;
+      next_j();
+    } else {
+      break;
+    }
+  }
+  // What is left does not factor cleanly: whole dims that stay unsplit.
+  for (; i < from.rank(); next_i()) {
+    operand_dims[i] = {Unsplittable(rule, from.dimension(i))};
+  }
+  for (; j < to.rank(); next_j()) result_dims[j] = {Unsplittable(rule, to.dimension(j))};
+  rule.AddOperandDims(0, std::move(operand_dims));
+  rule.AddResultDims(std::move(result_dims));
+  return rule.Take();
+}
+
+OpRule ConcatenateRule(const Instruction& instruction) {
+  RuleBuilder rule(instruction);
+  const int64_t axis = instruction.attributes().dimensions[0];
+  // Dims other than the concatenated one are shared by every operand and the result.
+  std::vector<int64_t> shared(instruction.shape().rank(), -1);
+  for (int64_t d = 0; d < instruction.shape().rank(); ++d) {
+    if (d != axis) shared[d] = rule.AddFactor(instruction.shape().dimension(d));
+  }
+  for (int64_t i = 0; i < instruction.operand_count(); ++i) {
+    std::vector<int64_t> factors = shared;
+    factors[axis] = Unsplittable(rule, instruction.operand(i)->shape().dimension(axis));
+    rule.AddOperand(i, factors);
+  }
+  shared[axis] = Unsplittable(rule, instruction.shape().dimension(axis));
+  rule.AddResult(shared);
+  return rule.Take();
+}
+
+OpRule DynamicUpdateSliceRule(const Instruction& instruction) {
+  RuleBuilder rule(instruction);
+  const ir::Shape& operand = instruction.operand(0)->shape();
+  const ir::Shape& update = instruction.operand(1)->shape();
+  std::vector<int64_t> operand_factors, update_factors;
+  for (int64_t d = 0; d < operand.rank(); ++d) {
+    if (update.dimension(d) == operand.dimension(d)) {
+      operand_factors.push_back(rule.AddFactor(operand.dimension(d)));
+      update_factors.push_back(operand_factors.back());
+    } else {
+      operand_factors.push_back(Unsplittable(rule, operand.dimension(d)));
+      update_factors.push_back(Unsplittable(rule, update.dimension(d)));
+    }
+  }
+  rule.AddOperand(0, operand_factors);
+  rule.AddOperand(1, update_factors);
+  for (int64_t i = 2; i < instruction.operand_count(); ++i) rule.AddScalarOperand(i);
+  rule.AddResult(operand_factors);
+  return rule.Take();
+}
+
+absl::Status Unsupported(const Instruction& instruction, std::string_view why) {
+  return absl::UnimplementedError(
+      fmt::format("{}: the partitioner does not support {} {}", instruction.Describe(),
+                  ir::OpcodeName(instruction.opcode()), std::string(why)));
+}
+
+}  // namespace
+
+const ir::Shape& LeafShape(const TensorRef& tensor) {
+  const ir::Shape& shape = tensor.instruction->shape();
+  return shape.IsTuple() ? shape.tuple_elements()[tensor.leaf] : shape;
+}
+
+int64_t LeafCount(const ir::Shape& shape) {
+  return shape.IsTuple() ? static_cast<int64_t>(shape.tuple_elements().size()) : 1;
+}
+
+std::string OpRule::ToString() const {
+  const auto tensors = [](const std::vector<DimFactors>& all) {
+    std::vector<std::string> parts;
+    for (const DimFactors& dims : all) {
+      std::vector<std::string> names;
+      for (const std::vector<int64_t>& dim : dims) {
+        std::vector<std::string> letters;
+        for (int64_t factor : dim) letters.push_back(fmt::format("f{}", factor));
+        names.push_back(absl::StrJoin(letters, "*"));
+      }
+      parts.push_back(fmt::format("[{}]", absl::StrJoin(names, ",")));
+    }
+    return absl::StrJoin(parts, ",");
+  };
+  return fmt::format("({})->({})", tensors(operand_dims), tensors(result_dims));
+}
+
+absl::StatusOr<std::vector<OpRule>> RulesFor(const Instruction& instruction) {
+  const Opcode opcode = instruction.opcode();
+  for (const Instruction* operand : instruction.operands()) {
+    for (const ir::Shape& element : operand->shape().tuple_elements()) {
+      if (element.IsTuple()) return Unsupported(instruction, "on nested tuples");
+    }
+  }
+  if (ir::IsElementwiseUnary(opcode) || ir::IsElementwiseBinary(opcode)) {
+    return std::vector<OpRule>{ElementwiseRule(instruction)};
+  }
+  if (ir::IsCollective(opcode)) {
+    return Unsupported(instruction, "in its input: collectives belong to partitioned programs");
+  }
+  const ir::InstructionAttributes& attributes = instruction.attributes();
+  switch (opcode) {
+    case Opcode::kCompare:
+    case Opcode::kSelect:
+    case Opcode::kClamp:
+    case Opcode::kConvert:
+    case Opcode::kCopy:
+      return std::vector<OpRule>{ElementwiseRule(instruction)};
+    case Opcode::kCustomCall:
+      // The manual-region boundaries relate a sharded value to per-device values: no factors.
+      if (attributes.custom_call_target != "Sharding") return std::vector<OpRule>{};
+      return std::vector<OpRule>{ElementwiseRule(instruction)};
+    case Opcode::kParameter:
+    case Opcode::kConstant:
+    case Opcode::kIota: {
+      std::vector<OpRule> rules;
+      for (int64_t leaf = 0; leaf < LeafCount(instruction.shape()); ++leaf) {
+        RuleBuilder rule(instruction);
+        rule.AddResult(rule.AddDimFactors(LeafShape({&instruction, leaf})), leaf);
+        rules.push_back(rule.Take());
+      }
+      return rules;
+    }
+    case Opcode::kRngBitGenerator: {
+      // Philox streams depend on the whole shape: generate whole, then slice.
+      RuleBuilder rule(instruction);
+      rule.AddOperand(0, {Unsplittable(rule, instruction.operand(0)->shape().dimension(0))});
+      for (int64_t leaf = 0; leaf < 2; ++leaf) {
+        std::vector<int64_t> factors;
+        for (int64_t size : LeafShape({&instruction, leaf}).dimensions()) {
+          factors.push_back(Unsplittable(rule, size));
+        }
+        rule.AddResult(factors, leaf);
+      }
+      return std::vector<OpRule>{rule.Take()};
+    }
+    case Opcode::kPartitionId:
+    case Opcode::kReplicaId:
+      return Unsupported(instruction, "in its input (the program is not yet partitioned)");
+    case Opcode::kBroadcast: {
+      RuleBuilder rule(instruction);
+      const std::vector<int64_t> factors = rule.AddDimFactors(instruction.shape());
+      std::vector<int64_t> operand_factors;
+      for (int64_t d : attributes.dimensions) operand_factors.push_back(factors[d]);
+      rule.AddOperand(0, operand_factors);
+      rule.AddResult(factors);
+      return std::vector<OpRule>{rule.Take()};
+    }
+    case Opcode::kTranspose: {
+      RuleBuilder rule(instruction);
+      const std::vector<int64_t> factors = rule.AddDimFactors(instruction.shape());
+      std::vector<int64_t> operand_factors(factors.size());
+      for (size_t i = 0; i < factors.size(); ++i)
+        operand_factors[attributes.dimensions[i]] = factors[i];
+      rule.AddOperand(0, operand_factors);
+      rule.AddResult(factors);
+      return std::vector<OpRule>{rule.Take()};
+    }
+    case Opcode::kReshape:
+      return std::vector<OpRule>{ReshapeRule(instruction)};
+    case Opcode::kSlice: {
+      std::vector<bool> unchanged;
+      const ir::Shape& operand = instruction.operand(0)->shape();
+      for (int64_t d = 0; d < operand.rank(); ++d) {
+        const ir::SliceDimension& slice = attributes.slice[d];
+        unchanged.push_back(slice.start == 0 && slice.limit == operand.dimension(d) &&
+                            slice.stride == 1);
+      }
+      return std::vector<OpRule>{WindowRule(instruction, unchanged)};
+    }
+    case Opcode::kPad: {
+      std::vector<bool> unchanged;
+      for (const ir::PaddingDimension& padding : attributes.padding) {
+        unchanged.push_back(padding.low == 0 && padding.high == 0 && padding.interior == 0);
+      }
+      return std::vector<OpRule>{WindowRule(instruction, unchanged)};
+    }
+    case Opcode::kReverse: {
+      std::vector<bool> unchanged(instruction.shape().rank(), true);
+      for (int64_t d : attributes.dimensions) unchanged[d] = false;
+      return std::vector<OpRule>{WindowRule(instruction, unchanged)};
+    }
+    case Opcode::kDynamicSlice: {
+      std::vector<bool> unchanged;
+      const ir::Shape& operand = instruction.operand(0)->shape();
+      for (int64_t d = 0; d < operand.rank(); ++d) {
+        unchanged.push_back(attributes.dynamic_slice_sizes[d] == operand.dimension(d));
+      }
+      return std::vector<OpRule>{WindowRule(instruction, unchanged)};
+    }
+    case Opcode::kDynamicUpdateSlice:
+      return std::vector<OpRule>{DynamicUpdateSliceRule(instruction)};
+    case Opcode::kConcatenate:
+      return std::vector<OpRule>{ConcatenateRule(instruction)};
+    case Opcode::kDot:
+      return std::vector<OpRule>{DotRule(instruction)};
+    case Opcode::kReduce:
+      return std::vector<OpRule>{ReduceRule(instruction)};
+    case Opcode::kTuple: {
+      std::vector<OpRule> rules;
+      for (int64_t i = 0; i < instruction.operand_count(); ++i) {
+        RuleBuilder rule(instruction);
+        const std::vector<int64_t> factors = rule.AddDimFactors(instruction.operand(i)->shape());
+        rule.AddOperand(i, factors);
+        rule.AddResult(factors, i);
+        rules.push_back(rule.Take());
+      }
+      return rules;
+    }
+    case Opcode::kGetTupleElement: {
+      RuleBuilder rule(instruction);
+      const std::vector<int64_t> factors = rule.AddDimFactors(instruction.shape());
+      rule.AddOperand(0, factors);
+      rule.AddResult(factors);
+      OpRule built = rule.Take();
+      built.operands[0].leaf = attributes.tuple_index;
+      return std::vector<OpRule>{built};
+    }
+    default:
+      break;
+  }
+  return Unsupported(instruction, "(no sharding rule)");
+}
+
+}  // namespace vkspmd::spmd

@@ -1,0 +1,58 @@
+// The one rule table (DESIGN.md): each op declares an einsum-like factor rule, as Shardy's
+// OpShardingRule does. Propagation and the partitioner both read it; neither has its own per-op
+// switch for which dims may be sharded.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "src/ir/instruction.h"
+
+namespace vkspmd::spmd {
+
+enum class FactorKind {
+  kPassThrough,      // same index in every tensor that has it: sharding it needs no communication
+  kReduction,        // in operands only (dot contraction, reduced dims): partial results
+  kNeedReplication,  // must be unsharded while the op runs (sliced, padded, concatenated dims)
+};
+
+struct Factor {
+  int64_t size = 1;
+  FactorKind kind = FactorKind::kPassThrough;
+};
+
+// One value of an op: an instruction, and which leaf of a tuple-shaped value (0 for arrays).
+struct TensorRef {
+  const ir::Instruction* instruction = nullptr;
+  int64_t leaf = 0;
+  bool operator==(const TensorRef&) const = default;
+};
+
+// factor lists per dim: tensor dim d is the row-major merge of dims[d]'s factors (major first);
+// most dims have one factor, reshape dims may have several.
+using DimFactors = std::vector<std::vector<int64_t>>;
+
+struct OpRule {
+  std::vector<Factor> factors;
+  std::vector<TensorRef> operands;
+  std::vector<DimFactors> operand_dims;  // one per operand
+  std::vector<TensorRef> results;
+  std::vector<DimFactors> result_dims;  // one per result
+  // Names the rule in messages: "dot ([i,k],[k,j])->([i,j])".
+  std::string ToString() const;
+};
+
+// The shape of a leaf of a value.
+const ir::Shape& LeafShape(const TensorRef& tensor);
+// Number of leaves: 1 for arrays, the element count for (flat) tuples.
+int64_t LeafCount(const ir::Shape& shape);
+
+// The rules of one instruction: usually one; a tuple has one per element; none for the
+// SPMDFullToShardShape / SPMDShardToFullShape boundaries of manual regions. Errors name the op for
+// anything the partitioner cannot handle outside manual regions (collectives, partition-id,
+// nested tuples).
+absl::StatusOr<std::vector<OpRule>> RulesFor(const ir::Instruction& instruction);
+
+}  // namespace vkspmd::spmd

@@ -1,0 +1,447 @@
+// Partitioner driver: walks the entry in order; for each op it prices the factor assignments its
+// tensors suggest (bytes moved to reshard operands, combine partial results and reshard the
+// result to its propagated sharding), emits the cheapest, and records what it did.
+#include "src/spmd/partitioner.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_join.h"
+#include "fmt/format.h"
+#include "src/ir/status_macros.h"
+#include "src/ir/verifier.h"
+#include "src/spmd/factor_sharding.h"
+#include "src/spmd/local_ops.h"
+#include "src/spmd/manual_region.h"
+#include "src/spmd/mesh_assignment.h"
+#include "src/spmd/op_rules.h"
+
+namespace vkspmd::spmd {
+namespace {
+
+using ir::Instruction;
+using ir::Opcode;
+
+absl::Status CheckMesh(const ir::Module& module, const Mesh& mesh) {
+  std::vector<int64_t> ids = mesh.device_ids();
+  std::sort(ids.begin(), ids.end());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] != static_cast<int64_t>(i)) {
+      return absl::InvalidArgumentError(fmt::format(
+          "mesh {} must use the partitions 0..{} (in any order): the per-device program runs "
+          "on every partition",
+          mesh.ToString(), mesh.device_count() - 1));
+    }
+  }
+  if (module.partition_count() != 1 && module.partition_count() != mesh.device_count()) {
+    return absl::InvalidArgumentError(
+        fmt::format("module has num_partitions={} but mesh {} has {} devices",
+                    module.partition_count(), mesh.ToString(), mesh.device_count()));
+  }
+  if (module.replica_count() != 1) {
+    return absl::InvalidArgumentError("the partitioner handles modules with one replica");
+  }
+  return absl::OkStatus();
+}
+
+// Copies a reducer (or any callee) into the output module.
+ir::Computation* CloneComputation(
+    const ir::Computation& computation, ir::Module& module,
+    const absl::flat_hash_map<const ir::Computation*, ir::Computation*>& clones) {
+  auto clone = std::make_unique<ir::Computation>(computation.name());
+  absl::flat_hash_map<const Instruction*, Instruction*> map;
+  for (const auto& instruction : computation.instructions()) {
+    std::vector<Instruction*> operands;
+    for (const Instruction* operand : instruction->operands()) operands.push_back(map.at(operand));
+    auto copy =
+        std::make_unique<Instruction>(instruction->opcode(), instruction->shape(), operands);
+    copy->attributes() = instruction->attributes();
+    if (copy->attributes().to_apply != nullptr) {
+      copy->attributes().to_apply = clones.at(copy->attributes().to_apply);
+    }
+    copy->set_name(instruction->name());
+    map[instruction.get()] = clone->AddInstruction(std::move(copy));
+  }
+  clone->set_root(map.at(computation.root()));
+  return module.AddComputation(std::move(clone));
+}
+
+// Names from the input are kept for the ops they name; helper names that collide get a suffix.
+void MakeNamesUnique(ir::Computation& computation) {
+  absl::flat_hash_set<std::string> taken;
+  for (const auto& instruction : computation.instructions()) {
+    std::string name = instruction->name();
+    for (int suffix = 1; taken.contains(name); ++suffix) {
+      name = fmt::format("{}.s{}", instruction->name(), suffix);
+    }
+    instruction->set_name(name);
+    taken.insert(name);
+  }
+}
+
+class Partitioner {
+ public:
+  Partitioner(const ir::Module& input, const Mesh& mesh, PartitionResult& result)
+      : input_(input), mesh_(mesh), result_(result) {}
+
+  absl::Status Run() {
+    result_.module = std::make_unique<ir::Module>(input_.name());
+    ir::Module& output = *result_.module;
+    output.set_partition_count(mesh_.device_count());
+    for (const auto& computation : input_.computations()) {
+      if (computation.get() == input_.entry()) continue;
+      clones_[computation.get()] = CloneComputation(*computation, output, clones_);
+    }
+    const ir::Computation& entry = *input_.entry();
+    ir::ComputationBuilder builder(entry.name(), {1, mesh_.device_count()});
+    SpmdBuilder spmd(builder, output, mesh_);
+    spmd_ = &spmd;
+    for (const auto& instruction : entry.instructions()) {
+      spmd.set_current(instruction->name());
+      absl::Status status = PartitionInstruction(*instruction);
+      if (!status.ok()) return Explain(*instruction, status);
+    }
+    const Instruction* root = entry.root();
+    Instruction* local_root = nullptr;
+    if (root->shape().IsTuple()) {
+      std::vector<Instruction*> leaves;
+      for (const PartitionedValue& leaf : values_.at(root)) leaves.push_back(leaf.local);
+      VKSPMD_ASSIGN_OR_RETURN(local_root, builder.Tuple(leaves));
+    } else {
+      local_root = values_.at(root)[0].local;
+    }
+    for (const PartitionedValue& leaf : values_.at(root))
+      result_.result_shardings.push_back(leaf.sharding);
+    std::unique_ptr<ir::Computation> computation = builder.Build(local_root);
+    MakeNamesUnique(*computation);
+    output.set_entry(output.AddComputation(std::move(computation)));
+    result_.collectives = spmd.records();
+    absl::Status verified = ir::VerifyModule(output);
+    if (!verified.ok()) {
+      return absl::InternalError(fmt::format("the partitioned module does not verify: {}",
+                                             std::string(verified.message())));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const std::vector<AxisSharding>& Targets(const Instruction& instruction) const {
+    return result_.propagation.shardings.at(&instruction);
+  }
+
+  absl::Status Explain(const Instruction& instruction, const absl::Status& status) const {
+    std::vector<std::string> operands;
+    for (const Instruction* operand : instruction.operands()) {
+      for (const AxisSharding& leaf : Targets(*operand)) {
+        operands.push_back(fmt::format("%{} {}", operand->name(), leaf.ToString(mesh_)));
+      }
+    }
+    std::vector<std::string> results;
+    for (const AxisSharding& leaf : Targets(instruction)) results.push_back(leaf.ToString(mesh_));
+    return absl::Status(status.code(),
+                        fmt::format("{}: cannot partition {} with sharding {} (operands: {}): {}",
+                                    instruction.Describe(), ir::OpcodeName(instruction.opcode()),
+                                    absl::StrJoin(results, ", "),
+                                    operands.empty() ? "none" : absl::StrJoin(operands, ", "),
+                                    std::string(status.message())));
+  }
+
+  absl::Status PartitionInstruction(const Instruction& instruction) {
+    const std::vector<AxisSharding>& targets = Targets(instruction);
+    switch (instruction.opcode()) {
+      case Opcode::kParameter:
+        return PartitionParameter(instruction, targets);
+      case Opcode::kConstant: {
+        if (instruction.shape().IsTuple()) return absl::UnimplementedError("tuple constants");
+        Instruction* constant = spmd_->builder().Constant(*instruction.attributes().literal);
+        constant->set_name(instruction.name());
+        return SetReshard(instruction, {{constant, instruction.shape(),
+                                         AxisSharding::Replicated(instruction.shape().rank())}});
+      }
+      case Opcode::kTuple: {
+        std::vector<PartitionedValue> leaves;
+        for (const Instruction* operand : instruction.operands())
+          leaves.push_back(values_.at(operand)[0]);
+        return SetReshard(instruction, leaves);
+      }
+      case Opcode::kGetTupleElement:
+        return SetReshard(
+            instruction,
+            {values_.at(instruction.operand(0))[instruction.attributes().tuple_index]});
+      case Opcode::kCustomCall: {
+        const std::string& target = instruction.attributes().custom_call_target;
+        if (target == "Sharding")
+          return SetReshard(instruction, {values_.at(instruction.operand(0))[0]});
+        if (target == "SPMDFullToShardShape") return EnterManualRegion(instruction);
+        if (target == "SPMDShardToFullShape") return LeaveManualRegion(instruction);
+        break;
+      }
+      default:
+        break;
+    }
+    if (std::all_of(targets.begin(), targets.end(),
+                    [](const AxisSharding& leaf) { return leaf.manual; })) {
+      return CloneManual(instruction);
+    }
+    VKSPMD_ASSIGN_OR_RETURN(std::vector<OpRule> rules, RulesFor(instruction));
+    if (rules.size() != 1) return absl::InternalError("an op with several rules");
+    return PartitionWithRule(instruction, rules[0]);
+  }
+
+  absl::Status EnterManualRegion(const Instruction& instruction) {
+    VKSPMD_ASSIGN_OR_RETURN(
+        PartitionedValue value,
+        spmd::EnterManualRegion(*spmd_, instruction, values_.at(instruction.operand(0))[0]));
+    values_[&instruction] = {value};
+    return absl::OkStatus();
+  }
+
+  absl::Status LeaveManualRegion(const Instruction& instruction) {
+    VKSPMD_ASSIGN_OR_RETURN(
+        PartitionedValue value,
+        spmd::LeaveManualRegion(mesh_, instruction, values_.at(instruction.operand(0))[0],
+                                Targets(instruction)[0]));
+    values_[&instruction] = {value};
+    return absl::OkStatus();
+  }
+
+  absl::Status CloneManual(const Instruction& instruction) {
+    std::vector<PartitionedValue> operands;
+    for (const Instruction* operand : instruction.operands()) {
+      operands.push_back(values_.at(operand)[0]);
+    }
+    ir::Computation* to_apply = instruction.attributes().to_apply;
+    VKSPMD_ASSIGN_OR_RETURN(values_[&instruction],
+                            CloneManualOp(*spmd_, instruction, operands,
+                                          to_apply == nullptr ? nullptr : clones_.at(to_apply)));
+    return absl::OkStatus();
+  }
+
+  absl::Status PartitionParameter(const Instruction& instruction,
+                                  const std::vector<AxisSharding>& targets) {
+    const int64_t number = instruction.attributes().parameter_number;
+    if (static_cast<int64_t>(result_.parameter_shardings.size()) <= number) {
+      result_.parameter_shardings.resize(number + 1);
+    }
+    result_.parameter_shardings[number] = targets;
+    std::vector<ir::Shape> local_shapes;
+    for (int64_t leaf = 0; leaf < LeafCount(instruction.shape()); ++leaf) {
+      local_shapes.push_back(ShardShape(LeafShape({&instruction, leaf}), targets[leaf], mesh_));
+    }
+    const bool tuple = instruction.shape().IsTuple();
+    Instruction* parameter = spmd_->builder().Parameter(
+        number, tuple ? ir::Shape::Tuple(local_shapes) : local_shapes[0], instruction.name());
+    std::vector<PartitionedValue> leaves;
+    for (int64_t leaf = 0; leaf < LeafCount(instruction.shape()); ++leaf) {
+      Instruction* local = parameter;
+      if (tuple) {
+        VKSPMD_ASSIGN_OR_RETURN(local, spmd_->builder().GetTupleElement(parameter, leaf));
+      }
+      leaves.push_back({local, LeafShape({&instruction, leaf}), targets[leaf]});
+    }
+    values_[&instruction] = leaves;
+    return absl::OkStatus();
+  }
+
+  // Reshards each leaf to the instruction's propagated sharding and records it as its value.
+  absl::Status SetReshard(const Instruction& instruction,
+                          const std::vector<PartitionedValue>& leaves) {
+    const std::vector<AxisSharding>& targets = Targets(instruction);
+    std::vector<PartitionedValue> values;
+    for (size_t leaf = 0; leaf < leaves.size(); ++leaf) {
+      VKSPMD_ASSIGN_OR_RETURN(PartitionedValue value, Reshard(*spmd_, leaves[leaf], targets[leaf]));
+      values.push_back(value);
+    }
+    values_[&instruction] = std::move(values);
+    return absl::OkStatus();
+  }
+
+  // Tensors of a rule with their current (operands) or wanted (results) shardings.
+  struct Tensor {
+    const DimFactors* dims;
+    ir::Shape global;
+    AxisSharding sharding;
+  };
+
+  // A factor assignment that takes each factor from the first tensor in `order` that splits it.
+  FactorAxes AssignmentFrom(const OpRule& rule, const std::vector<Tensor>& tensors,
+                            const std::vector<size_t>& order) const {
+    FactorAxes factors(rule.factors.size());
+    std::vector<bool> used(mesh_.axis_count(), false);
+    std::vector<bool> assigned(rule.factors.size(), false);
+    for (size_t t : order) {
+      const FactorAxes projected =
+          ProjectToFactors(rule, *tensors[t].dims, tensors[t].sharding, mesh_);
+      for (size_t f = 0; f < rule.factors.size(); ++f) {
+        if (assigned[f] || projected[f].empty() ||
+            rule.factors[f].kind == FactorKind::kNeedReplication) {
+          continue;
+        }
+        assigned[f] = true;
+        for (int64_t axis : projected[f]) {
+          if (used[axis]) break;
+          factors[f].push_back(axis);
+        }
+        for (int64_t axis : factors[f]) used[axis] = true;
+      }
+    }
+    return MakeRepresentable(rule, factors, mesh_);
+  }
+
+  int64_t Cost(const OpRule& rule, const std::vector<Tensor>& operands,
+               const std::vector<Tensor>& results, const FactorAxes& factors) const {
+    int64_t bytes = 0;
+    for (const Tensor& operand : operands) {
+      bytes += ReshardBytes(operand.global, operand.sharding,
+                            ProjectToTensor(rule, *operand.dims, factors, mesh_), mesh_);
+    }
+    std::vector<int64_t> reduction_axes;
+    for (size_t f = 0; f < rule.factors.size(); ++f) {
+      if (rule.factors[f].kind == FactorKind::kReduction) {
+        reduction_axes.insert(reduction_axes.end(), factors[f].begin(), factors[f].end());
+      }
+    }
+    for (const Tensor& result : results) {
+      const AxisSharding produced = ProjectToTensor(rule, *result.dims, factors, mesh_);
+      bytes += CollectiveBytesPerDevice(Opcode::kAllReduce,
+                                        ByteSize(ShardShape(result.global, produced, mesh_)),
+                                        mesh_.SizeOf(reduction_axes));
+      bytes += ReshardBytes(result.global, produced, result.sharding, mesh_);
+    }
+    return bytes;
+  }
+
+  absl::Status PartitionWithRule(const Instruction& instruction, const OpRule& rule) {
+    std::vector<Tensor> operands, results, all;
+    std::vector<PartitionedValue> operand_values;
+    for (size_t i = 0; i < rule.operands.size(); ++i) {
+      const PartitionedValue& value =
+          values_.at(rule.operands[i].instruction)[rule.operands[i].leaf];
+      operand_values.push_back(value);
+      operands.push_back({&rule.operand_dims[i], value.global, value.sharding});
+    }
+    for (size_t r = 0; r < rule.results.size(); ++r) {
+      results.push_back({&rule.result_dims[r], LeafShape(rule.results[r]),
+                         Targets(instruction)[rule.results[r].leaf]});
+    }
+    all = results;
+    all.insert(all.end(), operands.begin(), operands.end());
+    // Candidates: each tensor first, the rest by size (larger tensors are costlier to move).
+    std::vector<size_t> by_size(all.size());
+    for (size_t t = 0; t < all.size(); ++t) by_size[t] = t;
+    std::stable_sort(by_size.begin(), by_size.end(), [&](size_t a, size_t b) {
+      return ByteSize(all[a].global) > ByteSize(all[b].global);
+    });
+    std::optional<FactorAxes> best;
+    int64_t best_cost = 0;
+    for (size_t first = 0; first < all.size(); ++first) {
+      std::vector<size_t> order = {first};
+      for (size_t t : by_size) {
+        if (t != first) order.push_back(t);
+      }
+      FactorAxes candidate = AssignmentFrom(rule, all, order);
+      const int64_t cost = Cost(rule, operands, results, candidate);
+      if (!best.has_value() || cost < best_cost) {
+        best = std::move(candidate);
+        best_cost = cost;
+      }
+    }
+    if (!best.has_value()) best = FactorAxes(rule.factors.size());
+    LocalOp op;
+    op.instruction = &instruction;
+    op.rule = &rule;
+    op.factors = *best;
+    if (instruction.opcode() == Opcode::kReduce) {
+      op.to_apply = clones_.at(instruction.attributes().to_apply);
+    }
+    for (size_t i = 0; i < rule.operands.size(); ++i) {
+      const AxisSharding wanted = ProjectToTensor(rule, rule.operand_dims[i], op.factors, mesh_);
+      RecordFallbacks(instruction, rule, i, operand_values[i].sharding, wanted);
+      VKSPMD_ASSIGN_OR_RETURN(PartitionedValue value, Reshard(*spmd_, operand_values[i], wanted));
+      op.operands.push_back(value);
+    }
+    for (const Tensor& result : results) op.result_targets.push_back(result.sharding);
+    RecordLocalOp(instruction, op);
+    VKSPMD_ASSIGN_OR_RETURN(std::vector<PartitionedValue> produced, EmitLocalOp(*spmd_, op));
+    std::vector<PartitionedValue> leaves(LeafCount(instruction.shape()));
+    for (size_t r = 0; r < produced.size(); ++r) leaves[rule.results[r].leaf] = produced[r];
+    return SetReshard(instruction, leaves);
+  }
+
+  // Counts dims an operand had split that the op forces whole (GSPMD's replication fallback).
+  void RecordFallbacks(const Instruction& instruction, const OpRule& rule, size_t operand,
+                       const AxisSharding& had, const AxisSharding& wanted) {
+    if (had.IsSpecial()) return;
+    for (int64_t d = 0; d < had.rank(); ++d) {
+      if (had.dims[d].empty() || IsPrefix(had.dims[d], wanted.dims[d])) continue;
+      const std::vector<int64_t>& factors = rule.operand_dims[operand][d];
+      const bool forced =
+          factors.size() > 1 || rule.factors[factors[0]].kind == FactorKind::kNeedReplication;
+      if (!forced) continue;
+      result_.fallbacks.push_back(
+          {instruction.name(),
+           fmt::format("{} needs dim {} of operand {} ({}) unsplit; it was split over {}",
+                       ir::OpcodeName(instruction.opcode()), d, operand,
+                       LeafShape(rule.operands[operand]).ToString(),
+                       mesh_.AxesLabel(had.dims[d]))});
+    }
+  }
+
+  void RecordLocalOp(const Instruction& instruction, const LocalOp& op) {
+    if (instruction.opcode() != Opcode::kDot && instruction.opcode() != Opcode::kReduce) return;
+    LocalOpRecord record{instruction.name(), instruction.opcode(), {}, {}, {}};
+    for (const PartitionedValue& operand : op.operands) {
+      record.global_operand_shapes.push_back(operand.global);
+      record.operand_shardings.push_back(operand.sharding);
+      record.local_operand_shapes.push_back(operand.local->shape());
+    }
+    result_.local_ops.push_back(std::move(record));
+  }
+
+  const ir::Module& input_;
+  const Mesh& mesh_;
+  PartitionResult& result_;
+  SpmdBuilder* spmd_ = nullptr;
+  absl::flat_hash_map<const ir::Computation*, ir::Computation*> clones_;
+  absl::flat_hash_map<const Instruction*, std::vector<PartitionedValue>> values_;
+};
+
+}  // namespace
+
+int64_t PartitionResult::BytesPerDevice() const {
+  int64_t bytes = 0;
+  for (const CollectiveRecord& record : collectives) bytes += record.bytes_per_device;
+  return bytes;
+}
+
+absl::StatusOr<PartitionResult> Partition(const ir::Module& module, const Mesh& mesh) {
+  VKSPMD_RETURN_IF_ERROR(CheckMesh(module, mesh));
+  PartitionResult result;
+  VKSPMD_ASSIGN_OR_RETURN(result.propagation, PropagateShardings(module, mesh));
+  Partitioner partitioner(module, mesh, result);
+  VKSPMD_RETURN_IF_ERROR(partitioner.Run());
+  return result;
+}
+
+absl::StatusOr<PartitionResult> Partition(const ir::Module& module,
+                                          const std::vector<Mesh>& meshes) {
+  if (meshes.empty()) return absl::InvalidArgumentError("no mesh to partition over");
+  VKSPMD_ASSIGN_OR_RETURN(auto assigned, AssignMeshes(module, meshes));
+  std::set<int64_t> used;
+  for (const auto& [instruction, mesh] : assigned) {
+    if (mesh >= 0) used.insert(mesh);
+  }
+  if (used.size() > 1) {
+    std::vector<std::string> names;
+    for (int64_t mesh : used) names.push_back(meshes[mesh].ToString());
+    return absl::UnimplementedError(
+        fmt::format("the program's values live on {} meshes ({}); one per-device program runs "
+                    "on one mesh",
+                    used.size(), absl::StrJoin(names, "; ")));
+  }
+  return Partition(module, meshes[used.empty() ? 0 : *used.begin()]);
+}
+
+}  // namespace vkspmd::spmd

@@ -1,0 +1,356 @@
+// Reshard planning and emission. Shards are ceil(D/n) long with padding at the end of the tensor,
+// so a step is only exact when the old and new shard boundaries line up; where they do not, the
+// plan gathers the whole dim first (always aligned) and slices from there.
+#include "src/spmd/reshard.h"
+
+#include <algorithm>
+#include <map>
+
+#include "fmt/format.h"
+#include "src/ir/status_macros.h"
+#include "src/spmd/factor_sharding.h"
+
+namespace vkspmd::spmd {
+namespace {
+
+using ir::Instruction;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+std::vector<int64_t> Tail(const std::vector<int64_t>& axes, size_t from) {
+  return std::vector<int64_t>(axes.begin() + std::min(from, axes.size()), axes.end());
+}
+
+std::vector<int64_t> CommonPrefix(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return std::vector<int64_t>(a.begin(), a.begin() + n);
+}
+
+// Shard length of a dim of size `size` split `ways` ways.
+int64_t ShardLength(int64_t size, int64_t ways) { return CeilDiv(size, ways); }
+
+// All-to-all applies when exactly one dim loses a tail of axes that exactly one other dim gains
+// as its tail, and the shard boundaries line up on both.
+std::optional<ReshardStep> AllToAllStep(const ir::Shape& global, const AxisSharding& from,
+                                        const AxisSharding& to, const Mesh& mesh) {
+  int64_t source = -1, target = -1;
+  for (int64_t d = 0; d < from.rank(); ++d) {
+    if (from.dims[d] == to.dims[d]) continue;
+    if (from.dims[d].size() > to.dims[d].size() && IsPrefix(to.dims[d], from.dims[d])) {
+      if (source >= 0) return std::nullopt;
+      source = d;
+    } else if (to.dims[d].size() > from.dims[d].size() && IsPrefix(from.dims[d], to.dims[d])) {
+      if (target >= 0) return std::nullopt;
+      target = d;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (source < 0 || target < 0) return std::nullopt;
+  const std::vector<int64_t> moved = Tail(from.dims[source], to.dims[source].size());
+  if (moved != Tail(to.dims[target], from.dims[target].size())) return std::nullopt;
+  const int64_t group = mesh.SizeOf(moved);
+  const int64_t kept_source = mesh.SizeOf(to.dims[source]);
+  const int64_t size_source = global.dimension(source);
+  if (kept_source > 1 && group * ShardLength(size_source, kept_source * group) !=
+                             ShardLength(size_source, kept_source)) {
+    return std::nullopt;
+  }
+  const int64_t kept_target = mesh.SizeOf(from.dims[target]);
+  const int64_t size_target = global.dimension(target);
+  if (kept_target > 1 && ShardLength(size_target, kept_target) !=
+                             group * ShardLength(size_target, kept_target * group)) {
+    return std::nullopt;
+  }
+  return ReshardStep{ReshardStep::Kind::kAllToAll, source, target, moved, to};
+}
+
+bool SameTileCounts(const AxisSharding& from, const AxisSharding& to, const Mesh& mesh) {
+  for (int64_t d = 0; d < from.rank(); ++d) {
+    if (from.TilesOn(d, mesh) != to.TilesOn(d, mesh)) return false;
+  }
+  return true;
+}
+
+std::vector<int64_t> TileIndex(const AxisSharding& sharding, const Mesh& mesh, int64_t device) {
+  std::vector<int64_t> index;
+  for (int64_t d = 0; d < sharding.rank(); ++d)
+    index.push_back(ShardIndex(sharding, d, mesh, device));
+  return index;
+}
+
+// Source -> target pairs that give every device the tile it holds under `to`, each source
+// sending at most once and devices keeping their own tile where they can.
+std::vector<std::pair<int64_t, int64_t>> PermutePairs(const AxisSharding& from,
+                                                      const AxisSharding& to, const Mesh& mesh) {
+  std::map<std::vector<int64_t>, std::vector<int64_t>> holders;
+  for (int64_t device : mesh.device_ids()) holders[TileIndex(from, mesh, device)].push_back(device);
+  std::map<int64_t, int64_t> source_of;
+  std::vector<bool> sending(mesh.device_count(), false);
+  for (int64_t device : mesh.device_ids()) {
+    const std::vector<int64_t>& sources = holders[TileIndex(to, mesh, device)];
+    if (std::find(sources.begin(), sources.end(), device) != sources.end()) {
+      source_of[device] = device;
+      sending[device] = true;
+    }
+  }
+  for (int64_t device : mesh.device_ids()) {
+    if (source_of.contains(device)) continue;
+    for (int64_t source : holders[TileIndex(to, mesh, device)]) {
+      if (sending[source]) continue;
+      sending[source] = true;
+      source_of[device] = source;
+      break;
+    }
+  }
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  for (const auto& [target, source] : source_of) pairs.emplace_back(source, target);
+  return pairs;
+}
+
+// The gather-then-slice plan of one dim: the axes kept (common prefix), unless the shard
+// boundaries of the kept prefix do not line up with the old or new shards.
+std::vector<int64_t> KeptAxes(int64_t size, const std::vector<int64_t>& from,
+                              const std::vector<int64_t>& to, const Mesh& mesh) {
+  std::vector<int64_t> kept = CommonPrefix(from, to);
+  const int64_t kept_ways = mesh.SizeOf(kept);
+  if (kept_ways == 1) return kept;
+  const int64_t kept_length = ShardLength(size, kept_ways);
+  const bool gather_aligned =
+      from.size() == kept.size() ||
+      mesh.SizeOf(Tail(from, kept.size())) * ShardLength(size, mesh.SizeOf(from)) == kept_length;
+  const bool slice_aligned =
+      to.size() == kept.size() ||
+      mesh.SizeOf(Tail(to, kept.size())) * ShardLength(size, mesh.SizeOf(to)) == kept_length;
+  if (gather_aligned && slice_aligned) return kept;
+  return {};
+}
+
+AxisSharding Unmaximal(const AxisSharding& sharding) {
+  AxisSharding plain = sharding;
+  plain.maximal_device.reset();
+  return plain;
+}
+
+}  // namespace
+
+std::vector<ReshardStep> PlanReshard(const ir::Shape& global, const AxisSharding& from,
+                                     const AxisSharding& to, const Mesh& mesh) {
+  std::vector<ReshardStep> steps;
+  if (from == to) return steps;
+  AxisSharding current = from;
+  if (from.maximal_device.has_value()) {
+    current = AxisSharding::Replicated(from.rank());
+    steps.push_back({ReshardStep::Kind::kFromMaximal, 0, 0, {}, current});
+  }
+  const AxisSharding target = Unmaximal(to);
+  if (current == target) return steps;
+  if (SameTileCounts(current, target, mesh)) {
+    steps.push_back({ReshardStep::Kind::kPermute, 0, 0, {}, target});
+    return steps;
+  }
+  if (std::optional<ReshardStep> all_to_all = AllToAllStep(global, current, target, mesh)) {
+    steps.push_back(*all_to_all);
+    return steps;
+  }
+  std::vector<std::vector<int64_t>> kept;
+  for (int64_t d = 0; d < current.rank(); ++d) {
+    kept.push_back(KeptAxes(global.dimension(d), current.dims[d], target.dims[d], mesh));
+  }
+  for (int64_t d = 0; d < current.rank(); ++d) {
+    if (current.dims[d].size() == kept[d].size()) continue;
+    std::vector<int64_t> gathered = Tail(current.dims[d], kept[d].size());
+    current.dims[d] = kept[d];
+    steps.push_back({ReshardStep::Kind::kAllGather, d, d, std::move(gathered), current});
+  }
+  for (int64_t d = 0; d < current.rank(); ++d) {
+    if (target.dims[d].size() == kept[d].size()) continue;
+    current.dims[d] = target.dims[d];
+    steps.push_back(
+        {ReshardStep::Kind::kSlice, d, d, Tail(target.dims[d], kept[d].size()), current});
+  }
+  return steps;
+}
+
+int64_t ReshardBytes(const ir::Shape& global, const AxisSharding& from, const AxisSharding& to,
+                     const Mesh& mesh) {
+  int64_t bytes = 0;
+  AxisSharding current = from;
+  for (const ReshardStep& step : PlanReshard(global, from, to, mesh)) {
+    const int64_t local = ByteSize(ShardShape(global, Unmaximal(current), mesh));
+    switch (step.kind) {
+      case ReshardStep::Kind::kFromMaximal:
+        bytes += CollectiveBytesPerDevice(ir::Opcode::kAllReduce, local, mesh.device_count());
+        break;
+      case ReshardStep::Kind::kPermute:
+        bytes += local;
+        break;
+      case ReshardStep::Kind::kAllToAll: {
+        // The operand is the shard padded to whole pieces along the target dim.
+        const int64_t group = mesh.SizeOf(step.axes);
+        ir::Shape padded = ShardShape(global, current, mesh);
+        std::vector<int64_t> dims = padded.dimensions();
+        dims[step.target_dim] =
+            group * ShardLength(global.dimension(step.target_dim),
+                                current.TilesOn(step.target_dim, mesh) * group);
+        bytes += CollectiveBytesPerDevice(ir::Opcode::kAllToAll,
+                                          ByteSize(ir::Shape(global.dtype(), dims)), group);
+        break;
+      }
+      case ReshardStep::Kind::kAllGather:
+        bytes += CollectiveBytesPerDevice(ir::Opcode::kAllGather, local, mesh.SizeOf(step.axes));
+        break;
+      case ReshardStep::Kind::kSlice:
+        break;
+    }
+    current = step.after;
+  }
+  return bytes;
+}
+
+namespace {
+
+absl::StatusOr<Instruction*> EmitFromMaximal(SpmdBuilder& builder, Instruction* local,
+                                             int64_t device) {
+  const ir::DType type = local->shape().dtype();
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * id, builder.PartitionId());
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * owner, builder.Scalar(ir::DType::kS32, device));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * mine,
+                          builder.builder().Compare(id, owner, ir::ComparisonDirection::kEq));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * zero, builder.Scalar(type, 0));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * zeros, builder.Broadcast(zero, local->shape()));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * kept,
+                          builder.Add(ir::Opcode::kSelect, {mine, local, zeros}));
+  std::vector<int64_t> all_axes(builder.mesh().axis_count());
+  for (int64_t axis = 0; axis < builder.mesh().axis_count(); ++axis) all_axes[axis] = axis;
+  const ir::Opcode combine = type == ir::DType::kPred ? ir::Opcode::kOr : ir::Opcode::kAdd;
+  return builder.AllReduce(kept, all_axes, builder.Reducer(combine, type));
+}
+
+absl::StatusOr<Instruction*> EmitAllToAll(SpmdBuilder& builder, const PartitionedValue& value,
+                                          const ReshardStep& step) {
+  const Mesh& mesh = builder.mesh();
+  const int64_t group = mesh.SizeOf(step.axes);
+  const int64_t source = step.dim, target = step.target_dim;
+  const int64_t kept_target = value.sharding.TilesOn(target, mesh);
+  const int64_t piece = ShardLength(value.global.dimension(target), kept_target * group);
+  Instruction* local = value.local;
+  VKSPMD_ASSIGN_OR_RETURN(local, builder.PadDimTo(local, target, group * piece));
+  // Split the target dim into [group, piece] and bring the group dim to the front.
+  std::vector<int64_t> split = local->shape().dimensions();
+  const int64_t rank = static_cast<int64_t>(split.size());
+  split[target] = piece;
+  split.insert(split.begin() + target, group);
+  VKSPMD_ASSIGN_OR_RETURN(local, builder.Reshape(local, split));
+  std::vector<int64_t> to_front = {target};
+  for (int64_t d = 0; d <= rank; ++d) {
+    if (d != target) to_front.push_back(d);
+  }
+  VKSPMD_ASSIGN_OR_RETURN(local, builder.Transpose(local, to_front));
+  VKSPMD_ASSIGN_OR_RETURN(local, builder.AllToAll(local, 0, step.axes));
+  // Received pieces are in sender order: the minor part of the source dim's shard index.
+  std::vector<int64_t> before_source;
+  for (int64_t d = 1; d <= source; ++d) before_source.push_back(d);
+  before_source.push_back(0);
+  for (int64_t d = source + 1; d <= rank; ++d) before_source.push_back(d);
+  VKSPMD_ASSIGN_OR_RETURN(local, builder.Transpose(local, before_source));
+  std::vector<int64_t> merged = local->shape().dimensions();
+  merged[source] *= merged[source + 1];
+  merged.erase(merged.begin() + source + 1);
+  VKSPMD_ASSIGN_OR_RETURN(local, builder.Reshape(local, merged));
+  return builder.SliceDim(local, source,
+                          ShardShape(value.global, step.after, mesh).dimension(source));
+}
+
+// One dynamic-slice for a run of slice steps: each device takes its piece of every dim.
+absl::StatusOr<Instruction*> EmitSlices(SpmdBuilder& builder, const PartitionedValue& value,
+                                        const std::vector<const ReshardStep*>& steps) {
+  const Mesh& mesh = builder.mesh();
+  const ir::Shape target = ShardShape(value.global, steps.back()->after, mesh);
+  Instruction* local = value.local;
+  std::vector<Instruction*> starts(local->shape().rank(), nullptr);
+  for (const ReshardStep* step : steps) {
+    const int64_t length = target.dimension(step->dim);
+    VKSPMD_ASSIGN_OR_RETURN(local,
+                            builder.PadDimTo(local, step->dim, mesh.SizeOf(step->axes) * length));
+    std::vector<int64_t> offsets;
+    for (int64_t device = 0; device < mesh.device_count(); ++device) {
+      offsets.push_back(mesh.IndexAlong(device, step->axes) * length);
+    }
+    VKSPMD_ASSIGN_OR_RETURN(starts[step->dim], builder.DeviceValue(offsets));
+  }
+  return builder.DynamicSlice(local, starts, target.dimensions());
+}
+
+}  // namespace
+
+absl::StatusOr<PartitionedValue> Reshard(SpmdBuilder& builder, const PartitionedValue& value,
+                                         const AxisSharding& to) {
+  const Mesh& mesh = builder.mesh();
+  if (value.sharding.manual != to.manual) {
+    return absl::InvalidArgumentError(
+        fmt::format("a {} value cannot become {}: manual regions are entered and left only through "
+                    "SPMDFullToShardShape and SPMDShardToFullShape",
+                    value.sharding.ToString(mesh), to.ToString(mesh)));
+  }
+  PartitionedValue current = value;
+  const std::vector<ReshardStep> steps = PlanReshard(value.global, value.sharding, to, mesh);
+  for (size_t index = 0; index < steps.size(); ++index) {
+    const ReshardStep& step = steps[index];
+    Instruction* local = current.local;
+    switch (step.kind) {
+      case ReshardStep::Kind::kFromMaximal: {
+        VKSPMD_ASSIGN_OR_RETURN(local,
+                                EmitFromMaximal(builder, local, *current.sharding.maximal_device));
+        break;
+      }
+      case ReshardStep::Kind::kPermute: {
+        const auto pairs = PermutePairs(Unmaximal(current.sharding), step.after, mesh);
+        const bool moves = std::any_of(pairs.begin(), pairs.end(),
+                                       [](const auto& pair) { return pair.first != pair.second; });
+        std::vector<int64_t> axes = current.sharding.UsedAxes();
+        for (int64_t axis : step.after.UsedAxes()) {
+          if (std::find(axes.begin(), axes.end(), axis) == axes.end()) axes.push_back(axis);
+        }
+        if (moves) {
+          VKSPMD_ASSIGN_OR_RETURN(local, builder.CollectivePermute(local, pairs, axes));
+        }
+        break;
+      }
+      case ReshardStep::Kind::kAllToAll: {
+        VKSPMD_ASSIGN_OR_RETURN(local, EmitAllToAll(builder, current, step));
+        break;
+      }
+      case ReshardStep::Kind::kAllGather: {
+        VKSPMD_ASSIGN_OR_RETURN(local, builder.AllGather(local, step.dim, step.axes));
+        VKSPMD_ASSIGN_OR_RETURN(
+            local,
+            builder.SliceDim(local, step.dim,
+                             ShardShape(value.global, step.after, mesh).dimension(step.dim)));
+        break;
+      }
+      case ReshardStep::Kind::kSlice: {
+        std::vector<const ReshardStep*> run = {&step};
+        while (index + 1 < steps.size() && steps[index + 1].kind == ReshardStep::Kind::kSlice) {
+          run.push_back(&steps[++index]);
+        }
+        VKSPMD_ASSIGN_OR_RETURN(local, EmitSlices(builder, current, run));
+        break;
+      }
+    }
+    current.local = local;
+    current.sharding = steps[index].after;
+    const ir::Shape expected = ShardShape(value.global, current.sharding, mesh);
+    if (local->shape() != expected) {
+      return absl::InternalError(
+          fmt::format("resharding {} from {} to {}: a step produced {}, expected {}",
+                      value.global.ToString(), value.sharding.ToString(mesh), to.ToString(mesh),
+                      local->shape().ToString(), expected.ToString()));
+    }
+  }
+  current.sharding = to;
+  return current;
+}
+
+}  // namespace vkspmd::spmd

@@ -1,0 +1,262 @@
+// Golden collective choices (issue 6): the partitioner emits exactly the collectives GSPMD does
+// for the textbook patterns, and none where the shardings already line up.
+#include "absl/strings/str_join.h"
+#include "fmt/format.h"
+#include "gtest/gtest.h"
+#include "src/ir/printer.h"
+#include "tests/spmd/spmd_test_util.h"
+
+namespace vkspmd::spmd::testing {
+namespace {
+
+using ir::Opcode;
+
+constexpr char kAdd[] = R"(
+%add.f32 (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+)";
+
+// x @ w with the contracting dim 16 long.
+constexpr char kDot[] = R"(HloModule dot
+ENTRY %main (x: f32[8,16], w: f32[16,4]) -> f32[8,4] {
+  %x = f32[8,16] parameter(0)
+  %w = f32[16,4] parameter(1)
+  ROOT %y = f32[8,4] dot(f32[8,16] %x, f32[16,4] %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})";
+
+Mesh MakeMesh(std::vector<int64_t> shape, std::vector<std::string> names) {
+  absl::StatusOr<Mesh> mesh = Mesh::Create(std::move(shape), {}, std::move(names));
+  EXPECT_TRUE(mesh.ok()) << mesh.status();
+  return *mesh;
+}
+
+// Partitions and checks equivalence; returns the partition for collective counting.
+PartitionResult PartitionChecked(const std::string& text,
+                                 const std::map<std::string, std::string>& specs,
+                                 const Mesh& mesh) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = AnnotatedModule(text, specs, mesh);
+  EXPECT_TRUE(module.ok()) << module.status();
+  if (!module.ok()) return {};
+  absl::StatusOr<EquivalenceOutcome> outcome = RunEquivalence(**module, mesh);
+  EXPECT_TRUE(outcome.ok()) << outcome.status();
+  if (!outcome.ok()) return {};
+  EXPECT_LT(outcome->difference, 1e-5) << ir::PrintModule(*outcome->partition.module);
+  return std::move(outcome->partition);
+}
+
+// The same partition spec for every named value.
+std::map<std::string, std::string> Alike(const std::vector<std::string>& names,
+                                         const std::string& spec) {
+  std::map<std::string, std::string> specs;
+  for (const std::string& name : names) specs[name] = spec;
+  return specs;
+}
+
+int64_t Count(const PartitionResult& result, Opcode kind) {
+  int64_t count = 0;
+  for (const CollectiveRecord& record : result.collectives) count += record.kind == kind;
+  return count;
+}
+
+TEST(CollectiveChoiceTest, ContractingDimShardedGivesOneAllReduce) {
+  const Mesh mesh = MakeMesh({4}, {"x"});
+  const std::string text = kDot;
+  const PartitionResult result =
+      PartitionChecked(text, {{"x", "(None, x)"}, {"w", "(x, None)"}, {"y", "(None, None)"}}, mesh);
+  ASSERT_NE(result.module, nullptr);
+  EXPECT_EQ(result.collectives.size(), 1u);
+  EXPECT_EQ(Count(result, Opcode::kAllReduce), 1);
+  EXPECT_EQ(CountOps(*result.module, Opcode::kAllReduce), 1);
+  ASSERT_EQ(result.local_ops.size(), 1u);
+  EXPECT_EQ(result.local_ops[0].local_operand_shapes[0], ir::Shape(ir::DType::kF32, {8, 4}));
+  EXPECT_EQ(result.local_ops[0].local_operand_shapes[1], ir::Shape(ir::DType::kF32, {4, 4}));
+}
+
+TEST(CollectiveChoiceTest, ContractingDimShardedIntoTiledOutputGivesReduceScatter) {
+  const Mesh mesh = MakeMesh({4}, {"x"});
+  const std::string text = kDot;
+  const PartitionResult result =
+      PartitionChecked(text, {{"x", "(None, x)"}, {"w", "(x, None)"}, {"y", "(x, None)"}}, mesh);
+  ASSERT_NE(result.module, nullptr);
+  EXPECT_EQ(result.collectives.size(), 1u);
+  EXPECT_EQ(Count(result, Opcode::kReduceScatter), 1);
+}
+
+TEST(CollectiveChoiceTest, MegatronMlpForwardHasExactlyOneAllReduce) {
+  const std::string text = R"(HloModule megatron
+ENTRY %main (x: f32[8,16], w1: f32[16,32], w2: f32[32,16]) -> f32[8,16] {
+  %x = f32[8,16] parameter(0)
+  %w1 = f32[16,32] parameter(1)
+  %w2 = f32[32,16] parameter(2)
+  %h = f32[8,32] dot(f32[8,16] %x, f32[16,32] %w1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %zero = f32[] constant(0)
+  %zeros = f32[8,32] broadcast(f32[] %zero), dimensions={}
+  %relu = f32[8,32] maximum(f32[8,32] %h, f32[8,32] %zeros)
+  ROOT %y = f32[8,16] dot(f32[8,32] %relu, f32[32,16] %w2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})";
+  const Mesh mesh = MakeMesh({2, 2}, {"dp", "tp"});
+  const PartitionResult result = PartitionChecked(
+      text, {{"x", "(dp, None)"}, {"w1", "(None, tp)"}, {"w2", "(tp, None)"}}, mesh);
+  ASSERT_NE(result.module, nullptr);
+  EXPECT_EQ(result.collectives.size(), 1u) << ir::PrintModule(*result.module);
+  EXPECT_EQ(Count(result, Opcode::kAllReduce), 1);
+  EXPECT_EQ(result.collectives[0].axes, std::vector<int64_t>{1});
+}
+
+TEST(CollectiveChoiceTest, DataParallelGradientsGetOneAllReducePerParameter) {
+  const std::string text = R"(HloModule dp_grads
+ENTRY %main (x: f32[16,8], dh: f32[16,12], h: f32[16,12], dy: f32[16,4]) -> (f32[8,12], f32[12,4]) {
+  %x = f32[16,8] parameter(0)
+  %dh = f32[16,12] parameter(1)
+  %h = f32[16,12] parameter(2)
+  %dy = f32[16,4] parameter(3)
+  %dw1 = f32[8,12] dot(f32[16,8] %x, f32[16,12] %dh), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  %dw2 = f32[12,4] dot(f32[16,12] %h, f32[16,4] %dy), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  ROOT %grads = (f32[8,12], f32[12,4]) tuple(f32[8,12] %dw1, f32[12,4] %dw2)
+})";
+  const Mesh mesh = MakeMesh({4}, {"dp"});
+  const PartitionResult result =
+      PartitionChecked(text, Alike({"x", "dh", "h", "dy"}, "(dp, None)"), mesh);
+  ASSERT_NE(result.module, nullptr);
+  EXPECT_EQ(Count(result, Opcode::kAllReduce), 2) << ir::PrintModule(*result.module);
+  EXPECT_EQ(result.collectives.size(), 2u);
+}
+
+TEST(CollectiveChoiceTest, FsdpGathersParameterAndReduceScattersGradient) {
+  const std::string text = R"(HloModule fsdp
+ENTRY %main (x: f32[32,8], w: f32[8,8], dy: f32[32,8]) -> (f32[32,8], f32[8,8]) {
+  %x = f32[32,8] parameter(0)
+  %w = f32[8,8] parameter(1)
+  %dy = f32[32,8] parameter(2)
+  %y = f32[32,8] dot(f32[32,8] %x, f32[8,8] %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %dw = f32[8,8] dot(f32[32,8] %x, f32[32,8] %dy), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  ROOT %out = (f32[32,8], f32[8,8]) tuple(f32[32,8] %y, f32[8,8] %dw)
+})";
+  const Mesh mesh = MakeMesh({4}, {"dp"});
+  const PartitionResult result =
+      PartitionChecked(text, Alike({"x", "w", "dy", "dw"}, "(dp, None)"), mesh);
+  ASSERT_NE(result.module, nullptr);
+  EXPECT_EQ(result.collectives.size(), 2u) << ir::PrintModule(*result.module);
+  EXPECT_EQ(Count(result, Opcode::kAllGather), 1);
+  EXPECT_EQ(Count(result, Opcode::kReduceScatter), 1);
+  for (const CollectiveRecord& record : result.collectives) {
+    EXPECT_EQ(record.instruction, record.kind == Opcode::kAllGather ? "y" : "dw");
+  }
+}
+
+TEST(CollectiveChoiceTest, ReplicatedToTiledCostsNoCommunication) {
+  const std::string text = R"(HloModule slice_only
+ENTRY %main (p: f32[8,6]) -> f32[8,6] {
+  %p = f32[8,6] parameter(0)
+  %tiled = f32[8,6] custom-call(f32[8,6] %p), custom_call_target="Sharding"
+  ROOT %n = f32[8,6] negate(f32[8,6] %tiled)
+})";
+  const Mesh mesh = MakeMesh({2, 3}, {});
+  const PartitionResult result =
+      PartitionChecked(text, {{"p", "(None, None)"}, {"tiled", "(0, 1)"}}, mesh);
+  ASSERT_NE(result.module, nullptr);
+  EXPECT_TRUE(result.collectives.empty()) << ir::PrintModule(*result.module);
+  EXPECT_EQ(result.BytesPerDevice(), 0);
+  EXPECT_EQ(CountOps(*result.module, Opcode::kDynamicSlice), 3);  // one slice, two table lookups
+}
+
+TEST(CollectiveChoiceTest, WellShardedElementwiseChainHasNoCollective) {
+  const std::string text = std::string("HloModule chain\n") + kAdd + R"(
+ENTRY %main (x: f32[9,5], y: f32[9,5]) -> f32[9,5] {
+  %x = f32[9,5] parameter(0)
+  %y = f32[9,5] parameter(1)
+  %e = f32[9,5] exponential(f32[9,5] %x)
+  %m = f32[9,5] multiply(f32[9,5] %y, f32[9,5] %x)
+  %t = f32[9,5] tanh(f32[9,5] %m)
+  ROOT %s = f32[9,5] add(f32[9,5] %e, f32[9,5] %t)
+})";
+  const Mesh mesh = MakeMesh({4, 2}, {"a", "b"});
+  const PartitionResult result = PartitionChecked(text, {{"x", "(a, b)"}, {"y", "(a, b)"}}, mesh);
+  ASSERT_NE(result.module, nullptr);
+  EXPECT_TRUE(result.collectives.empty()) << ir::PrintModule(*result.module);
+  EXPECT_EQ(CountOps(*result.module, Opcode::kPartitionId), 0);
+}
+
+TEST(CollectiveChoiceTest, MaximalValueReachesTheOtherDevicesByOneAllReduce) {
+  const std::string text = R"(HloModule maximal, num_partitions=4
+ENTRY %main (p: f32[4,6]) -> f32[4,6] {
+  %p = f32[4,6] parameter(0), sharding={maximal device=2}
+  ROOT %n = f32[4,6] negate(f32[4,6] %p), sharding={devices=[2,2]<=[4]}
+})";
+  const PartitionResult result = PartitionChecked(text, {}, MakeMesh({2, 2}, {}));
+  ASSERT_NE(result.module, nullptr);
+  ASSERT_EQ(result.collectives.size(), 1u) << ir::PrintModule(*result.module);
+  EXPECT_EQ(result.collectives[0].kind, Opcode::kAllReduce);
+  EXPECT_EQ(result.collectives[0].axes, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(result.result_shardings[0].dims, (std::vector<std::vector<int64_t>>{{0}, {1}}));
+}
+
+struct ReshardCase {
+  std::string name;
+  std::vector<int64_t> mesh;
+  std::vector<int64_t> shape;
+  std::string from, to;
+  std::vector<Opcode> collectives;  // in emission order
+};
+
+void PrintTo(const ReshardCase& c, std::ostream* out) { *out << c.name; }
+
+class ReshardTest : public ::testing::TestWithParam<ReshardCase> {};
+
+// p (sharded `from`) -> Sharding custom-call (`to`) -> negate: the custom-call's reshard uses
+// exactly the expected collectives, and the values survive.
+TEST_P(ReshardTest, UsesTheCheapestCollectives) {
+  const ReshardCase& c = GetParam();
+  const std::string shape = fmt::format("f32[{}]", absl::StrJoin(c.shape, ","));
+  const std::string text = fmt::format(
+      "HloModule reshard\nENTRY %main (p: {0}) -> {0} {{\n  %p = {0} parameter(0)\n"
+      "  %r = {0} custom-call({0} %p), custom_call_target=\"Sharding\"\n"
+      "  ROOT %n = {0} negate({0} %r)\n}}\n",
+      shape);
+  const Mesh mesh = *Mesh::Create(c.mesh, {}, {});
+  const PartitionResult result = PartitionChecked(text, {{"p", c.from}, {"r", c.to}}, mesh);
+  ASSERT_NE(result.module, nullptr);
+  std::vector<Opcode> kinds;
+  for (const CollectiveRecord& record : result.collectives) kinds.push_back(record.kind);
+  EXPECT_EQ(kinds, c.collectives) << ir::PrintModule(*result.module);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kinds, ReshardTest,
+    ::testing::Values(
+        ReshardCase{"tiled_dim_moves", {4}, {8, 8}, "(0, None)", "(None, 0)", {Opcode::kAllToAll}},
+        ReshardCase{
+            "uneven_tiled_dim_moves", {2}, {5, 7}, "(0, None)", "(None, 0)", {Opcode::kAllToAll}},
+        ReshardCase{"device_order_changes",
+                    {2, 2},
+                    {8, 8},
+                    "(0, 1)",
+                    "(1, 0)",
+                    {Opcode::kCollectivePermute}},
+        ReshardCase{
+            "to_replicated", {4}, {6, 8}, "(0, None)", "(None, None)", {Opcode::kAllGather}},
+        ReshardCase{
+            "uneven_to_replicated", {4}, {7, 3}, "(0, None)", "(None, None)", {Opcode::kAllGather}},
+        ReshardCase{"replicated_to_tiled", {2, 2}, {7, 5}, "(None, None)", "(0, 1)", {}},
+        ReshardCase{"partial_to_finer", {2, 2}, {8, 8}, "(0, None)", "((0, 1), None)", {}},
+        ReshardCase{"finer_to_partial",
+                    {2, 2},
+                    {8, 8},
+                    "((0, 1), None)",
+                    "(0, None)",
+                    {Opcode::kAllGather}},
+        ReshardCase{"gather_both_then_slice",
+                    {2, 2},
+                    {8, 8},
+                    "(0, 1)",
+                    "(1, None)",
+                    {Opcode::kAllGather, Opcode::kAllGather}},
+        ReshardCase{"same_sharding", {2, 3}, {5, 5}, "(1, 0)", "(1, 0)", {}}),
+    [](const ::testing::TestParamInfo<ReshardCase>& param) { return param.param.name; });
+
+}  // namespace
+
+}  // namespace vkspmd::spmd::testing

@@ -1,0 +1,149 @@
+// `vkspmd partition FILE.hlo [--mesh 2x2[:x,y]] [--spec NAME=SPEC ...] [--print
+// propagated|partitioned]`: propagates the module's shardings over a mesh and partitions it into
+// the per-device program; prints the propagated or partitioned module, then the collectives
+// (kind, mesh axes, elements, bytes sent per device), the total bytes per device and every
+// fallback to replication.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "fmt/format.h"
+#include "src/ir/printer.h"
+#include "src/spmd/partition_spec.h"
+#include "src/spmd/partitioner.h"
+#include "tools/vkspmd/command.h"
+#include "tools/vkspmd/program_io.h"
+
+namespace vkspmd::cli {
+namespace {
+
+struct PartitionOptions {
+  std::string path;
+  std::string mesh;
+  std::vector<std::string> specs;
+  std::string print = "partitioned";
+};
+
+int Fail(int code, std::string_view message) {
+  fmt::print(stderr, "vkspmd partition: {}\n", message);
+  return code;
+}
+
+// Meshes to try when none is given: one axis over every partition, then the prime factors of
+// the partition count in every order (so that 2-D and 3-D annotations over iota device arrays
+// are expressible).
+std::vector<spmd::Mesh> DefaultMeshes(int64_t devices) {
+  std::vector<spmd::Mesh> meshes = {*spmd::Mesh::Create({devices})};
+  std::vector<int64_t> factors;
+  for (int64_t n = devices, p = 2; n > 1; ++p) {
+    while (n % p == 0) {
+      factors.push_back(p);
+      n /= p;
+    }
+  }
+  if (factors.size() < 2) return meshes;
+  std::sort(factors.begin(), factors.end());
+  do {
+    meshes.push_back(*spmd::Mesh::Create(factors));
+  } while (std::next_permutation(factors.begin(), factors.end()));
+  return meshes;
+}
+
+absl::Status ApplySpecs(ir::Module& module, const std::vector<std::string>& specs,
+                        const spmd::Mesh& mesh) {
+  for (const std::string& entry : specs) {
+    const std::vector<std::string> parts = absl::StrSplit(entry, absl::MaxSplits('=', 1));
+    if (parts.size() != 2) {
+      return absl::InvalidArgumentError(fmt::format("--spec '{}': expected NAME=SPEC", entry));
+    }
+    ir::Instruction* target = nullptr;
+    for (const auto& instruction : module.entry()->instructions()) {
+      if (instruction->name() == parts[0]) target = instruction.get();
+    }
+    if (target == nullptr) {
+      return absl::InvalidArgumentError(
+          fmt::format("--spec '{}': the entry has no instruction %{}", entry, parts[0]));
+    }
+    absl::StatusOr<spmd::PartitionSpec> spec = spmd::PartitionSpec::Parse(parts[1]);
+    if (!spec.ok()) return spec.status();
+    absl::StatusOr<ir::Sharding> sharding =
+        spmd::PartitionSpecToSharding(*spec, mesh, target->shape().rank());
+    if (!sharding.ok()) return sharding.status();
+    target->set_sharding(*sharding);
+  }
+  return absl::OkStatus();
+}
+
+void PrintReport(const spmd::PartitionResult& result, const spmd::Mesh& mesh) {
+  fmt::print("\nmesh {}\n", mesh.ToString());
+  fmt::print("{:<20} {:<12} {:>10} {:>14}  {}\n", "collective", "mesh axes", "elements",
+             "bytes/device", "for");
+  for (const spmd::CollectiveRecord& record : result.collectives) {
+    fmt::print("{:<20} {:<12} {:>10} {:>14}  %{}\n", ir::OpcodeName(record.kind),
+               mesh.AxesLabel(record.axes), record.elements, record.bytes_per_device,
+               record.instruction);
+  }
+  fmt::print("total: {} collectives, {} bytes sent per device\n", result.collectives.size(),
+             result.BytesPerDevice());
+  fmt::print("fallbacks to replication: {}\n", result.fallbacks.size());
+  for (const spmd::FallbackRecord& fallback : result.fallbacks) {
+    fmt::print("  %{}: {}\n", fallback.instruction, fallback.description);
+  }
+}
+
+int RunPartition(const PartitionOptions& options) {
+  if (options.print != "propagated" && options.print != "partitioned") {
+    return Fail(kExitUsageError, "--print must be propagated or partitioned");
+  }
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ReadModuleFile(options.path);
+  if (!module.ok()) return Fail(kExitRuntimeError, std::string(module.status().message()));
+  std::vector<spmd::Mesh> meshes;
+  if (!options.mesh.empty()) {
+    absl::StatusOr<spmd::Mesh> mesh = spmd::Mesh::Parse(options.mesh);
+    if (!mesh.ok()) return Fail(kExitUsageError, std::string(mesh.status().message()));
+    meshes.push_back(*mesh);
+  } else {
+    meshes = DefaultMeshes((*module)->partition_count());
+  }
+  absl::Status last = absl::OkStatus();
+  for (const spmd::Mesh& mesh : meshes) {
+    absl::Status applied = ApplySpecs(**module, options.specs, mesh);
+    if (!applied.ok()) return Fail(kExitUsageError, std::string(applied.message()));
+    absl::StatusOr<spmd::PartitionResult> result = spmd::Partition(**module, mesh);
+    if (!result.ok()) {
+      last = result.status();
+      continue;
+    }
+    if (options.print == "propagated") {
+      spmd::AnnotateModule(**module, result->propagation.shardings, mesh);
+      fmt::print("{}", ir::PrintModule(**module));
+    } else {
+      fmt::print("{}", ir::PrintModule(*result->module));
+    }
+    PrintReport(*result, mesh);
+    return kExitOk;
+  }
+  return Fail(kExitRuntimeError, std::string(last.message()));
+}
+
+}  // namespace
+
+void RegisterPartitionCommand(CLI::App& app) {
+  auto options = std::make_shared<PartitionOptions>();
+  CLI::App* command = app.add_subcommand(
+      "partition",
+      "Propagate shardings and partition an HLO module into one per-device program; report its "
+      "collectives and bytes per device");
+  command->add_option("file", options->path, "HLO text file")->required();
+  command->add_option("--mesh", options->mesh,
+                      "Mesh shape, optionally with axis names: 2x4 or 2x4:dp,tp (default: the "
+                      "module's num_partitions as one axis, or its prime factors)");
+  command->add_option("--spec", options->specs,
+                      "NAME=SPEC: shard instruction NAME by a partition spec, e.g. "
+                      "x=\"(dp, None)\"");
+  command->add_option("--print", options->print, "propagated or partitioned (default)");
+  command->callback([options] { CommandExitCode() = RunPartition(*options); });
+}
+
+}  // namespace vkspmd::cli
