@@ -52,27 +52,6 @@ const std::vector<Sizes>& SizeCases() {
 
 // A spec written over axes 0..2 for `mesh`: axes the mesh lacks are dropped, and named meshes
 // get their axis names so that both spellings are exercised.
-std::string AdaptSpec(const std::string& text, const Mesh& mesh) {
-  const PartitionSpec spec = *PartitionSpec::Parse(text);
-  std::vector<std::string> parts;
-  for (const std::vector<AxisRef>& entry : spec.dims()) {
-    std::vector<std::string> axes;
-    for (const AxisRef& reference : entry) {
-      const int64_t axis = std::get<int64_t>(reference);
-      if (axis >= mesh.axis_count()) continue;
-      axes.push_back(mesh.axis_names().empty() ? std::to_string(axis)
-                                               : "'" + mesh.axis_names()[axis] + "'");
-    }
-    if (axes.empty()) {
-      parts.push_back("None");
-    } else {
-      parts.push_back(fmt::format("({},)", absl::StrJoin(axes, ", ")));
-    }
-  }
-  return fmt::format("({},)", absl::StrJoin(parts, ", "));
-}
-
-// case name -> recorded bytes per device.
 const std::map<std::string, int64_t>& RecordedBytes() {
   static const std::map<std::string, int64_t>* recorded = [] {
     auto* figures = new std::map<std::string, int64_t>;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <random>
 
+#include "absl/strings/str_join.h"
 #include "fmt/format.h"
 #include "src/interp/evaluator.h"
 #include "src/interp/shape_ops.h"
@@ -175,7 +176,7 @@ absl::StatusOr<std::unique_ptr<ir::Module>> AnnotatedModule(
 }
 
 absl::StatusOr<EquivalenceOutcome> RunEquivalence(const ir::Module& module, const Mesh& mesh,
-                                                  uint64_t seed) {
+                                                  uint64_t seed, const DeviceRunner& run) {
   EquivalenceOutcome outcome;
   VKSPMD_ASSIGN_OR_RETURN(outcome.partition, Partition(module, mesh));
   const std::vector<ir::Literal> arguments = RandomArguments(*module.entry(), seed);
@@ -197,7 +198,8 @@ absl::StatusOr<EquivalenceOutcome> RunEquivalence(const ir::Module& module, cons
     }
   }
   VKSPMD_ASSIGN_OR_RETURN(std::vector<ir::Literal> results,
-                          interp::EvaluateOnDevices(*outcome.partition.module, per_device));
+                          run ? run(*outcome.partition.module, per_device)
+                              : interp::EvaluateOnDevices(*outcome.partition.module, per_device));
   const ir::Shape& shape = module.entry()->root()->shape();
   ir::Literal actual;
   if (!shape.IsTuple()) {
@@ -219,6 +221,27 @@ absl::StatusOr<EquivalenceOutcome> RunEquivalence(const ir::Module& module, cons
   return outcome;
 }
 
+std::string AdaptSpec(const std::string& text, const Mesh& mesh) {
+  const PartitionSpec spec = *PartitionSpec::Parse(text);
+  std::vector<std::string> parts;
+  for (const std::vector<AxisRef>& entry : spec.dims()) {
+    std::vector<std::string> axes;
+    for (const AxisRef& reference : entry) {
+      const int64_t axis = std::get<int64_t>(reference);
+      if (axis >= mesh.axis_count()) continue;
+      axes.push_back(mesh.axis_names().empty() ? std::to_string(axis)
+                                               : "'" + mesh.axis_names()[axis] + "'");
+    }
+    if (axes.empty()) {
+      parts.push_back("None");
+    } else {
+      parts.push_back(fmt::format("({},)", absl::StrJoin(axes, ", ")));
+    }
+  }
+  return fmt::format("({},)", absl::StrJoin(parts, ", "));
+}
+
+// case name -> recorded bytes per device.
 int64_t CountOps(const ir::Module& module, ir::Opcode opcode) {
   int64_t count = 0;
   for (const auto& instruction : module.entry()->instructions())

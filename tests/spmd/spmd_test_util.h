@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -43,9 +44,19 @@ struct EquivalenceOutcome {
   double difference = 0;  // RelativeDifference of the re-assembled result
 };
 
+// Runs a per-device program given every device's arguments (the CPU reference's emulated devices
+// by default; device tests pass Vulkan execution).
+using DeviceRunner = std::function<absl::StatusOr<std::vector<ir::Literal>>(
+    const ir::Module& partitioned, const std::vector<std::vector<ir::Literal>>& per_device)>;
+
 // Partitions, evaluates on the mesh's devices and compares with the unpartitioned evaluation.
 absl::StatusOr<EquivalenceOutcome> RunEquivalence(const ir::Module& module, const Mesh& mesh,
-                                                  uint64_t seed = 1);
+                                                  uint64_t seed = 1,
+                                                  const DeviceRunner& run = nullptr);
+
+// A program's partition spec (over mesh axes 0, 1, 2 by number) for `mesh`: axes the mesh lacks
+// are dropped, and named meshes get their axis names.
+std::string AdaptSpec(const std::string& text, const Mesh& mesh);
 
 // Number of instructions of `opcode` in the entry of `module`.
 int64_t CountOps(const ir::Module& module, ir::Opcode opcode);
