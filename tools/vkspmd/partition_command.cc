@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_split.h"
 #include "fmt/format.h"
 #include "src/ir/printer.h"
 #include "src/spmd/partition_spec.h"
@@ -48,31 +47,6 @@ std::vector<spmd::Mesh> DefaultMeshes(int64_t devices) {
     meshes.push_back(*spmd::Mesh::Create(factors));
   } while (std::next_permutation(factors.begin(), factors.end()));
   return meshes;
-}
-
-absl::Status ApplySpecs(ir::Module& module, const std::vector<std::string>& specs,
-                        const spmd::Mesh& mesh) {
-  for (const std::string& entry : specs) {
-    const std::vector<std::string> parts = absl::StrSplit(entry, absl::MaxSplits('=', 1));
-    if (parts.size() != 2) {
-      return absl::InvalidArgumentError(fmt::format("--spec '{}': expected NAME=SPEC", entry));
-    }
-    ir::Instruction* target = nullptr;
-    for (const auto& instruction : module.entry()->instructions()) {
-      if (instruction->name() == parts[0]) target = instruction.get();
-    }
-    if (target == nullptr) {
-      return absl::InvalidArgumentError(
-          fmt::format("--spec '{}': the entry has no instruction %{}", entry, parts[0]));
-    }
-    absl::StatusOr<spmd::PartitionSpec> spec = spmd::PartitionSpec::Parse(parts[1]);
-    if (!spec.ok()) return spec.status();
-    absl::StatusOr<ir::Sharding> sharding =
-        spmd::PartitionSpecToSharding(*spec, mesh, target->shape().rank());
-    if (!sharding.ok()) return sharding.status();
-    target->set_sharding(*sharding);
-  }
-  return absl::OkStatus();
 }
 
 void PrintReport(const spmd::PartitionResult& result, const spmd::Mesh& mesh) {

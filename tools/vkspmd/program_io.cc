@@ -9,9 +9,11 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "fmt/format.h"
 #include "src/interp/npy.h"
 #include "src/ir/parser.h"
+#include "src/spmd/partition_spec.h"
 
 namespace vkspmd::cli {
 namespace {
@@ -147,6 +149,31 @@ absl::Status WriteOutputs(const std::string& directory, const std::string& stem,
     return absl::OkStatus();
   }
   return interp::WriteNpyFile((std::filesystem::path(directory) / (stem + ".npy")).string(), value);
+}
+
+absl::Status ApplySpecs(ir::Module& module, const std::vector<std::string>& specs,
+                        const spmd::Mesh& mesh) {
+  for (const std::string& entry : specs) {
+    const std::vector<std::string> parts = absl::StrSplit(entry, absl::MaxSplits('=', 1));
+    if (parts.size() != 2) {
+      return absl::InvalidArgumentError(fmt::format("--spec '{}': expected NAME=SPEC", entry));
+    }
+    ir::Instruction* target = nullptr;
+    for (const auto& instruction : module.entry()->instructions()) {
+      if (instruction->name() == parts[0]) target = instruction.get();
+    }
+    if (target == nullptr) {
+      return absl::InvalidArgumentError(
+          fmt::format("--spec '{}': the entry has no instruction %{}", entry, parts[0]));
+    }
+    absl::StatusOr<spmd::PartitionSpec> spec = spmd::PartitionSpec::Parse(parts[1]);
+    if (!spec.ok()) return spec.status();
+    absl::StatusOr<ir::Sharding> sharding =
+        spmd::PartitionSpecToSharding(*spec, mesh, target->shape().rank());
+    if (!sharding.ok()) return sharding.status();
+    target->set_sharding(*sharding);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace vkspmd::cli

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "src/ir/literal.h"
 #include "src/ir/module.h"
+#include "src/spmd/mesh.h"
 
 namespace vkspmd::cli {
 
@@ -29,5 +30,10 @@ void PrintSummary(const std::string& label, const ir::Literal& value);
 // Writes `value` as DIRECTORY/STEM.npy (STEM.K.npy per tuple element).
 absl::Status WriteOutputs(const std::string& directory, const std::string& stem,
                           const ir::Literal& value);
+
+// Applies --spec NAME=SPEC entries: the entry instruction NAME gets the sharding of the
+// PyTorch/XLA-style partition SPEC (e.g. "(0, None)") over `mesh`.
+absl::Status ApplySpecs(ir::Module& module, const std::vector<std::string>& specs,
+                        const spmd::Mesh& mesh);
 
 }  // namespace vkspmd::cli

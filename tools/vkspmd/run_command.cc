@@ -1,8 +1,8 @@
 // `vkspmd run FILE.hlo [--input NAME=FILE.npy ...] [--random-inputs SEED] [--device K]
-// [--repeat N] [--compare] [--dump-kernels DIR]`: compiles the module for one mesh device, runs it,
-// and prints the outputs, the kernel count, the compile time and the per-run time (median of N
-// runs, wall clock and GPU timestamps); --compare also runs the CPU reference and reports the
-// largest error.
+// [--repeat N] [--compare] [--dump-kernels DIR] [--mesh 2x2 | --devices N]`: compiles the module
+// for one mesh device, runs it, and prints the outputs, the kernel count, the compile time and the
+// per-run time (median of N runs, wall clock and GPU timestamps); --compare also runs the CPU
+// reference and reports the largest error.
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -12,8 +12,11 @@
 
 #include "fmt/format.h"
 #include "src/exec/executable.h"
+#include "src/exec/mesh_executable.h"
+#include "src/exec/sharded_value.h"
 #include "src/interp/evaluator.h"
 #include "src/runtime/device_set.h"
+#include "src/spmd/partitioner.h"
 #include "tools/vkspmd/command.h"
 #include "tools/vkspmd/program_io.h"
 
@@ -27,7 +30,10 @@ struct RunOptions {
   int device = 0;
   int repeat = 1;
   bool compare = false;
-  std::string dump_kernels;  // Directory for the generated GLSL, one file per kernel.
+  std::string dump_kernels;        // Directory for the generated GLSL, one file per kernel.
+  std::string mesh;                // "2x2[:x,y]": partition over this mesh and run on its devices.
+  int devices = 0;                 // N: the same over a 1-D mesh of N devices.
+  std::vector<std::string> specs;  // NAME=SPEC shardings to annotate before partitioning.
 };
 
 int Fail(int code, absl::string_view message) {
@@ -76,6 +82,88 @@ absl::Status DumpKernels(const codegen::ProgramPlan& plan, const std::string& di
   return absl::OkStatus();
 }
 
+// The module partitioned over the mesh (GSPMD), its per-device program on each mesh device with
+// host-staged collectives, the arguments sharded and the results assembled.
+int RunOnMesh(const RunOptions& options, ir::Module& module,
+              const std::vector<ir::Literal>& arguments) {
+  absl::StatusOr<spmd::Mesh> mesh = options.mesh.empty() ? spmd::Mesh::Create({options.devices})
+                                                         : spmd::Mesh::Parse(options.mesh);
+  if (!mesh.ok()) return Fail(kExitUsageError, mesh.status().message());
+  if (absl::Status applied = ApplySpecs(module, options.specs, *mesh); !applied.ok()) {
+    return Fail(kExitUsageError, applied.message());
+  }
+  auto compile_start = std::chrono::steady_clock::now();
+  absl::StatusOr<spmd::PartitionResult> partition = spmd::Partition(module, *mesh);
+  if (!partition.ok()) return Fail(kExitRuntimeError, partition.status().message());
+  const int64_t n = mesh->device_count();
+  std::vector<std::vector<ir::Literal>> per_device(n);
+  for (size_t p = 0; p < arguments.size(); ++p) {
+    for (int64_t d = 0; d < n; ++d) {
+      absl::StatusOr<ir::Literal> shard =
+          exec::ShardLiteral(arguments[p], partition->parameter_shardings[p][0], *mesh, d);
+      if (!shard.ok()) return Fail(kExitRuntimeError, shard.status().message());
+      per_device[d].push_back(std::move(*shard));
+    }
+  }
+  absl::StatusOr<runtime::RuntimeConfig> config = runtime::RuntimeConfig::FromEnvironment();
+  if (!config.ok()) return Fail(kExitUsageError, config.status().message());
+  config->mesh_device_count = std::max<int>(config->mesh_device_count, static_cast<int>(n));
+  absl::StatusOr<std::unique_ptr<runtime::DeviceSet>> devices = runtime::DeviceSet::Create(*config);
+  if (!devices.ok()) {
+    return Fail(absl::IsNotFound(devices.status()) ? kExitNoDevice : kExitRuntimeError,
+                devices.status().message());
+  }
+  std::vector<runtime::MeshDevice*> mesh_devices;
+  for (int64_t d = 0; d < n; ++d) mesh_devices.push_back(&(*devices)->device(static_cast<int>(d)));
+  absl::StatusOr<std::unique_ptr<exec::MeshExecutable>> executable =
+      exec::MeshExecutable::Compile(*partition->module, mesh_devices);
+  if (!executable.ok()) return Fail(kExitRuntimeError, executable.status().message());
+  const double compile_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
+  std::vector<double> wall_ms;
+  absl::StatusOr<std::vector<ir::Literal>> results = absl::InternalError("not run");
+  for (int run = 0; run < options.repeat; ++run) {
+    auto start = std::chrono::steady_clock::now();
+    results = (*executable)->Run(per_device);
+    if (!results.ok()) return Fail(kExitRuntimeError, results.status().message());
+    wall_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  const ir::Shape& shape = module.entry()->root()->shape();
+  std::vector<ir::Literal> leaves;
+  const size_t leaf_count = shape.IsTuple() ? shape.tuple_elements().size() : 1;
+  for (size_t leaf = 0; leaf < leaf_count; ++leaf) {
+    std::vector<ir::Literal> shards;
+    for (ir::Literal& result : *results) {
+      shards.push_back(shape.IsTuple() ? result.tuple_elements()[leaf] : result);
+    }
+    absl::StatusOr<ir::Literal> assembled =
+        exec::AssembleLiteral(shards, shape.IsTuple() ? shape.tuple_elements()[leaf] : shape,
+                              partition->result_shardings[leaf], *mesh);
+    if (!assembled.ok()) return Fail(kExitRuntimeError, assembled.status().message());
+    leaves.push_back(std::move(*assembled));
+  }
+  ir::Literal output =
+      shape.IsTuple() ? ir::Literal::Tuple(std::move(leaves)) : std::move(leaves[0]);
+  PrintSummary("output", output);
+  fmt::print(stderr,
+             "{}: partitioned over mesh {} ({} collective(s), {} bytes sent per device); {} "
+             "kernel(s) per device; compiled in {:.3f} s; run (median of {}): {:.3f} ms wall\n",
+             options.path, mesh->ToString(), partition->collectives.size(),
+             partition->BytesPerDevice(), (*executable)->executable(0).kernel_count(),
+             compile_seconds, options.repeat, Median(wall_ms));
+  if (options.compare) {
+    absl::StatusOr<ir::Literal> reference = interp::Evaluate(module, arguments);
+    if (!reference.ok()) return Fail(kExitRuntimeError, reference.status().message());
+    double absolute = 0, relative = 0;
+    MaxError(output, *reference, absolute, relative);
+    fmt::print("compare: max abs error {:.3g}, max rel error {:.3g} against the CPU reference\n",
+               absolute, relative);
+  }
+  return kExitOk;
+}
+
 int RunRun(const RunOptions& options) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ReadModuleFile(options.path);
   if (!module.ok()) return Fail(kExitRuntimeError, module.status().message());
@@ -84,6 +172,9 @@ int RunRun(const RunOptions& options) {
   if (!arguments.ok()) {
     return Fail(absl::IsInvalidArgument(arguments.status()) ? kExitUsageError : kExitRuntimeError,
                 arguments.status().message());
+  }
+  if (!options.mesh.empty() || options.devices > 0) {
+    return RunOnMesh(options, **module, *arguments);
   }
   absl::StatusOr<runtime::RuntimeConfig> config = runtime::RuntimeConfig::FromEnvironment();
   if (!config.ok()) return Fail(kExitUsageError, config.status().message());
@@ -156,6 +247,16 @@ void RegisterRunCommand(CLI::App& app) {
       ->check(CLI::Range(1, 1000000));
   command->add_option("--dump-kernels", options->dump_kernels,
                       "Write each generated kernel's GLSL into this directory");
+  command->add_option("--mesh", options->mesh,
+                      "Partition over this mesh (2x2, or 2x4:dp,tp with axis names) and run the "
+                      "per-device program on its devices");
+  command
+      ->add_option("--devices", options->devices,
+                   "Partition over a 1-D mesh of N devices and run on them")
+      ->check(CLI::Range(1, 256));
+  command->add_option("--spec", options->specs,
+                      "NAME=SPEC: shard the instruction NAME with a partition spec over the mesh, "
+                      "e.g. x='(0, None)' (repeatable)");
   command->add_flag("--compare", options->compare,
                     "Also run the CPU reference and print the largest error");
   command->callback([options] { CommandExitCode() = RunRun(*options); });
