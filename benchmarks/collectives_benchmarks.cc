@@ -33,7 +33,7 @@ double TimeCollective(Which which, int ranks, size_t bytes, int repeats, benchma
   std::vector<std::thread> threads;
   for (int rank = 0; rank < ranks; ++rank) {
     threads.emplace_back([&, rank] {
-      auto communicator = (*world)->Connect(rank);
+      auto communicator = *(*world)->Connect(rank);
       for (int k = 0; k < repeats && statuses[rank].ok(); ++k) {
         switch (which) {
           case Which::kAllReduce:

@@ -129,7 +129,8 @@ class Planner {
       const bool unsupported_collective =
           ir::IsCollective(opcode) &&
           (instruction->operand_count() != 1 ||
-           (opcode == Opcode::kAllReduce && !CombinerCode(*instruction).ok()));
+           ((opcode == Opcode::kAllReduce || opcode == Opcode::kReduceScatter) &&
+            !CombinerCode(*instruction).ok()));
       if (instruction->shape().IsTuple() || opcode == Opcode::kGetTupleElement ||
           unsupported_collective || opcode == Opcode::kRngBitGenerator ||
           opcode == Opcode::kCustomCall) {

@@ -136,9 +136,10 @@ absl::StatusOr<std::shared_ptr<InProcessWorld>> InProcessWorld::Create(
     if (const char* text = std::getenv("VKSPMD_COLLECTIVE_TIMEOUT_S")) {
       char* end = nullptr;
       double seconds = std::strtod(text, &end);
-      if (end == text || *end != '\0' || !(seconds > 0)) {
+      if (end == text || *end != '\0' || !(seconds >= 0.001 && seconds <= 1e6)) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "VKSPMD_COLLECTIVE_TIMEOUT_S must be a positive number of seconds, not '", text, "'"));
+            "VKSPMD_COLLECTIVE_TIMEOUT_S must be a number of seconds from 0.001 to 1e6, not '",
+            text, "'"));
       }
       timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
     }
@@ -146,9 +147,29 @@ absl::StatusOr<std::shared_ptr<InProcessWorld>> InProcessWorld::Create(
   return std::shared_ptr<InProcessWorld>(new InProcessWorld(world_size, *timeout));
 }
 
-std::unique_ptr<Communicator> InProcessWorld::Connect(int rank) {
+absl::StatusOr<std::unique_ptr<Communicator>> InProcessWorld::Connect(int rank) {
+  if (rank < 0 || rank >= world_size_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, " is outside a world of ", world_size_));
+  }
   // Communicators share ownership, so the world lives as long as any rank uses it.
-  return std::make_unique<InProcessCommunicator>(shared_from_this(), rank);
+  return std::unique_ptr<Communicator>(
+      std::make_unique<InProcessCommunicator>(shared_from_this(), rank));
+}
+
+void InProcessWorld::Abort(const absl::Status& status) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (aborted_.ok()) aborted_ = status;
+  changed_.notify_all();
+}
+
+void InProcessWorld::Reset() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  aborted_ = absl::OkStatus();
+  // After a failure ranks may have passed different numbers of collectives; start counting anew.
+  sequences_.clear();
+  failed_.clear();
+  open_.clear();
 }
 
 absl::Status InProcessWorld::Validate(const Rendezvous& rendezvous) const {
@@ -164,7 +185,9 @@ absl::Status InProcessWorld::Validate(const Rendezvous& rendezvous) const {
           ElementTypeName(first.type), ", ", first.input.size(), " bytes in, ", first.output.size(),
           " bytes out, ", ReduceOpName(first.op), ") but rank ", call->rank, " calls ",
           KindName(call->kind), " (", ElementTypeName(call->type), ", ", call->input.size(),
-          " bytes in, ", call->output.size(), " bytes out, ", ReduceOpName(call->op), ")"));
+          " bytes in, ", call->output.size(), " bytes out, ", ReduceOpName(call->op), ")",
+          call->root != first.root ? " (roots differ)" : "",
+          call->pairs != first.pairs ? " (source-target pairs differ)" : ""));
     }
   }
   const size_t element = ElementSize(first.type);
@@ -217,9 +240,18 @@ absl::Status InProcessWorld::Validate(const Rendezvous& rendezvous) const {
       }
       break;
   }
-  for (const Call* call : rendezvous.calls) {
-    if (first.kind == Kind::kAllToAll && Overlaps(call->input, call->output)) {
-      return bad(absl::StrCat("rank ", call->rank, "'s input and output overlap"));
+  // Overlap is fine where results are staged (reduce-scatter, permute, broadcast), and for
+  // exactly in-place all-reduce and all-gather (the input is the output's own chunk).
+  for (size_t position = 0; position < n; ++position) {
+    const Call& call = *rendezvous.calls[position];
+    if (!Overlaps(call.input, call.output)) continue;
+    const bool in_place =
+        (first.kind == Kind::kAllReduce && call.input.data() == call.output.data()) ||
+        (first.kind == Kind::kAllGather &&
+         call.input.data() == call.output.data() + position * call.input.size());
+    if (first.kind == Kind::kAllToAll ||
+        ((first.kind == Kind::kAllReduce || first.kind == Kind::kAllGather) && !in_place)) {
+      return bad(absl::StrCat("rank ", call.rank, "'s input and output overlap"));
     }
   }
   return absl::OkStatus();
@@ -227,17 +259,27 @@ absl::Status InProcessWorld::Validate(const Rendezvous& rendezvous) const {
 
 absl::Status InProcessWorld::Run(const Call& call) {
   const size_t n = call.members.size();
-  const std::string key = GroupText(call.members);
-  std::shared_ptr<Rendezvous> rendezvous;
+  const std::string group = GroupText(call.members);
   std::unique_lock<std::mutex> lock(mutex_);
+  const uint64_t sequence = sequences_[{call.rank, group}]++;
+  if (!aborted_.ok()) return aborted_;
+  const std::string key = absl::StrCat(group, "#", sequence);
+  if (auto failed = failed_.find(key); failed != failed_.end()) {
+    return failed->second;  // This rank arrives after its group gave up on this collective.
+  }
   std::shared_ptr<Rendezvous>& open = open_[key];
   if (open == nullptr) {
     open = std::make_shared<Rendezvous>();
     open->members = call.members;
-    open->sequence = sequences_[key]++;
+    open->sequence = sequence;
     open->calls.assign(n, nullptr);
   }
-  rendezvous = open;
+  std::shared_ptr<Rendezvous> rendezvous = open;
+  if (rendezvous->calls[call.position] != nullptr) {
+    return absl::InternalError(absl::StrCat(
+        KindName(call.kind), " #", sequence, " over ranks ", group, ": rank ", call.rank,
+        " called it twice at once (two threads using one rank's communicator?)"));
+  }
   rendezvous->calls[call.position] = &call;
   if (++rendezvous->arrived == static_cast<int>(n)) {
     open_.erase(key);  // Later calls of this group meet at a new rendezvous.
@@ -246,20 +288,26 @@ absl::Status InProcessWorld::Run(const Call& call) {
     changed_.notify_all();
   } else {
     const auto deadline = std::chrono::steady_clock::now() + timeout_;
-    const bool met = changed_.wait_until(
-        lock, deadline, [&] { return rendezvous->complete || !rendezvous->status.ok(); });
+    const bool met = changed_.wait_until(lock, deadline, [&] {
+      return rendezvous->complete || !rendezvous->status.ok() || !aborted_.ok();
+    });
+    if (met && !rendezvous->complete && rendezvous->status.ok()) {
+      rendezvous->status = aborted_;  // Aborted while waiting: fail the rendezvous for all.
+      failed_[key] = rendezvous->status;
+      open_.erase(key);
+      changed_.notify_all();
+    }
     if (!met) {
       std::vector<int> arrived, missing;
       for (size_t position = 0; position < n; ++position) {
         (rendezvous->calls[position] ? arrived : missing).push_back(call.members[position]);
       }
       rendezvous->status = absl::DeadlineExceededError(absl::StrCat(
-          KindName(call.kind), " #", rendezvous->sequence, " over ranks ", key,
+          KindName(call.kind), " #", rendezvous->sequence, " over ranks ", group,
           ": timed out after ", timeout_.count(), " ms waiting for rank(s) ",
           absl::StrJoin(missing, ", "), " (arrived: ", absl::StrJoin(arrived, ", "), ")"));
-      if (auto found = open_.find(key); found != open_.end() && found->second == rendezvous) {
-        open_.erase(found);
-      }
+      open_.erase(key);
+      failed_[key] = rendezvous->status;
       changed_.notify_all();
     }
   }
@@ -286,7 +334,8 @@ void InProcessWorld::Execute(Rendezvous& rendezvous, int position,
   std::vector<std::byte> staged(direct ? 0 : self.output.size());
   std::span<std::byte> result = direct ? self.output : std::span<std::byte>(staged);
 
-  switch (self.kind) {
+  const bool empty = self.input.empty() && self.output.empty();  // Nothing to move.
+  switch (empty ? Kind::kBroadcast : self.kind) {
     case Kind::kAllReduce: {
       // This rank combines slice `position` of the elements over the group, in group order, and
       // writes it into every member's output: each input slice is read by one rank only, so this
@@ -346,7 +395,7 @@ void InProcessWorld::Execute(Rendezvous& rendezvous, int position,
       break;
     }
     case Kind::kBroadcast:
-      std::memcpy(result.data(), calls[self.root]->input.data(), result.size());
+      if (!empty) std::memcpy(result.data(), calls[self.root]->input.data(), result.size());
       break;
   }
 
@@ -359,7 +408,7 @@ void InProcessWorld::Execute(Rendezvous& rendezvous, int position,
     changed_.wait(lock, [&] { return rendezvous.finished == static_cast<int>(n); });
   }
   lock.unlock();
-  if (!direct) std::memcpy(self.output.data(), staged.data(), staged.size());
+  if (!direct && !staged.empty()) std::memcpy(self.output.data(), staged.data(), staged.size());
   lock.lock();
 }
 

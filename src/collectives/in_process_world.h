@@ -34,7 +34,14 @@ class InProcessWorld : public std::enable_shared_from_this<InProcessWorld> {
 
   // The communicator of `rank` (0 <= rank < world_size). A rank's calls must come from one
   // thread at a time; different ranks' calls come from different threads.
-  std::unique_ptr<Communicator> Connect(int rank);
+  absl::StatusOr<std::unique_ptr<Communicator>> Connect(int rank);
+
+  // Fails every collective waiting now or called later with `status` (e.g. one device of a
+  // program failed, so its peers need not wait out the timeout), until Reset.
+  void Abort(const absl::Status& status);
+  // Clears an abort and forgets every rank's collective count (after a failure ranks may have
+  // passed different numbers of collectives). Only while no collective is in flight.
+  void Reset();
 
   int world_size() const { return world_size_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
@@ -77,8 +84,12 @@ class InProcessWorld : public std::enable_shared_from_this<InProcessWorld> {
   const std::chrono::milliseconds timeout_;
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::map<std::string, std::shared_ptr<Rendezvous>> open_;  // By group.
-  std::map<std::string, uint64_t> sequences_;                // Collectives per group so far.
+  // Open rendezvous by group and sequence number: each rank numbers its collectives per group,
+  // so a late rank meets the collective it is late for, never a later one.
+  std::map<std::string, std::shared_ptr<Rendezvous>> open_;
+  std::map<std::pair<int, std::string>, uint64_t> sequences_;  // (rank, group) -> calls so far.
+  std::map<std::string, absl::Status> failed_;  // Failed rendezvous, for their late arrivals.
+  absl::Status aborted_;
 };
 
 // The collective's name as XLA spells it ("all-reduce", ...).

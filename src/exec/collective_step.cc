@@ -78,7 +78,15 @@ absl::StatusOr<ElementType> ElementTypeOf(ir::DType type, uint32_t element_bytes
 }
 
 absl::StatusOr<ReduceOp> ReduceOpOf(const ir::Instruction& collective, ir::DType type) {
-  const Opcode opcode = collective.attributes().to_apply->root()->opcode();
+  const ir::Instruction* root = collective.attributes().to_apply->root();
+  const bool simple = root->operand_count() == 2 && root->operand(0) != root->operand(1) &&
+                      root->operand(0)->opcode() == Opcode::kParameter &&
+                      root->operand(1)->opcode() == Opcode::kParameter;
+  if (!simple) {
+    return absl::UnimplementedError(absl::StrCat(
+        collective.Describe(), ": the reducer must combine its two parameters with one op"));
+  }
+  const Opcode opcode = root->opcode();
   ReduceOp op;
   switch (opcode) {
     case Opcode::kAdd:

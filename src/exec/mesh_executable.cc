@@ -20,7 +20,9 @@ absl::StatusOr<std::unique_ptr<MeshExecutable>> MeshExecutable::Compile(
   VKSPMD_ASSIGN_OR_RETURN(mesh->world_,
                           collectives::InProcessWorld::Create(static_cast<int>(devices.size())));
   for (size_t d = 0; d < devices.size(); ++d) {
-    mesh->communicators_.push_back(mesh->world_->Connect(static_cast<int>(d)));
+    VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<collectives::Communicator> communicator,
+                            mesh->world_->Connect(static_cast<int>(d)));
+    mesh->communicators_.push_back(std::move(communicator));
     DeviceAssignment assignment;
     assignment.replica = static_cast<int64_t>(d) / partitions;
     assignment.partition = static_cast<int64_t>(d) % partitions;
@@ -46,9 +48,18 @@ absl::StatusOr<std::vector<ir::Literal>> MeshExecutable::Run(
   std::vector<absl::StatusOr<ir::Literal>> results(n, absl::InternalError("not run"));
   std::vector<std::thread> threads;
   for (size_t d = 0; d < n; ++d) {
-    threads.emplace_back([&, d] { results[d] = executables_[d]->Run(arguments[d]); });
+    threads.emplace_back([&, d] {
+      results[d] = executables_[d]->Run(arguments[d]);
+      // Peers waiting for this device at a collective fail now instead of at their timeout.
+      if (!results[d].ok()) {
+        world_->Abort(
+            absl::Status(results[d].status().code(),
+                         absl::StrCat("device ", d, " failed: ", results[d].status().message())));
+      }
+    });
   }
   for (std::thread& thread : threads) thread.join();
+  world_->Reset();
   // A device that fails makes its peers time out at their next collective; report the cause.
   const absl::Status* first = nullptr;
   for (size_t d = 0; d < n; ++d) {

@@ -1,6 +1,7 @@
 // Block copies between a full array and a device's shard, one contiguous innermost run at a time.
 #include "src/exec/sharded_value.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -65,6 +66,34 @@ void CopyBlock(const Block& block, const std::vector<int64_t>& full_dims,
   }
 }
 
+// The shard geometry is indexed by device id; these functions index devices 0..N-1.
+absl::Status CheckSharding(const ir::Shape& shape, const spmd::AxisSharding& sharding,
+                           const spmd::Mesh& mesh) {
+  if (sharding.manual) {
+    return absl::InvalidArgumentError("a manual sharding has no shards to split or assemble");
+  }
+  if (!sharding.maximal_device.has_value() &&
+      static_cast<int64_t>(sharding.dims.size()) != shape.rank()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a sharding of rank ", sharding.dims.size(), " for ", shape.ToString()));
+  }
+  if (sharding.maximal_device.has_value() &&
+      (*sharding.maximal_device < 0 || *sharding.maximal_device >= mesh.device_count())) {
+    return absl::InvalidArgumentError(absl::StrCat("maximal device ", *sharding.maximal_device,
+                                                   " is not in mesh ", mesh.ToString()));
+  }
+  std::vector<int64_t> ids = mesh.device_ids();
+  std::sort(ids.begin(), ids.end());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] != static_cast<int64_t>(i)) {
+      return absl::UnimplementedError(
+          absl::StrCat("mesh ", mesh.ToString(), " does not use devices 0..", ids.size() - 1,
+                       "; sharding values over a subset of the devices is not supported yet"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ir::Literal> ShardLiteral(const ir::Literal& full,
@@ -72,6 +101,13 @@ absl::StatusOr<ir::Literal> ShardLiteral(const ir::Literal& full,
                                          int64_t device) {
   if (full.shape().IsTuple()) {
     return absl::UnimplementedError("sharding a tuple value: shard each element");
+  }
+  if (absl::Status checked = CheckSharding(full.shape(), sharding, mesh); !checked.ok()) {
+    return checked;
+  }
+  if (device < 0 || device >= mesh.device_count()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device ", device, " is not in mesh ", mesh.ToString()));
   }
   if (sharding.maximal_device.has_value()) {
     if (*sharding.maximal_device == device) return full;
@@ -93,6 +129,7 @@ absl::StatusOr<ir::Literal> AssembleLiteral(const std::vector<ir::Literal>& shar
     return absl::InvalidArgumentError(absl::StrCat(
         "assembling ", shards.size(), " shards over a mesh of ", mesh.device_count(), " devices"));
   }
+  if (absl::Status checked = CheckSharding(shape, sharding, mesh); !checked.ok()) return checked;
   if (sharding.maximal_device.has_value()) return shards[*sharding.maximal_device];
   const ir::Shape shard_shape = spmd::ShardShape(shape, sharding, mesh);
   ir::Literal full(shape);
