@@ -142,8 +142,10 @@ absl::StatusOr<DotKernel> WriteDotKernel(const Instruction& dot, const std::stri
   absl::StrAppend(&body, "  uint w = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;\n",
                   "  if (w >= ", groups, "u) return;\n  uint lane = gl_LocalInvocationID.x;\n",
                   "  uint chunk = w % ", chunks, "u;\n  uint rest = w / ", chunks, "u;\n",
-                  "  uint block = rest % ", blocks, "u;\n  rest = rest / ", blocks, "u;\n",
-                  "  uint tile = rest % ", tiles, "u;\n  uint batch = rest / ", tiles, "u;\n",
+                  // Row tiles vary fastest: consecutive workgroups stream the same columns of the
+                  // right-hand operand, which then stay in cache.
+                  "  uint tile = rest % ", tiles, "u;\n  rest = rest / ", tiles, "u;\n",
+                  "  uint block = rest % ", blocks, "u;\n  uint batch = rest / ", blocks, "u;\n",
                   "  uint uniform_base = ", base(uniform),
                   ";\n  uint lane_base = ", base(lane_side), ";\n");
   for (int64_t t = 0; t < kRowsPerTile; ++t) {

@@ -421,12 +421,30 @@ class Planner {
         reduce.shape().dtype(), ReducesTrailingDims(reduce));
   }
 
+  // Contraction steps per invocation of a dot kernel. Chunks of 512 keep the slab of the
+  // right-hand operand a workgroup streams through small enough for a CPU's cache (1024^3 on
+  // llvmpipe: 236 ms with 512, 272 ms with 4096; 2048^3: 3.0 s against 4.8 s), at the price of a
+  // split-K partial buffer, which may use at most 64 MiB; otherwise chunks grow up to the
+  // iteration bound.
+  static int64_t DotChunk(const Instruction& dot) {
+    int64_t contraction = 1;
+    for (int64_t dim : dot.attributes().dot.lhs_contracting) {
+      contraction *= dot.operand(0)->shape().dimension(dim);
+    }
+    const int64_t result_bytes = dot.shape().ElementCount() * 8;
+    for (int64_t chunk = 512; chunk < kMaxElementsPerInvocation; chunk *= 2) {
+      const int64_t chunks = (contraction + chunk - 1) / chunk;
+      if (chunks == 1 || chunks * result_bytes <= (int64_t{64} << 20)) return chunk;
+    }
+    return kMaxElementsPerInvocation;
+  }
+
   absl::Status PlanDot(const Instruction& dot, int output) {
     KernelWriter writer(materialized_, plan_);
     VKSPMD_ASSIGN_OR_RETURN(std::string lhs, writer.Value(dot.operand(0)));
     VKSPMD_ASSIGN_OR_RETURN(std::string rhs, writer.Value(dot.operand(1)));
     VKSPMD_ASSIGN_OR_RETURN(DotKernel kernel,
-                            WriteDotKernel(dot, lhs, rhs, target_, kMaxElementsPerInvocation));
+                            WriteDotKernel(dot, lhs, rhs, target_, DotChunk(dot)));
     const int64_t count = dot.shape().ElementCount();
     if (kernel.k_chunks == 1) {
       AddKernel(dot.name(), writer, output, kernel.body, kernel.invocations, kernel.local_size);
