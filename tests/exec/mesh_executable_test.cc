@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -144,6 +145,81 @@ ENTRY %main (x: f32[4,6,5]) -> (f32[4,18,5], f32[4,2,5], f32[4,6,5], f32[4,6,5])
       }
     }
   }
+}
+
+TEST_F(MeshExecutableTest, ReplicasTimesPartitionsWithCrossReplicaAndFlattenedIdGroups) {
+  // 2 replicas x 2 partitions = 4 devices: a cross-replica all-reduce (no channel: groups of
+  // replicas per partition) and an all-gather over flattened device ids {0,1} and {2,3}.
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"(
+HloModule grid, replica_count=2, num_partitions=2
+%add (a: s32[], b: s32[]) -> s32[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  ROOT %s = s32[] add(%a, %b)
+}
+ENTRY %main (x: s32[3,5]) -> (s32[3,5], s32[6,5]) {
+  %x = s32[3,5] parameter(0)
+  %r = u32[] replica-id()
+  %rs = s32[] convert(%r)
+  %rb = s32[3,5] broadcast(%rs), dimensions={}
+  %y = s32[3,5] add(%x, %rb)
+  %summed = s32[3,5] all-reduce(%y), replica_groups={{0,1}}, to_apply=%add
+  %gathered = s32[6,5] all-gather(%y), channel_id=1, replica_groups={{0,1},{2,3}}, use_global_device_ids=true, dimensions={0}
+  ROOT %t = (s32[3,5], s32[6,5]) tuple(%summed, %gathered)
+}
+)");
+  ASSERT_TRUE(module.ok()) << module.status();
+  OpenDevices(4);
+  std::vector<std::vector<ir::Literal>> arguments = RandomPerDevice(**module, 4);
+  absl::StatusOr<std::vector<ir::Literal>> reference =
+      interp::EvaluateOnDevices(**module, arguments);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  absl::StatusOr<std::unique_ptr<exec::MeshExecutable>> mesh =
+      exec::MeshExecutable::Compile(**module, {&device(0), &device(1), &device(2), &device(3)});
+  ASSERT_TRUE(mesh.ok()) << mesh.status();
+  absl::StatusOr<std::vector<ir::Literal>> results = (*mesh)->Run(arguments);
+  ASSERT_TRUE(results.ok()) << results.status();
+  for (int d = 0; d < 4; ++d) {
+    for (size_t k = 0; k < 2; ++k) {
+      EXPECT_EQ((*results)[d].tuple_elements()[k].bytes(),
+                (*reference)[d].tuple_elements()[k].bytes())
+          << "device " << d << " result " << k;
+    }
+  }
+}
+
+// A driver whose queue reports the device lost on submission.
+VKAPI_ATTR VkResult VKAPI_CALL LostSubmit(VkQueue, uint32_t, const VkSubmitInfo*, VkFence) {
+  return VK_ERROR_DEVICE_LOST;
+}
+
+TEST_F(MeshExecutableTest, AFailingDeviceReleasesItsPeersAtOnce) {
+  // Device 1 loses its queue before the all-reduce; device 0 waits there and must be released
+  // by the abort, not by the 60 s timeout, and the error names device 1.
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"(
+HloModule pair, num_partitions=2
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (x: f32[8]) -> f32[8] {
+  %x = f32[8] parameter(0)
+  %e = f32[8] exponential(%x)
+  ROOT %r = f32[8] all-reduce(%e), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=%add
+}
+)");
+  ASSERT_TRUE(module.ok()) << module.status();
+  OpenDevices(2);
+  absl::StatusOr<std::unique_ptr<exec::MeshExecutable>> mesh =
+      exec::MeshExecutable::Compile(**module, {&device(0), &device(1)});
+  ASSERT_TRUE(mesh.ok()) << mesh.status();
+  device(1).device().mutable_functions().vkQueueSubmit = &LostSubmit;
+  auto start = std::chrono::steady_clock::now();
+  absl::Status status = (*mesh)->Run(RandomPerDevice(**module, 2)).status();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("VK_ERROR_DEVICE_LOST"), absl::string_view::npos) << status;
 }
 
 TEST_F(MeshExecutableTest, TheWrongNumberOfDevicesIsAClearError) {
