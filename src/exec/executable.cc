@@ -1,6 +1,7 @@
 // Compiling a plan into pipelines and recorded commands; moving literals in and out.
 #include "src/exec/executable.h"
 
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -157,9 +158,11 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
                        std::as_bytes(std::span(kernel.push_constants)), {x, y, 1}, kernel.name);
     executable->pipelines_.push_back(std::move(pipeline));
   }
-  Segment last;
-  VKSPMD_ASSIGN_OR_RETURN(last.sequence, recorder->Finish(timestamps));
-  executable->segments_.push_back(std::move(last));
+  if (recorded > 0 || executable->segments_.empty()) {  // Kernels after the last collective.
+    Segment last;
+    VKSPMD_ASSIGN_OR_RETURN(last.sequence, recorder->Finish(timestamps));
+    executable->segments_.push_back(std::move(last));
+  }
   return executable;
 }
 
@@ -248,9 +251,11 @@ absl::StatusOr<ir::Literal> Executable::Run(const std::vector<ir::Literal>& argu
         ToDeviceBytes(arguments[planned.parameter_number], planned.element_bytes);
     VKSPMD_RETURN_IF_ERROR(runtime::Upload(bytes, *buffer(id)));
   }
+  collective_seconds_ = 0;
   for (const Segment& segment : segments_) {
     if (segment.sequence != nullptr) VKSPMD_RETURN_IF_ERROR(segment.sequence->Run());
     if (segment.collective < 0) continue;
+    const auto collective_start = std::chrono::steady_clock::now();
     const codegen::KernelPlan& step = plan_.kernels[segment.collective];
     const codegen::BufferPlan& operand = plan_.buffers[step.inputs[0]];
     std::vector<std::byte> input(operand.byte_size());
@@ -260,6 +265,8 @@ absl::StatusOr<ir::Literal> Executable::Run(const std::vector<ir::Literal>& argu
         RunCollectiveStep(*step.collective, input, plan_.buffers[step.output].element_bytes,
                           assignment_, replica_count_, partition_count_));
     VKSPMD_RETURN_IF_ERROR(runtime::Upload(output, *buffer(step.output)));
+    collective_seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - collective_start).count();
   }
   std::vector<ir::Literal> results;
   for (int id : plan_.outputs) {

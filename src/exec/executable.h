@@ -38,6 +38,9 @@ class Executable {
   const codegen::ProgramPlan& plan() const { return plan_; }
   // GPU time of each kernel of the last run (compiled with timestamps).
   absl::StatusOr<std::vector<runtime::StepTiming>> Timings() const;
+  // Wall seconds the last run spent in collectives (waiting for peers, moving data through the
+  // host), for splitting a step's time into kernels, collectives and the rest.
+  double last_collective_seconds() const { return collective_seconds_; }
 
  private:
   Executable(runtime::MeshDevice& device, codegen::ProgramPlan plan)
@@ -63,6 +66,7 @@ class Executable {
   DeviceAssignment assignment_;
   int64_t replica_count_ = 1;
   int64_t partition_count_ = 1;
+  double collective_seconds_ = 0;
 };
 
 // The device facts code generation needs, from the runtime's snapshot.
