@@ -222,6 +222,35 @@ ENTRY %main (x: f32[8]) -> f32[8] {
   EXPECT_NE(status.message().find("VK_ERROR_DEVICE_LOST"), absl::string_view::npos) << status;
 }
 
+TEST_F(MeshExecutableTest, PartitionsRunOnAnySubsetOfTheMeshDevicesInAnyOrder) {
+  // Partition p runs on devices[p]: here mesh devices 5, 2, 7 and 0 of 8.
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"(
+HloModule subset, num_partitions=4
+ENTRY %main (x: f32[2,3]) -> f32[8,3] {
+  %x = f32[2,3] parameter(0)
+  %id = u32[] partition-id()
+  %idf = f32[] convert(%id)
+  %ids = f32[2,3] broadcast(%idf), dimensions={}
+  %y = f32[2,3] add(%x, %ids)
+  ROOT %g = f32[8,3] all-gather(%y), channel_id=1, replica_groups={{0,1,2,3}}, use_global_device_ids=true, dimensions={0}
+}
+)");
+  ASSERT_TRUE(module.ok()) << module.status();
+  OpenDevices(8);
+  std::vector<std::vector<ir::Literal>> arguments = RandomPerDevice(**module, 4);
+  absl::StatusOr<std::vector<ir::Literal>> reference =
+      interp::EvaluateOnDevices(**module, arguments);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  absl::StatusOr<std::unique_ptr<exec::MeshExecutable>> mesh =
+      exec::MeshExecutable::Compile(**module, {&device(5), &device(2), &device(7), &device(0)});
+  ASSERT_TRUE(mesh.ok()) << mesh.status();
+  absl::StatusOr<std::vector<ir::Literal>> results = (*mesh)->Run(arguments);
+  ASSERT_TRUE(results.ok()) << results.status();
+  for (int p = 0; p < 4; ++p) {
+    EXPECT_EQ((*results)[p].bytes(), (*reference)[p].bytes()) << "partition " << p;
+  }
+}
+
 TEST_F(MeshExecutableTest, TheWrongNumberOfDevicesIsAClearError) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"(
 HloModule two, num_partitions=2
