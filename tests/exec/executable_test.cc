@@ -114,6 +114,29 @@ TEST_F(ExecutableTest, TestdataProgramsMatchTheReference) {
   EXPECT_GE(compiled, 20) << "most single-device testdata programs compile";
 }
 
+// Counts vkCmdDispatch calls recorded while compiling, through the device's dispatch table.
+class DispatchCounter {
+ public:
+  explicit DispatchCounter(runtime::MeshDevice& device)
+      : functions_(device.device().mutable_functions()), real_(functions_.vkCmdDispatch) {
+    count_ = 0;
+    real_dispatch_ = real_;
+    functions_.vkCmdDispatch = &Count;
+  }
+  ~DispatchCounter() { functions_.vkCmdDispatch = real_; }
+  int count() const { return count_; }
+
+ private:
+  static void VKAPI_CALL Count(VkCommandBuffer buffer, uint32_t x, uint32_t y, uint32_t z) {
+    ++count_;
+    real_dispatch_(buffer, x, y, z);
+  }
+  static inline int count_ = 0;
+  static inline PFN_vkCmdDispatch real_dispatch_ = nullptr;
+  runtime::DeviceFunctions& functions_;
+  PFN_vkCmdDispatch real_;
+};
+
 TEST_F(ExecutableTest, FusesElementwiseChainsIntoOneKernel) {
   constexpr char kChain[] = R"(
 HloModule chain
@@ -138,31 +161,11 @@ ENTRY %main (x: f32[1000], y: f32[1000]) -> f32[1000] {
       codegen::PlanProgram(**module, exec::TargetFor(device(0)));
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->kernels.size(), 1u);
+  DispatchCounter counter(device(0));
+  ASSERT_TRUE(exec::Executable::Compile(**module, device(0)).ok());
+  EXPECT_EQ(counter.count(), 1) << "ten ops, one recorded vkCmdDispatch";
   ExpectMatchesReference(kChain);
 }
-
-// Counts vkCmdDispatch calls recorded while compiling, through the device's dispatch table.
-class DispatchCounter {
- public:
-  explicit DispatchCounter(runtime::MeshDevice& device)
-      : functions_(device.device().mutable_functions()), real_(functions_.vkCmdDispatch) {
-    count_ = 0;
-    real_dispatch_ = real_;
-    functions_.vkCmdDispatch = &Count;
-  }
-  ~DispatchCounter() { functions_.vkCmdDispatch = real_; }
-  int count() const { return count_; }
-
- private:
-  static void VKAPI_CALL Count(VkCommandBuffer buffer, uint32_t x, uint32_t y, uint32_t z) {
-    ++count_;
-    real_dispatch_(buffer, x, y, z);
-  }
-  static inline int count_ = 0;
-  static inline PFN_vkCmdDispatch real_dispatch_ = nullptr;
-  runtime::DeviceFunctions& functions_;
-  PFN_vkCmdDispatch real_;
-};
 
 constexpr char kRowReducers[] = R"(
 %max (a: f32[], b: f32[]) -> f32[] {
