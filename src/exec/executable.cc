@@ -30,6 +30,8 @@ absl::StatusOr<std::vector<uint32_t>> CompileCached(const std::string& glsl,
   return spirv;
 }
 
+}  // namespace
+
 // A literal as the device stores it: 4 bytes per element, or 1 for byte predicates (0 or 1).
 std::vector<std::byte> ToDeviceBytes(const ir::Literal& literal, uint32_t element_bytes) {
   std::vector<std::byte> bytes(literal.ElementCount() * element_bytes);
@@ -59,7 +61,10 @@ ir::Literal FromDeviceBytes(const ir::Shape& shape, uint32_t element_bytes,
   return literal;
 }
 
-}  // namespace
+uint32_t DeviceElementBytes(ir::DType type, const runtime::MeshDevice& device) {
+  if (type == ir::DType::kPred) return TargetFor(device).byte_predicates ? 1 : 4;
+  return static_cast<uint32_t>(ir::DTypeByteSize(type));
+}
 
 codegen::TargetInfo TargetFor(const runtime::MeshDevice& device) {
   const runtime::PhysicalDeviceInfo& info = device.device().physical_device();
@@ -251,6 +256,55 @@ absl::StatusOr<ir::Literal> Executable::Run(const std::vector<ir::Literal>& argu
         ToDeviceBytes(arguments[planned.parameter_number], planned.element_bytes);
     VKSPMD_RETURN_IF_ERROR(runtime::Upload(bytes, *buffer(id)));
   }
+  VKSPMD_RETURN_IF_ERROR(RunSegments());
+  std::vector<ir::Literal> results;
+  for (int id : plan_.outputs) {
+    const codegen::BufferPlan& planned = plan_.buffers[id];
+    std::vector<std::byte> bytes(planned.byte_size());
+    VKSPMD_RETURN_IF_ERROR(runtime::Download(*buffer(id), 0, bytes));
+    results.push_back(FromDeviceBytes(planned.shape, planned.element_bytes, bytes));
+  }
+  if (!plan_.tuple_result) return std::move(results.front());
+  return ir::Literal::Tuple(std::move(results));
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<runtime::Buffer>>> Executable::RunOnDevice(
+    const std::vector<const runtime::Buffer*>& arguments) {
+  if (arguments.size() != parameter_shapes_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the program takes ", parameter_shapes_.size(),
+                                                   " arguments, ", arguments.size(),
+                                                   " were given"));
+  }
+  for (size_t id = 0; id < plan_.buffers.size(); ++id) {
+    const codegen::BufferPlan& planned = plan_.buffers[id];
+    if (planned.origin != codegen::BufferOrigin::kParameter) continue;
+    const runtime::Buffer* argument = arguments[planned.parameter_number];
+    if (argument == nullptr || argument->size() < planned.byte_size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "argument ", planned.parameter_number, " must be a device buffer of at least ",
+          planned.byte_size(), " bytes (", planned.shape.ToString(), ")"));
+    }
+    if (planned.byte_size() > 0) {
+      VKSPMD_RETURN_IF_ERROR(
+          runtime::CopyWithinDevice(*argument, 0, *buffer(id), 0, planned.byte_size()));
+    }
+  }
+  VKSPMD_RETURN_IF_ERROR(RunSegments());
+  // Results get buffers of their own: the executable's are reused by the next run.
+  std::vector<std::unique_ptr<runtime::Buffer>> results;
+  for (int id : plan_.outputs) {
+    const uint64_t bytes = plan_.buffers[id].byte_size();
+    VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Buffer> result,
+                            runtime::Buffer::Create(device_, bytes));
+    if (bytes > 0) {
+      VKSPMD_RETURN_IF_ERROR(runtime::CopyWithinDevice(*buffer(id), 0, *result, 0, bytes));
+    }
+    results.push_back(std::move(result));
+  }
+  return results;
+}
+
+absl::Status Executable::RunSegments() {
   collective_seconds_ = 0;
   for (const Segment& segment : segments_) {
     if (segment.sequence != nullptr) VKSPMD_RETURN_IF_ERROR(segment.sequence->Run());
@@ -268,15 +322,7 @@ absl::StatusOr<ir::Literal> Executable::Run(const std::vector<ir::Literal>& argu
     collective_seconds_ +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - collective_start).count();
   }
-  std::vector<ir::Literal> results;
-  for (int id : plan_.outputs) {
-    const codegen::BufferPlan& planned = plan_.buffers[id];
-    std::vector<std::byte> bytes(planned.byte_size());
-    VKSPMD_RETURN_IF_ERROR(runtime::Download(*buffer(id), 0, bytes));
-    results.push_back(FromDeviceBytes(planned.shape, planned.element_bytes, bytes));
-  }
-  if (!plan_.tuple_result) return std::move(results.front());
-  return ir::Literal::Tuple(std::move(results));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<runtime::StepTiming>> Executable::Timings() const {

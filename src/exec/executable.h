@@ -32,6 +32,12 @@ class Executable {
   // (a tuple literal when the entry's root is a tuple).
   absl::StatusOr<ir::Literal> Run(const std::vector<ir::Literal>& arguments);
 
+  // The same with arguments and results in device memory (as the device stores them, see
+  // ToDeviceBytes): each argument is copied into the program's parameter buffer on the device and
+  // each result into a new buffer, so nothing passes through the host.
+  absl::StatusOr<std::vector<std::unique_ptr<runtime::Buffer>>> RunOnDevice(
+      const std::vector<const runtime::Buffer*>& arguments);
+
   size_t kernel_count() const { return plan_.kernels.size(); }
   // Device buffers actually allocated: intermediates whose lifetimes do not overlap share one.
   size_t device_buffer_count() const { return buffers_.size(); }
@@ -47,6 +53,7 @@ class Executable {
       : device_(device), plan_(std::move(plan)) {}
 
   absl::Status AllocateBuffers();
+  absl::Status RunSegments();  // Kernels and collectives, after the parameters are in place.
   runtime::Buffer* buffer(int plan_buffer) const {
     return buffers_[physical_of_[plan_buffer]].get();
   }
@@ -68,6 +75,14 @@ class Executable {
   int64_t partition_count_ = 1;
   double collective_seconds_ = 0;
 };
+
+// A literal as the device stores it (pred as one byte or a 4-byte 0/1, everything else as is),
+// and back.
+std::vector<std::byte> ToDeviceBytes(const ir::Literal& literal, uint32_t element_bytes);
+ir::Literal FromDeviceBytes(const ir::Shape& shape, uint32_t element_bytes,
+                            const std::vector<std::byte>& bytes);
+// Bytes per element of `type` in buffers of `device`.
+uint32_t DeviceElementBytes(ir::DType type, const runtime::MeshDevice& device);
 
 // The device facts code generation needs, from the runtime's snapshot.
 codegen::TargetInfo TargetFor(const runtime::MeshDevice& device);

@@ -76,4 +76,53 @@ absl::StatusOr<std::vector<ir::Literal>> MeshExecutable::Run(
   return values;
 }
 
+absl::StatusOr<std::vector<std::unique_ptr<ShardedBuffer>>> MeshExecutable::RunSharded(
+    const std::vector<const ShardedBuffer*>& arguments, const std::vector<ir::Shape>& result_shapes,
+    const std::vector<spmd::AxisSharding>& result_shardings, const spmd::Mesh& mesh) {
+  const size_t n = executables_.size();
+  for (const ShardedBuffer* argument : arguments) {
+    if (argument == nullptr || argument->shard_count() != n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("every argument needs one shard per device (", n, ")"));
+    }
+  }
+  if (result_shapes.size() != result_shardings.size()) {
+    return absl::InvalidArgumentError("one sharding per result leaf");
+  }
+  std::vector<absl::StatusOr<std::vector<std::unique_ptr<runtime::Buffer>>>> results(n);
+  std::vector<std::thread> threads;
+  for (size_t d = 0; d < n; ++d) {
+    threads.emplace_back([&, d] {
+      std::vector<const runtime::Buffer*> shards;
+      for (const ShardedBuffer* argument : arguments) shards.push_back(&argument->shard(d));
+      results[d] = executables_[d]->RunOnDevice(shards);
+      if (!results[d].ok()) {
+        world_->Abort(
+            absl::Status(results[d].status().code(),
+                         absl::StrCat("device ", d, " failed: ", results[d].status().message())));
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  world_->Reset();
+  for (size_t d = 0; d < n; ++d) {
+    if (!results[d].ok()) return results[d].status();
+    if (results[d]->size() != result_shapes.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("the program has ", results[d]->size(),
+                                                     " results; ", result_shapes.size(),
+                                                     " shapes were given"));
+    }
+  }
+  std::vector<std::unique_ptr<ShardedBuffer>> values;
+  for (size_t leaf = 0; leaf < result_shapes.size(); ++leaf) {
+    std::vector<std::unique_ptr<runtime::Buffer>> shards;
+    for (size_t d = 0; d < n; ++d) shards.push_back(std::move((*results[d])[leaf]));
+    VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<ShardedBuffer> value,
+                            ShardedBuffer::FromShards(result_shapes[leaf], result_shardings[leaf],
+                                                      mesh, std::move(shards)));
+    values.push_back(std::move(value));
+  }
+  return values;
+}
+
 }  // namespace vkspmd::exec

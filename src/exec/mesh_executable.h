@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "src/collectives/in_process_world.h"
 #include "src/exec/executable.h"
+#include "src/exec/sharded_buffer.h"
 
 namespace vkspmd::exec {
 
@@ -25,6 +26,15 @@ class MeshExecutable {
   // the error of the first device that failed for a reason other than a peer's absence.
   absl::StatusOr<std::vector<ir::Literal>> Run(
       const std::vector<std::vector<ir::Literal>>& arguments);
+
+  // The same with values on the devices: argument k's shard d is device d's argument k, and each
+  // result leaf comes back as a ShardedBuffer with the given global shape and sharding (the
+  // partitioner's result_shardings over `mesh`). Nothing passes through the host except the
+  // collectives' data.
+  absl::StatusOr<std::vector<std::unique_ptr<ShardedBuffer>>> RunSharded(
+      const std::vector<const ShardedBuffer*>& arguments,
+      const std::vector<ir::Shape>& result_shapes,
+      const std::vector<spmd::AxisSharding>& result_shardings, const spmd::Mesh& mesh);
 
   size_t device_count() const { return executables_.size(); }
   Executable& executable(size_t device) { return *executables_[device]; }

@@ -1,0 +1,56 @@
+// A value that lives on the devices of a mesh as shards: one device buffer per mesh device, in
+// the padded shard shape its sharding gives, holding the elements as the device stores them.
+// Partitioned programs take and return ShardedBuffers, so values stay on the devices between
+// runs; Scatter and Gather move them from and to the host.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "src/ir/literal.h"
+#include "src/runtime/buffer.h"
+#include "src/runtime/mesh_device.h"
+#include "src/spmd/axis_sharding.h"
+#include "src/spmd/mesh.h"
+
+namespace vkspmd::exec {
+
+class ShardedBuffer {
+ public:
+  // Splits `value` under `sharding` and uploads shard d to `devices[d]` (one per mesh device,
+  // in the mesh's device-id order 0..N-1; borrowed, they must outlive the buffer).
+  static absl::StatusOr<std::unique_ptr<ShardedBuffer>> Scatter(
+      const ir::Literal& value, const spmd::AxisSharding& sharding, const spmd::Mesh& mesh,
+      const std::vector<runtime::MeshDevice*>& devices);
+  // Takes ownership of per-device buffers already holding the shards (e.g. a program's results).
+  static absl::StatusOr<std::unique_ptr<ShardedBuffer>> FromShards(
+      const ir::Shape& shape, const spmd::AxisSharding& sharding, const spmd::Mesh& mesh,
+      std::vector<std::unique_ptr<runtime::Buffer>> shards);
+
+  // Downloads every shard and assembles the full value.
+  absl::StatusOr<ir::Literal> Gather() const;
+
+  const ir::Shape& shape() const { return shape_; }
+  const ir::Shape& shard_shape() const { return shard_shape_; }
+  const spmd::AxisSharding& sharding() const { return sharding_; }
+  const spmd::Mesh& mesh() const { return mesh_; }
+  size_t shard_count() const { return shards_.size(); }
+  const runtime::Buffer& shard(size_t device) const { return *shards_[device]; }
+
+ private:
+  ShardedBuffer(ir::Shape shape, ir::Shape shard_shape, spmd::AxisSharding sharding,
+                spmd::Mesh mesh)
+      : shape_(std::move(shape)),
+        shard_shape_(std::move(shard_shape)),
+        sharding_(std::move(sharding)),
+        mesh_(std::move(mesh)) {}
+
+  ir::Shape shape_;
+  ir::Shape shard_shape_;
+  spmd::AxisSharding sharding_;
+  spmd::Mesh mesh_;
+  std::vector<std::unique_ptr<runtime::Buffer>> shards_;
+};
+
+}  // namespace vkspmd::exec
