@@ -38,6 +38,34 @@ absl::StatusOr<std::unique_ptr<MeshExecutable>> MeshExecutable::Compile(
   return mesh;
 }
 
+absl::Status MeshExecutable::OnEveryDevice(const std::function<absl::Status(size_t)>& body) {
+  const size_t n = executables_.size();
+  std::vector<absl::Status> statuses(n);
+  std::vector<std::thread> threads;
+  for (size_t d = 0; d < n; ++d) {
+    threads.emplace_back([&, d] {
+      statuses[d] = body(d);
+      // Peers waiting for this device at a collective fail now instead of at their timeout.
+      if (!statuses[d].ok()) {
+        world_->Abort(absl::Status(statuses[d].code(),
+                                   absl::StrCat("device ", d, " failed: ", statuses[d].message())));
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  world_->Reset();
+  // Report the cause: a failing device's own error rather than its peers' timeouts.
+  const absl::Status* first = nullptr;
+  for (const absl::Status& status : statuses) {
+    if (status.ok()) continue;
+    if (first == nullptr ||
+        (absl::IsDeadlineExceeded(*first) && !absl::IsDeadlineExceeded(status))) {
+      first = &status;
+    }
+  }
+  return first == nullptr ? absl::OkStatus() : *first;
+}
+
 absl::StatusOr<std::vector<ir::Literal>> MeshExecutable::Run(
     const std::vector<std::vector<ir::Literal>>& arguments) {
   const size_t n = executables_.size();
@@ -45,32 +73,11 @@ absl::StatusOr<std::vector<ir::Literal>> MeshExecutable::Run(
     return absl::InvalidArgumentError(
         absl::StrCat("arguments for ", arguments.size(), " devices; the program runs on ", n));
   }
-  std::vector<absl::StatusOr<ir::Literal>> results(n, absl::InternalError("not run"));
-  std::vector<std::thread> threads;
-  for (size_t d = 0; d < n; ++d) {
-    threads.emplace_back([&, d] {
-      results[d] = executables_[d]->Run(arguments[d]);
-      // Peers waiting for this device at a collective fail now instead of at their timeout.
-      if (!results[d].ok()) {
-        world_->Abort(
-            absl::Status(results[d].status().code(),
-                         absl::StrCat("device ", d, " failed: ", results[d].status().message())));
-      }
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-  world_->Reset();
-  // A device that fails makes its peers time out at their next collective; report the cause.
-  const absl::Status* first = nullptr;
-  for (size_t d = 0; d < n; ++d) {
-    const absl::Status& status = results[d].status();
-    if (status.ok()) continue;
-    if (first == nullptr ||
-        (absl::IsDeadlineExceeded(*first) && !absl::IsDeadlineExceeded(status))) {
-      first = &status;
-    }
-  }
-  if (first != nullptr) return *first;
+  std::vector<absl::StatusOr<ir::Literal>> results(n);
+  VKSPMD_RETURN_IF_ERROR(OnEveryDevice([&](size_t d) {
+    results[d] = executables_[d]->Run(arguments[d]);
+    return results[d].status();
+  }));
   std::vector<ir::Literal> values;
   for (auto& result : results) values.push_back(std::move(*result));
   return values;
@@ -90,23 +97,13 @@ absl::StatusOr<std::vector<std::unique_ptr<ShardedBuffer>>> MeshExecutable::RunS
     return absl::InvalidArgumentError("one sharding per result leaf");
   }
   std::vector<absl::StatusOr<std::vector<std::unique_ptr<runtime::Buffer>>>> results(n);
-  std::vector<std::thread> threads;
+  VKSPMD_RETURN_IF_ERROR(OnEveryDevice([&](size_t d) {
+    std::vector<const runtime::Buffer*> shards;
+    for (const ShardedBuffer* argument : arguments) shards.push_back(&argument->shard(d));
+    results[d] = executables_[d]->RunOnDevice(shards);
+    return results[d].status();
+  }));
   for (size_t d = 0; d < n; ++d) {
-    threads.emplace_back([&, d] {
-      std::vector<const runtime::Buffer*> shards;
-      for (const ShardedBuffer* argument : arguments) shards.push_back(&argument->shard(d));
-      results[d] = executables_[d]->RunOnDevice(shards);
-      if (!results[d].ok()) {
-        world_->Abort(
-            absl::Status(results[d].status().code(),
-                         absl::StrCat("device ", d, " failed: ", results[d].status().message())));
-      }
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-  world_->Reset();
-  for (size_t d = 0; d < n; ++d) {
-    if (!results[d].ok()) return results[d].status();
     if (results[d]->size() != result_shapes.size()) {
       return absl::InvalidArgumentError(absl::StrCat("the program has ", results[d]->size(),
                                                      " results; ", result_shapes.size(),

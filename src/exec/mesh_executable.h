@@ -4,6 +4,7 @@
 // host-staged world.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -41,6 +42,9 @@ class MeshExecutable {
 
  private:
   MeshExecutable() = default;
+  // Runs body(d) for every device on its own thread; a failing device aborts the collectives so
+  // its peers stop waiting. Returns the first failure that is not a peer's timeout.
+  absl::Status OnEveryDevice(const std::function<absl::Status(size_t)>& body);
 
   std::shared_ptr<collectives::InProcessWorld> world_;
   std::vector<std::unique_ptr<collectives::Communicator>> communicators_;
