@@ -129,6 +129,9 @@ TEST(CommunicatorTest, AllReduceIsExactForEveryWorldSizeAndCount) {
   }
   CheckAllReduce<float>(5, (1 << 20) + 3, ElementType::kF32, ReduceOp::kSum, {});
   CheckAllReduce<int32_t>(3, (1 << 20) + 3, ElementType::kS32, ReduceOp::kSum, {});
+  // 16 MiB per rank, in groups along the first axis of a 2x4 mesh.
+  CheckAllReduce<float>(8, 4 << 20, ElementType::kF32, ReduceOp::kMax,
+                        {{0, 4}, {1, 5}, {2, 6}, {3, 7}});
 }
 
 TEST(CommunicatorTest, AllReduceEveryTypeAndReduction) {
