@@ -245,6 +245,58 @@ TEST(CommunicatorTest, GatherScatterAllToAllPermuteAndBroadcastMoveTheRightChunk
   }
 }
 
+// Data movement of every element width: all-gather, all-to-all and permute move whole elements,
+// and reduce-scatter combines in group order, over permuted groups of 6 ranks.
+template <typename T>
+void CheckMovement(ElementType type) {
+  SCOPED_TRACE(ElementTypeName(type));
+  const int n = 6;
+  const ReplicaGroups groups = {{4, 0, 2}, {5, 3, 1}};
+  const size_t chunk = 7;  // Elements per chunk; groups have 3 members.
+  std::vector<std::vector<T>> inputs(n);
+  for (int rank = 0; rank < n; ++rank) inputs[rank] = Input<T>(rank, chunk * 3, 21);
+  std::vector<Bytes> gathered(n, Bytes(chunk * 9 * sizeof(T))),
+      exchanged(n, Bytes(chunk * 3 * sizeof(T))), scattered(n, Bytes(chunk * sizeof(T)));
+  ExpectAllOk(RunWorld(n, [&](Communicator& c) -> absl::Status {
+    const int r = c.rank();
+    Bytes input = ToBytes(inputs[r]);
+    if (absl::Status s = c.AllGather(input, gathered[r], type, groups); !s.ok()) return s;
+    if (absl::Status s = c.AllToAll(input, exchanged[r], type, groups); !s.ok()) return s;
+    return c.ReduceScatter(input, scattered[r], type, ReduceOp::kSum, groups);
+  }));
+  for (const std::vector<int>& group : groups) {
+    for (size_t position = 0; position < group.size(); ++position) {
+      const int r = group[position];
+      std::vector<T> want_gathered, want_exchanged, want_scattered;
+      for (int member : group) {
+        want_gathered.insert(want_gathered.end(), inputs[member].begin(), inputs[member].end());
+        want_exchanged.insert(want_exchanged.end(), inputs[member].begin() + position * chunk,
+                              inputs[member].begin() + (position + 1) * chunk);
+      }
+      want_scattered.assign(inputs[group[0]].begin() + position * chunk,
+                            inputs[group[0]].begin() + (position + 1) * chunk);
+      for (size_t k = 1; k < group.size(); ++k) {
+        for (size_t i = 0; i < chunk; ++i) {
+          want_scattered[i] =
+              Apply(want_scattered[i], inputs[group[k]][position * chunk + i], ReduceOp::kSum);
+        }
+      }
+      EXPECT_EQ(gathered[r], ToBytes(want_gathered)) << "all-gather, rank " << r;
+      EXPECT_EQ(exchanged[r], ToBytes(want_exchanged)) << "all-to-all, rank " << r;
+      EXPECT_EQ(scattered[r], ToBytes(want_scattered)) << "reduce-scatter, rank " << r;
+    }
+  }
+}
+
+TEST(CommunicatorTest, EveryElementWidthMovesAndReducesOverPermutedGroups) {
+  CheckMovement<int8_t>(ElementType::kS8);
+  CheckMovement<uint16_t>(ElementType::kU16);
+  CheckMovement<int32_t>(ElementType::kS32);
+  CheckMovement<float>(ElementType::kF32);
+  CheckMovement<int64_t>(ElementType::kS64);
+  CheckMovement<double>(ElementType::kF64);
+}
+
 TEST(CommunicatorTest, AllReduceEqualsTheEvaluatorsCollective) {
   // The CPU reference's all-reduce over replica groups {0,2},{1,3} of four devices.
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"(
