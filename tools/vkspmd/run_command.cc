@@ -82,6 +82,73 @@ absl::Status DumpKernels(const codegen::ProgramPlan& plan, const std::string& di
   return absl::OkStatus();
 }
 
+// A per-device program (num_partitions or replica_count above 1, as the partitioner or JAX
+// writes them) runs as it is on that many devices, each with its own arguments (--random-inputs
+// draws device d's from SEED + d; --input files go to every device).
+int RunPerDeviceProgram(const RunOptions& options, const ir::Module& module) {
+  const int64_t n = module.replica_count() * module.partition_count();
+  if ((options.devices > 0 && options.devices != n) || !options.mesh.empty()) {
+    return Fail(kExitUsageError,
+                fmt::format("{} is already a per-device program for {} devices; run it without "
+                            "--mesh (or with --devices {})",
+                            options.path, n, n));
+  }
+  std::vector<std::vector<ir::Literal>> arguments;
+  for (int64_t d = 0; d < n; ++d) {
+    std::optional<uint64_t> seed = options.random_seed;
+    if (seed) *seed += static_cast<uint64_t>(d);
+    absl::StatusOr<std::vector<ir::Literal>> built =
+        BuildArguments(*module.entry(), options.inputs, seed);
+    if (!built.ok()) {
+      return Fail(absl::IsInvalidArgument(built.status()) ? kExitUsageError : kExitRuntimeError,
+                  built.status().message());
+    }
+    arguments.push_back(std::move(*built));
+  }
+  absl::StatusOr<runtime::RuntimeConfig> config = runtime::RuntimeConfig::FromEnvironment();
+  if (!config.ok()) return Fail(kExitUsageError, config.status().message());
+  config->mesh_device_count = std::max<int>(config->mesh_device_count, static_cast<int>(n));
+  absl::StatusOr<std::unique_ptr<runtime::DeviceSet>> devices = runtime::DeviceSet::Create(*config);
+  if (!devices.ok()) {
+    return Fail(absl::IsNotFound(devices.status()) ? kExitNoDevice : kExitRuntimeError,
+                devices.status().message());
+  }
+  std::vector<runtime::MeshDevice*> mesh_devices;
+  for (int64_t d = 0; d < n; ++d) mesh_devices.push_back(&(*devices)->device(static_cast<int>(d)));
+  auto compile_start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::unique_ptr<exec::MeshExecutable>> executable =
+      exec::MeshExecutable::Compile(module, mesh_devices);
+  if (!executable.ok()) return Fail(kExitRuntimeError, executable.status().message());
+  const double compile_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
+  std::vector<double> wall_ms;
+  absl::StatusOr<std::vector<ir::Literal>> results = absl::InternalError("not run");
+  for (int run = 0; run < options.repeat; ++run) {
+    auto start = std::chrono::steady_clock::now();
+    results = (*executable)->Run(arguments);
+    if (!results.ok()) return Fail(kExitRuntimeError, results.status().message());
+    wall_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  for (int64_t d = 0; d < n; ++d) PrintSummary(fmt::format("device {}", d), (*results)[d]);
+  fmt::print(stderr,
+             "{}: per-device program on {} devices; {} kernel(s) per device; compiled in {:.3f} "
+             "s; run (median of {}): {:.3f} ms wall\n",
+             options.path, n, (*executable)->executable(0).kernel_count(), compile_seconds,
+             options.repeat, Median(wall_ms));
+  if (options.compare) {
+    absl::StatusOr<std::vector<ir::Literal>> reference =
+        interp::EvaluateOnDevices(module, arguments);
+    if (!reference.ok()) return Fail(kExitRuntimeError, reference.status().message());
+    double absolute = 0, relative = 0;
+    for (int64_t d = 0; d < n; ++d) MaxError((*results)[d], (*reference)[d], absolute, relative);
+    fmt::print("compare: max abs error {:.3g}, max rel error {:.3g} against the CPU reference\n",
+               absolute, relative);
+  }
+  return kExitOk;
+}
+
 // The module partitioned over the mesh (GSPMD), its per-device program on each mesh device with
 // host-staged collectives, the arguments sharded and the results assembled.
 int RunOnMesh(const RunOptions& options, ir::Module& module,
@@ -167,6 +234,9 @@ int RunOnMesh(const RunOptions& options, ir::Module& module,
 int RunRun(const RunOptions& options) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ReadModuleFile(options.path);
   if (!module.ok()) return Fail(kExitRuntimeError, module.status().message());
+  if ((*module)->replica_count() * (*module)->partition_count() > 1) {
+    return RunPerDeviceProgram(options, **module);
+  }
   absl::StatusOr<std::vector<ir::Literal>> arguments =
       BuildArguments(*(*module)->entry(), options.inputs, options.random_seed);
   if (!arguments.ok()) {
