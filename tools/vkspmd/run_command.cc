@@ -46,7 +46,10 @@ double Median(std::vector<double> values) {
   return values.empty() ? 0 : values[values.size() / 2];
 }
 
-// Largest absolute and relative difference over every array of two equally shaped literals.
+// Largest absolute and relative difference over every array of two equally shaped literals. The
+// relative difference of an element is taken against the larger of its reference value and a
+// thousandth of the array's largest magnitude, so reference values that cancel to nearly zero (a
+// long sum of mixed signs) do not make an accurate result look wrong.
 void MaxError(const ir::Literal& got, const ir::Literal& want, double& absolute, double& relative) {
   if (got.shape().IsTuple()) {
     for (size_t k = 0; k < got.tuple_elements().size(); ++k) {
@@ -54,12 +57,17 @@ void MaxError(const ir::Literal& got, const ir::Literal& want, double& absolute,
     }
     return;
   }
+  double scale = 0;
+  for (int64_t i = 0; i < want.ElementCount(); ++i) {
+    const double b = want.GetAsDouble(i);
+    if (std::isfinite(b)) scale = std::max(scale, std::fabs(b));
+  }
   for (int64_t i = 0; i < got.ElementCount(); ++i) {
     double a = got.GetAsDouble(i), b = want.GetAsDouble(i);
     if (std::isnan(a) && std::isnan(b)) continue;
     double difference = a == b ? 0 : std::fabs(a - b);
     absolute = std::max(absolute, difference);
-    relative = std::max(relative, difference / std::max(std::fabs(b), 1e-30));
+    relative = std::max(relative, difference / std::max({std::fabs(b), 1e-3 * scale, 1e-30}));
   }
 }
 
@@ -143,8 +151,10 @@ int RunPerDeviceProgram(const RunOptions& options, const ir::Module& module) {
     if (!reference.ok()) return Fail(kExitRuntimeError, reference.status().message());
     double absolute = 0, relative = 0;
     for (int64_t d = 0; d < n; ++d) MaxError((*results)[d], (*reference)[d], absolute, relative);
-    fmt::print("compare: max abs error {:.3g}, max rel error {:.3g} against the CPU reference\n",
-               absolute, relative);
+    fmt::print(
+        "compare: max abs error {:.3g}, max rel error {:.3g} (against max(|ref|, 1e-3 max|ref|)) "
+        "against the CPU reference\n",
+        absolute, relative);
   }
   return kExitOk;
 }
@@ -225,8 +235,10 @@ int RunOnMesh(const RunOptions& options, ir::Module& module,
     if (!reference.ok()) return Fail(kExitRuntimeError, reference.status().message());
     double absolute = 0, relative = 0;
     MaxError(output, *reference, absolute, relative);
-    fmt::print("compare: max abs error {:.3g}, max rel error {:.3g} against the CPU reference\n",
-               absolute, relative);
+    fmt::print(
+        "compare: max abs error {:.3g}, max rel error {:.3g} (against max(|ref|, 1e-3 max|ref|)) "
+        "against the CPU reference\n",
+        absolute, relative);
   }
   return kExitOk;
 }
@@ -294,8 +306,10 @@ int RunRun(const RunOptions& options) {
     if (!reference.ok()) return Fail(kExitRuntimeError, reference.status().message());
     double absolute = 0, relative = 0;
     MaxError(*result, *reference, absolute, relative);
-    fmt::print("compare: max abs error {:.3g}, max rel error {:.3g} against the CPU reference\n",
-               absolute, relative);
+    fmt::print(
+        "compare: max abs error {:.3g}, max rel error {:.3g} (against max(|ref|, 1e-3 max|ref|)) "
+        "against the CPU reference\n",
+        absolute, relative);
   }
   return kExitOk;
 }
