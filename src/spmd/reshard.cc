@@ -191,9 +191,8 @@ int64_t ReshardBytes(const ir::Shape& global, const AxisSharding& from, const Ax
         const int64_t group = mesh.SizeOf(step.axes);
         ir::Shape padded = ShardShape(global, current, mesh);
         std::vector<int64_t> dims = padded.dimensions();
-        dims[step.target_dim] =
-            group * ShardLength(global.dimension(step.target_dim),
-                                current.TilesOn(step.target_dim, mesh) * group);
+        dims[step.target_dim] = group * ShardLength(global.dimension(step.target_dim),
+                                                    current.TilesOn(step.target_dim, mesh) * group);
         bytes += CollectiveBytesPerDevice(ir::Opcode::kAllToAll,
                                           ByteSize(ir::Shape(global.dtype(), dims)), group);
         break;

@@ -15,6 +15,7 @@
 #include "src/exec/mesh_executable.h"
 #include "src/exec/sharded_value.h"
 #include "src/interp/evaluator.h"
+#include "src/ir/status_macros.h"
 #include "src/runtime/device_set.h"
 #include "src/spmd/partitioner.h"
 #include "tools/vkspmd/command.h"
@@ -90,6 +91,78 @@ absl::Status DumpKernels(const codegen::ProgramPlan& plan, const std::string& di
   return absl::OkStatus();
 }
 
+// Opens at least `count` mesh devices. On failure prints why and sets `exit_code`.
+std::unique_ptr<runtime::DeviceSet> OpenDevices(int count, int& exit_code) {
+  absl::StatusOr<runtime::RuntimeConfig> config = runtime::RuntimeConfig::FromEnvironment();
+  if (!config.ok()) {
+    exit_code = Fail(kExitUsageError, config.status().message());
+    return nullptr;
+  }
+  config->mesh_device_count = std::max(config->mesh_device_count, count);
+  absl::StatusOr<std::unique_ptr<runtime::DeviceSet>> devices = runtime::DeviceSet::Create(*config);
+  if (!devices.ok()) {
+    exit_code = Fail(absl::IsNotFound(devices.status()) ? kExitNoDevice : kExitRuntimeError,
+                     devices.status().message());
+    return nullptr;
+  }
+  return std::move(*devices);
+}
+
+// A per-device program compiled on the first `n` mesh devices of `devices` and run `repeat`
+// times: the last run's results and the timings.
+struct MeshRun {
+  std::unique_ptr<exec::MeshExecutable> executable;
+  std::vector<ir::Literal> results;
+  double compile_seconds = 0;  // From `compile_start` (partitioning included when it is earlier).
+  double median_wall_ms = 0;
+};
+
+absl::StatusOr<MeshRun> RunOnDevices(const ir::Module& module, runtime::DeviceSet& devices,
+                                     int64_t n,
+                                     const std::vector<std::vector<ir::Literal>>& arguments,
+                                     int repeat,
+                                     std::chrono::steady_clock::time_point compile_start) {
+  std::vector<runtime::MeshDevice*> mesh_devices;
+  for (int64_t d = 0; d < n; ++d) mesh_devices.push_back(&devices.device(static_cast<int>(d)));
+  MeshRun run;
+  VKSPMD_ASSIGN_OR_RETURN(run.executable, exec::MeshExecutable::Compile(module, mesh_devices));
+  run.compile_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
+  std::vector<double> wall_ms;
+  for (int k = 0; k < repeat; ++k) {
+    auto start = std::chrono::steady_clock::now();
+    VKSPMD_ASSIGN_OR_RETURN(run.results, run.executable->Run(arguments));
+    wall_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  run.median_wall_ms = Median(wall_ms);
+  return run;
+}
+
+// Prints the largest errors of `results` against the CPU reference's values; the exit code.
+int ReportComparison(const std::vector<const ir::Literal*>& results,
+                     const absl::StatusOr<std::vector<ir::Literal>>& reference) {
+  if (!reference.ok()) return Fail(kExitRuntimeError, reference.status().message());
+  double absolute = 0, relative = 0;
+  for (size_t k = 0; k < results.size(); ++k) {
+    MaxError(*results[k], (*reference)[k], absolute, relative);
+  }
+  fmt::print(
+      "compare: max abs error {:.3g}, max rel error {:.3g} (against max(|ref|, 1e-3 max|ref|)) "
+      "against the CPU reference\n",
+      absolute, relative);
+  return kExitOk;
+}
+
+// The reference's single result as a one-element list, for ReportComparison.
+absl::StatusOr<std::vector<ir::Literal>> AsList(absl::StatusOr<ir::Literal> value) {
+  if (!value.ok()) return value.status();
+  std::vector<ir::Literal> list;
+  list.push_back(std::move(*value));
+  return list;
+}
+
 // A per-device program (num_partitions or replica_count above 1, as the partitioner or JAX
 // writes them) runs as it is on that many devices, each with its own arguments (--random-inputs
 // draws device d's from SEED + d; --input files go to every device).
@@ -113,50 +186,22 @@ int RunPerDeviceProgram(const RunOptions& options, const ir::Module& module) {
     }
     arguments.push_back(std::move(*built));
   }
-  absl::StatusOr<runtime::RuntimeConfig> config = runtime::RuntimeConfig::FromEnvironment();
-  if (!config.ok()) return Fail(kExitUsageError, config.status().message());
-  config->mesh_device_count = std::max<int>(config->mesh_device_count, static_cast<int>(n));
-  absl::StatusOr<std::unique_ptr<runtime::DeviceSet>> devices = runtime::DeviceSet::Create(*config);
-  if (!devices.ok()) {
-    return Fail(absl::IsNotFound(devices.status()) ? kExitNoDevice : kExitRuntimeError,
-                devices.status().message());
-  }
-  std::vector<runtime::MeshDevice*> mesh_devices;
-  for (int64_t d = 0; d < n; ++d) mesh_devices.push_back(&(*devices)->device(static_cast<int>(d)));
-  auto compile_start = std::chrono::steady_clock::now();
-  absl::StatusOr<std::unique_ptr<exec::MeshExecutable>> executable =
-      exec::MeshExecutable::Compile(module, mesh_devices);
-  if (!executable.ok()) return Fail(kExitRuntimeError, executable.status().message());
-  const double compile_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
-  std::vector<double> wall_ms;
-  absl::StatusOr<std::vector<ir::Literal>> results = absl::InternalError("not run");
-  for (int run = 0; run < options.repeat; ++run) {
-    auto start = std::chrono::steady_clock::now();
-    results = (*executable)->Run(arguments);
-    if (!results.ok()) return Fail(kExitRuntimeError, results.status().message());
-    wall_ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count());
-  }
-  for (int64_t d = 0; d < n; ++d) PrintSummary(fmt::format("device {}", d), (*results)[d]);
+  int exit_code = kExitOk;
+  std::unique_ptr<runtime::DeviceSet> devices = OpenDevices(static_cast<int>(n), exit_code);
+  if (devices == nullptr) return exit_code;
+  absl::StatusOr<MeshRun> run = RunOnDevices(module, *devices, n, arguments, options.repeat,
+                                             std::chrono::steady_clock::now());
+  if (!run.ok()) return Fail(kExitRuntimeError, run.status().message());
+  for (int64_t d = 0; d < n; ++d) PrintSummary(fmt::format("device {}", d), run->results[d]);
   fmt::print(stderr,
              "{}: per-device program on {} devices; {} kernel(s) per device; compiled in {:.3f} "
              "s; run (median of {}): {:.3f} ms wall\n",
-             options.path, n, (*executable)->executable(0).kernel_count(), compile_seconds,
-             options.repeat, Median(wall_ms));
-  if (options.compare) {
-    absl::StatusOr<std::vector<ir::Literal>> reference =
-        interp::EvaluateOnDevices(module, arguments);
-    if (!reference.ok()) return Fail(kExitRuntimeError, reference.status().message());
-    double absolute = 0, relative = 0;
-    for (int64_t d = 0; d < n; ++d) MaxError((*results)[d], (*reference)[d], absolute, relative);
-    fmt::print(
-        "compare: max abs error {:.3g}, max rel error {:.3g} (against max(|ref|, 1e-3 max|ref|)) "
-        "against the CPU reference\n",
-        absolute, relative);
-  }
-  return kExitOk;
+             options.path, n, run->executable->executable(0).kernel_count(), run->compile_seconds,
+             options.repeat, run->median_wall_ms);
+  if (!options.compare) return kExitOk;
+  std::vector<const ir::Literal*> results;
+  for (const ir::Literal& result : run->results) results.push_back(&result);
+  return ReportComparison(results, interp::EvaluateOnDevices(module, arguments));
 }
 
 // The module partitioned over the mesh (GSPMD), its per-device program on each mesh device with
@@ -182,37 +227,18 @@ int RunOnMesh(const RunOptions& options, ir::Module& module,
       per_device[d].push_back(std::move(*shard));
     }
   }
-  absl::StatusOr<runtime::RuntimeConfig> config = runtime::RuntimeConfig::FromEnvironment();
-  if (!config.ok()) return Fail(kExitUsageError, config.status().message());
-  config->mesh_device_count = std::max<int>(config->mesh_device_count, static_cast<int>(n));
-  absl::StatusOr<std::unique_ptr<runtime::DeviceSet>> devices = runtime::DeviceSet::Create(*config);
-  if (!devices.ok()) {
-    return Fail(absl::IsNotFound(devices.status()) ? kExitNoDevice : kExitRuntimeError,
-                devices.status().message());
-  }
-  std::vector<runtime::MeshDevice*> mesh_devices;
-  for (int64_t d = 0; d < n; ++d) mesh_devices.push_back(&(*devices)->device(static_cast<int>(d)));
-  absl::StatusOr<std::unique_ptr<exec::MeshExecutable>> executable =
-      exec::MeshExecutable::Compile(*partition->module, mesh_devices);
-  if (!executable.ok()) return Fail(kExitRuntimeError, executable.status().message());
-  const double compile_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
-  std::vector<double> wall_ms;
-  absl::StatusOr<std::vector<ir::Literal>> results = absl::InternalError("not run");
-  for (int run = 0; run < options.repeat; ++run) {
-    auto start = std::chrono::steady_clock::now();
-    results = (*executable)->Run(per_device);
-    if (!results.ok()) return Fail(kExitRuntimeError, results.status().message());
-    wall_ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count());
-  }
+  int exit_code = kExitOk;
+  std::unique_ptr<runtime::DeviceSet> devices = OpenDevices(static_cast<int>(n), exit_code);
+  if (devices == nullptr) return exit_code;
+  absl::StatusOr<MeshRun> run =
+      RunOnDevices(*partition->module, *devices, n, per_device, options.repeat, compile_start);
+  if (!run.ok()) return Fail(kExitRuntimeError, run.status().message());
   const ir::Shape& shape = module.entry()->root()->shape();
   std::vector<ir::Literal> leaves;
   const size_t leaf_count = shape.IsTuple() ? shape.tuple_elements().size() : 1;
   for (size_t leaf = 0; leaf < leaf_count; ++leaf) {
     std::vector<ir::Literal> shards;
-    for (ir::Literal& result : *results) {
+    for (const ir::Literal& result : run->results) {
       shards.push_back(shape.IsTuple() ? result.tuple_elements()[leaf] : result);
     }
     absl::StatusOr<ir::Literal> assembled =
@@ -228,19 +254,10 @@ int RunOnMesh(const RunOptions& options, ir::Module& module,
              "{}: partitioned over mesh {} ({} collective(s), {} bytes sent per device); {} "
              "kernel(s) per device; compiled in {:.3f} s; run (median of {}): {:.3f} ms wall\n",
              options.path, mesh->ToString(), partition->collectives.size(),
-             partition->BytesPerDevice(), (*executable)->executable(0).kernel_count(),
-             compile_seconds, options.repeat, Median(wall_ms));
-  if (options.compare) {
-    absl::StatusOr<ir::Literal> reference = interp::Evaluate(module, arguments);
-    if (!reference.ok()) return Fail(kExitRuntimeError, reference.status().message());
-    double absolute = 0, relative = 0;
-    MaxError(output, *reference, absolute, relative);
-    fmt::print(
-        "compare: max abs error {:.3g}, max rel error {:.3g} (against max(|ref|, 1e-3 max|ref|)) "
-        "against the CPU reference\n",
-        absolute, relative);
-  }
-  return kExitOk;
+             partition->BytesPerDevice(), run->executable->executable(0).kernel_count(),
+             run->compile_seconds, options.repeat, run->median_wall_ms);
+  if (!options.compare) return kExitOk;
+  return ReportComparison({&output}, AsList(interp::Evaluate(module, arguments)));
 }
 
 int RunRun(const RunOptions& options) {
@@ -258,15 +275,10 @@ int RunRun(const RunOptions& options) {
   if (!options.mesh.empty() || options.devices > 0) {
     return RunOnMesh(options, **module, *arguments);
   }
-  absl::StatusOr<runtime::RuntimeConfig> config = runtime::RuntimeConfig::FromEnvironment();
-  if (!config.ok()) return Fail(kExitUsageError, config.status().message());
-  config->mesh_device_count = std::max(config->mesh_device_count, options.device + 1);
-  absl::StatusOr<std::unique_ptr<runtime::DeviceSet>> devices = runtime::DeviceSet::Create(*config);
-  if (!devices.ok()) {
-    return Fail(absl::IsNotFound(devices.status()) ? kExitNoDevice : kExitRuntimeError,
-                devices.status().message());
-  }
-  runtime::MeshDevice& device = (*devices)->device(options.device);
+  int exit_code = kExitOk;
+  std::unique_ptr<runtime::DeviceSet> devices = OpenDevices(options.device + 1, exit_code);
+  if (devices == nullptr) return exit_code;
+  runtime::MeshDevice& device = devices->device(options.device);
 
   auto compile_start = std::chrono::steady_clock::now();
   absl::StatusOr<std::unique_ptr<exec::Executable>> executable =
@@ -301,17 +313,8 @@ int RunRun(const RunOptions& options) {
              "wall, {:.3f} ms GPU\n",
              options.path, (*executable)->kernel_count(), device.label(), compile_seconds,
              options.repeat, Median(wall_ms), Median(gpu_ms));
-  if (options.compare) {
-    absl::StatusOr<ir::Literal> reference = interp::Evaluate(**module, *arguments);
-    if (!reference.ok()) return Fail(kExitRuntimeError, reference.status().message());
-    double absolute = 0, relative = 0;
-    MaxError(*result, *reference, absolute, relative);
-    fmt::print(
-        "compare: max abs error {:.3g}, max rel error {:.3g} (against max(|ref|, 1e-3 max|ref|)) "
-        "against the CPU reference\n",
-        absolute, relative);
-  }
-  return kExitOk;
+  if (!options.compare) return kExitOk;
+  return ReportComparison({&*result}, AsList(interp::Evaluate(**module, *arguments)));
 }
 
 }  // namespace
