@@ -2,8 +2,6 @@
 #include "src/codegen/dot_kernel.h"
 
 #include <algorithm>
-#include <functional>
-#include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "src/codegen/kernel_writer.h"
@@ -22,10 +20,6 @@ using ir::Instruction;
 constexpr int64_t kRowsPerTile = 4;
 constexpr int64_t kColumnsPerLane = 4;
 
-int64_t Product(const std::vector<int64_t>& values) {
-  return std::accumulate(values.begin(), values.end(), int64_t{1}, std::multiplies<>());
-}
-
 std::vector<int64_t> FreeDims(const Instruction& operand, const std::vector<int64_t>& batch,
                               const std::vector<int64_t>& contracting) {
   std::vector<int64_t> free;
@@ -43,11 +37,11 @@ std::vector<int64_t> FreeDims(const Instruction& operand, const std::vector<int6
 std::string Offset(const std::string& index, const Instruction& operand,
                    const std::vector<int64_t>& dims) {
   if (dims.empty()) return "0u";
-  std::vector<int64_t> strides = Strides(operand.shape().dimensions());
+  std::vector<int64_t> strides = ir::RowMajorStrides(operand.shape().dimensions());
   if (dims.size() == 1) return absl::StrCat("(", index, ") * ", strides[dims[0]], "u");
   std::vector<int64_t> sizes;
   for (int64_t dim : dims) sizes.push_back(operand.shape().dimension(dim));
-  std::vector<int64_t> flat_strides = Strides(sizes);
+  std::vector<int64_t> flat_strides = ir::RowMajorStrides(sizes);
   std::string code = "(0u";
   for (size_t j = 0; j < dims.size(); ++j) {
     absl::StrAppend(&code, " + ((", index, ") / ", flat_strides[j], "u % ", sizes[j], "u) * ",
@@ -66,7 +60,7 @@ struct Side {
   int64_t size() const {
     std::vector<int64_t> sizes;
     for (int64_t dim : free) sizes.push_back(operand->shape().dimension(dim));
-    return Product(sizes);
+    return ir::Product(sizes);
   }
 };
 
@@ -92,8 +86,8 @@ absl::StatusOr<DotKernel> WriteDotKernel(const Instruction& dot, const std::stri
   for (int64_t dim : d.lhs_contracting) {
     contracting_sizes.push_back(lhs.operand->shape().dimension(dim));
   }
-  const int64_t batch_count = Product(batch_sizes);
-  const int64_t contraction = Product(contracting_sizes);
+  const int64_t batch_count = ir::Product(batch_sizes);
+  const int64_t contraction = ir::Product(contracting_sizes);
   DotKernel kernel;
   if (dot.shape().ElementCount() == 0) return kernel;  // Nothing to compute or store.
 
@@ -114,10 +108,10 @@ absl::StatusOr<DotKernel> WriteDotKernel(const Instruction& dot, const std::stri
   const int64_t chunks = std::max<int64_t>((contraction + max_iterations - 1) / max_iterations, 1);
   const int64_t groups = batch_count * tiles * blocks * chunks;
 
-  std::vector<int64_t> batch_strides = Strides(batch_sizes);
-  std::vector<int64_t> contracting_strides = Strides(contracting_sizes);
+  std::vector<int64_t> batch_strides = ir::RowMajorStrides(batch_sizes);
+  std::vector<int64_t> contracting_strides = ir::RowMajorStrides(contracting_sizes);
   auto base = [&](const Side& side) {
-    std::vector<int64_t> strides = Strides(side.operand->shape().dimensions());
+    std::vector<int64_t> strides = ir::RowMajorStrides(side.operand->shape().dimensions());
     std::string code = "0u";
     for (size_t b = 0; b < side.batch.size(); ++b) {
       absl::StrAppend(&code, " + ((batch / ", batch_strides[b], "u) % ", batch_sizes[b], "u) * ",
@@ -126,7 +120,7 @@ absl::StatusOr<DotKernel> WriteDotKernel(const Instruction& dot, const std::stri
     return code;
   };
   auto k_offset = [&](const Side& side) {
-    std::vector<int64_t> strides = Strides(side.operand->shape().dimensions());
+    std::vector<int64_t> strides = ir::RowMajorStrides(side.operand->shape().dimensions());
     std::string code = "0u";
     for (size_t c = 0; c < side.contracting.size(); ++c) {
       absl::StrAppend(&code, " + ((r / ", contracting_strides[c], "u) % ", contracting_sizes[c],

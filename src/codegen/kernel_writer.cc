@@ -172,17 +172,9 @@ std::vector<std::string> SourceCoordinates(const Instruction& instruction) {
 
 }  // namespace
 
-std::vector<int64_t> Strides(const std::vector<int64_t>& dimensions) {
-  std::vector<int64_t> strides(dimensions.size(), 1);
-  for (int64_t d = static_cast<int64_t>(dimensions.size()) - 2; d >= 0; --d) {
-    strides[d] = strides[d + 1] * dimensions[d + 1];
-  }
-  return strides;
-}
-
 std::string KernelWriter::Coordinates(const std::string& prefix, const std::string& index,
                                       const std::vector<int64_t>& dimensions) {
-  std::vector<int64_t> strides = Strides(dimensions);
+  std::vector<int64_t> strides = ir::RowMajorStrides(dimensions);
   std::string code;
   for (size_t d = 0; d < dimensions.size(); ++d) {
     absl::StrAppend(&code, "  uint ", prefix, d, " = (", index, " / ", strides[d], "u) % ",
@@ -391,7 +383,7 @@ absl::StatusOr<std::string> KernelWriter::IndexMapping(const Instruction& instru
   const ir::InstructionAttributes& attributes = instruction.attributes();
   auto operand_index = [&](const Instruction* operand,
                            const std::vector<std::string>& coordinates) {
-    std::vector<int64_t> strides = Strides(operand->shape().dimensions());
+    std::vector<int64_t> strides = ir::RowMajorStrides(operand->shape().dimensions());
     std::vector<std::string> terms = {"0u"};
     for (size_t d = 0; d < coordinates.size(); ++d) {
       terms.push_back(absl::StrCat("(", coordinates[d], ") * ", strides[d], "u"));

@@ -78,7 +78,4 @@ std::string WrapToWidth(ir::DType type, const std::string& value);
 // Elementwise ops whose element i reads their operands' elements i (scalars at 0).
 bool IsFusedElementwise(ir::Opcode opcode);
 
-// Row-major strides of `dimensions`.
-std::vector<int64_t> Strides(const std::vector<int64_t>& dimensions);
-
 }  // namespace vkspmd::codegen

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <functional>
 #include <map>
-#include <numeric>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -24,10 +23,6 @@ using ir::Opcode;
 // split into passes, which keeps every invocation far below llvmpipe's 65,535-iteration limit.
 constexpr int64_t kMaxElementsPerInvocation = 4096;
 constexpr uint32_t kLocalSize = 64;
-
-int64_t Product(const std::vector<int64_t>& values) {
-  return std::accumulate(values.begin(), values.end(), int64_t{1}, std::multiplies<>());
-}
 
 // GLSL for a reduction's initial value, written into the kernel that applies it.
 using InitCode = std::function<absl::StatusOr<std::string>(KernelWriter&)>;
@@ -394,9 +389,9 @@ class Planner {
     for (int64_t d : sorted_reduced) reduced_sizes.push_back(dims[d]);
     std::vector<int64_t> kept_sizes;
     for (int64_t d : kept) kept_sizes.push_back(dims[d]);
-    std::vector<int64_t> strides = Strides(dims);
-    std::vector<int64_t> kept_strides = Strides(kept_sizes);
-    std::vector<int64_t> reduced_strides = Strides(reduced_sizes);
+    std::vector<int64_t> strides = ir::RowMajorStrides(dims);
+    std::vector<int64_t> kept_strides = ir::RowMajorStrides(kept_sizes);
+    std::vector<int64_t> reduced_strides = ir::RowMajorStrides(reduced_sizes);
 
     KernelWriter writer(materialized_, plan_);
     VKSPMD_ASSIGN_OR_RETURN(std::string input, writer.Value(operand));
@@ -412,8 +407,8 @@ class Planner {
                       strides[sorted_reduced[k]], "u");
     }
     return PlanReduction(
-        reduce.name(), writer, output, std::max<int64_t>(Product(kept_sizes), 1),
-        Product(reduced_sizes), absl::StrCat(input, "(", index, ")"), combine,
+        reduce.name(), writer, output, std::max<int64_t>(ir::Product(kept_sizes), 1),
+        ir::Product(reduced_sizes), absl::StrCat(input, "(", index, ")"), combine,
         [&reduce](KernelWriter& kernel) -> absl::StatusOr<std::string> {
           VKSPMD_ASSIGN_OR_RETURN(std::string init, kernel.Value(reduce.operand(1)));
           return absl::StrCat(init, "(0u)");

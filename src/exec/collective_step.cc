@@ -2,8 +2,6 @@
 #include "src/exec/collective_step.h"
 
 #include <cstring>
-#include <functional>
-#include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "src/ir/collective_groups.h"
@@ -17,19 +15,15 @@ using collectives::ElementType;
 using collectives::ReduceOp;
 using ir::Opcode;
 
-int64_t Product(const std::vector<int64_t>& values, size_t begin, size_t end) {
-  return std::accumulate(values.begin() + begin, values.begin() + end, int64_t{1},
-                         std::multiplies<>());
-}
-
 // Copies chunk k of every outer row between the row-major and the chunk-major layouts.
 std::vector<std::byte> Relayout(const std::vector<std::byte>& bytes,
                                 const std::vector<int64_t>& dims, int64_t dim, int64_t n,
                                 size_t element_bytes, bool pack) {
-  const int64_t outer = Product(dims, 0, dim);
+  const int64_t outer = ir::Product(absl::MakeConstSpan(dims).subspan(0, dim));
   const int64_t length = dims[dim];
   const int64_t chunk = length / n;
-  const size_t inner = static_cast<size_t>(Product(dims, dim + 1, dims.size())) * element_bytes;
+  const size_t inner =
+      static_cast<size_t>(ir::Product(absl::MakeConstSpan(dims).subspan(dim + 1))) * element_bytes;
   const size_t block = static_cast<size_t>(chunk) * inner;
   std::vector<std::byte> result(bytes.size());
   for (int64_t k = 0; k < n; ++k) {

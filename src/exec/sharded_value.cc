@@ -30,14 +30,6 @@ Block ValidBlock(const ir::Shape& shape, const spmd::AxisSharding& sharding, con
   return block;
 }
 
-std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> strides(dims.size(), 1);
-  for (int64_t d = static_cast<int64_t>(dims.size()) - 2; d >= 0; --d) {
-    strides[d] = strides[d + 1] * dims[d + 1];
-  }
-  return strides;
-}
-
 // Copies `block` between the full array and the shard (to the shard when `to_shard`).
 void CopyBlock(const Block& block, const std::vector<int64_t>& full_dims,
                const std::vector<int64_t>& shard_dims, size_t element_bytes, uint8_t* full,
@@ -48,7 +40,8 @@ void CopyBlock(const Block& block, const std::vector<int64_t>& full_dims,
     std::memcpy(to_shard ? shard : full, to_shard ? full : shard, element_bytes);
     return;
   }
-  const std::vector<int64_t> full_strides = Strides(full_dims), shard_strides = Strides(shard_dims);
+  const std::vector<int64_t> full_strides = ir::RowMajorStrides(full_dims),
+                             shard_strides = ir::RowMajorStrides(shard_dims);
   const size_t run = static_cast<size_t>(block.size[rank - 1]) * element_bytes;
   std::vector<int64_t> index(rank - 1, 0);  // Over every dim but the innermost.
   for (;;) {

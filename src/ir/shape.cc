@@ -57,6 +57,12 @@ bool Shape::operator==(const Shape& other) const {
   return dtype_ == other.dtype_ && dimensions_ == other.dimensions_;
 }
 
+int64_t Product(absl::Span<const int64_t> values) {
+  int64_t product = 1;
+  for (int64_t value : values) product *= value;
+  return product;
+}
+
 std::vector<int64_t> RowMajorStrides(absl::Span<const int64_t> dimensions) {
   std::vector<int64_t> strides(dimensions.size(), 1);
   for (int64_t i = static_cast<int64_t>(dimensions.size()) - 2; i >= 0; --i) {

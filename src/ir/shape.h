@@ -50,6 +50,9 @@ class Shape {
 // fifth position.
 std::string JoinWithIndexComments(const std::vector<std::string>& parts);
 
+// The product of `values` (1 for none): an element count from dimensions.
+int64_t Product(absl::Span<const int64_t> values);
+
 // Row-major strides in elements of the given dimensions.
 std::vector<int64_t> RowMajorStrides(absl::Span<const int64_t> dimensions);
 

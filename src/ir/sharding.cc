@@ -9,15 +9,6 @@
 #include "fmt/format.h"
 
 namespace vkspmd::ir {
-namespace {
-
-int64_t Product(const std::vector<int64_t>& values) {
-  int64_t product = 1;
-  for (int64_t value : values) product *= value;
-  return product;
-}
-
-}  // namespace
 
 std::vector<int64_t> DeviceArray::Flatten() const {
   if (!is_iota) return device_ids;
