@@ -121,11 +121,9 @@ class Planner {
     for (const auto& instruction : entry.instructions()) {
       const Opcode opcode = instruction->opcode();
       if (opcode == Opcode::kTuple && instruction.get() == entry.root()) continue;
+      // Collectives run on the host (exec checks their reducers); variadic ones are not handled.
       const bool unsupported_collective =
-          ir::IsCollective(opcode) &&
-          (instruction->operand_count() != 1 ||
-           ((opcode == Opcode::kAllReduce || opcode == Opcode::kReduceScatter) &&
-            !CombinerCode(*instruction).ok()));
+          ir::IsCollective(opcode) && instruction->operand_count() != 1;
       if (instruction->shape().IsTuple() || opcode == Opcode::kGetTupleElement ||
           unsupported_collective || opcode == Opcode::kRngBitGenerator ||
           opcode == Opcode::kCustomCall) {

@@ -125,70 +125,88 @@ std::vector<std::byte> UnpackChunks(const std::vector<std::byte>& bytes,
   return Relayout(bytes, dims, dim, n, element_bytes, /*pack=*/false);
 }
 
-absl::StatusOr<std::vector<std::byte>> RunCollectiveStep(
-    const ir::Instruction& collective, const std::vector<std::byte>& input, uint32_t element_bytes,
-    const DeviceAssignment& assignment, int64_t replica_count, int64_t partition_count) {
-  collectives::Communicator* communicator = assignment.communicator;
-  if (communicator == nullptr || communicator->world_size() != replica_count * partition_count) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(collective.Describe(), " needs all ", replica_count * partition_count,
-                     " devices of the program (run it with a mesh of that many devices)"));
-  }
+absl::StatusOr<CollectiveStep> PlanCollectiveStep(const ir::Instruction& collective,
+                                                  uint32_t element_bytes,
+                                                  const DeviceAssignment& assignment,
+                                                  int64_t replica_count, int64_t partition_count) {
+  CollectiveStep step;
+  step.collective = &collective;
+  step.element_bytes = element_bytes;
+  step.world_size = replica_count * partition_count;
   const ir::DType dtype = collective.shape().dtype();
-  VKSPMD_ASSIGN_OR_RETURN(ElementType type, ElementTypeOf(dtype, element_bytes));
+  VKSPMD_ASSIGN_OR_RETURN(step.type, ElementTypeOf(dtype, element_bytes));
   const Opcode opcode = collective.opcode();
-  std::vector<std::byte> output(static_cast<size_t>(collective.shape().ElementCount()) *
-                                element_bytes);
+  if (opcode == Opcode::kAllReduce || opcode == Opcode::kReduceScatter) {
+    VKSPMD_ASSIGN_OR_RETURN(step.op, ReduceOpOf(collective, dtype));
+  }
+  if (!collective.attributes().dimensions.empty()) {
+    step.dim = collective.attributes().dimensions[0];
+  }
   if (opcode == Opcode::kCollectivePermute) {
     VKSPMD_ASSIGN_OR_RETURN(auto device_pairs, ir::CollectivePermuteDevicePairs(
                                                    collective, replica_count, partition_count));
-    std::vector<std::pair<int, int>> pairs;
     for (auto [source, target] : device_pairs) {
-      pairs.emplace_back(static_cast<int>(source), static_cast<int>(target));
+      step.pairs.emplace_back(static_cast<int>(source), static_cast<int>(target));
     }
-    VKSPMD_RETURN_IF_ERROR(communicator->CollectivePermute(input, output, type, pairs));
-    return output;
+    return step;
+  }
+  if (opcode != Opcode::kAllReduce && opcode != Opcode::kAllGather &&
+      opcode != Opcode::kReduceScatter && opcode != Opcode::kAllToAll) {
+    return absl::UnimplementedError(
+        absl::StrCat(collective.Describe(), " is not a collective the host runs"));
   }
   VKSPMD_ASSIGN_OR_RETURN(auto device_groups,
                           ir::CollectiveDeviceGroups(collective, replica_count, partition_count));
-  collectives::ReplicaGroups groups;
-  int64_t n = 1;
   const int64_t me = assignment.replica * partition_count + assignment.partition;
   for (const std::vector<int64_t>& group : device_groups) {
-    groups.emplace_back(group.begin(), group.end());
+    step.groups.emplace_back(group.begin(), group.end());
     if (std::find(group.begin(), group.end(), me) != group.end()) {
-      n = static_cast<int64_t>(group.size());
+      step.group_size = static_cast<int64_t>(group.size());
     }
   }
+  return step;
+}
+
+absl::StatusOr<std::vector<std::byte>> RunCollectiveStep(const CollectiveStep& step,
+                                                         const std::vector<std::byte>& input,
+                                                         collectives::Communicator* communicator) {
+  const ir::Instruction& collective = *step.collective;
+  if (communicator == nullptr || communicator->world_size() != step.world_size) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(collective.Describe(), " needs all ", step.world_size,
+                     " devices of the program (run it with a mesh of that many devices)"));
+  }
+  std::vector<std::byte> output(static_cast<size_t>(collective.shape().ElementCount()) *
+                                step.element_bytes);
   const std::vector<int64_t>& operand_dims = collective.operand(0)->shape().dimensions();
   const std::vector<int64_t>& result_dims = collective.shape().dimensions();
-  const int64_t dim =
-      collective.attributes().dimensions.empty() ? 0 : collective.attributes().dimensions[0];
-  switch (opcode) {
-    case Opcode::kAllReduce: {
-      VKSPMD_ASSIGN_OR_RETURN(ReduceOp op, ReduceOpOf(collective, dtype));
-      VKSPMD_RETURN_IF_ERROR(communicator->AllReduce(input, output, type, op, groups));
+  const int64_t n = step.group_size;
+  switch (collective.opcode()) {
+    case Opcode::kCollectivePermute:
+      VKSPMD_RETURN_IF_ERROR(communicator->CollectivePermute(input, output, step.type, step.pairs));
       return output;
-    }
+    case Opcode::kAllReduce:
+      VKSPMD_RETURN_IF_ERROR(
+          communicator->AllReduce(input, output, step.type, step.op, step.groups));
+      return output;
     case Opcode::kAllGather: {
       std::vector<std::byte> gathered(output.size());
-      VKSPMD_RETURN_IF_ERROR(communicator->AllGather(input, gathered, type, groups));
-      return UnpackChunks(gathered, result_dims, dim, n, element_bytes);
+      VKSPMD_RETURN_IF_ERROR(communicator->AllGather(input, gathered, step.type, step.groups));
+      return UnpackChunks(gathered, result_dims, step.dim, n, step.element_bytes);
     }
     case Opcode::kReduceScatter: {
-      VKSPMD_ASSIGN_OR_RETURN(ReduceOp op, ReduceOpOf(collective, dtype));
-      std::vector<std::byte> packed = PackChunks(input, operand_dims, dim, n, element_bytes);
-      VKSPMD_RETURN_IF_ERROR(communicator->ReduceScatter(packed, output, type, op, groups));
+      std::vector<std::byte> packed =
+          PackChunks(input, operand_dims, step.dim, n, step.element_bytes);
+      VKSPMD_RETURN_IF_ERROR(
+          communicator->ReduceScatter(packed, output, step.type, step.op, step.groups));
       return output;
     }
-    case Opcode::kAllToAll: {
-      std::vector<std::byte> packed = PackChunks(input, operand_dims, dim, n, element_bytes);
-      VKSPMD_RETURN_IF_ERROR(communicator->AllToAll(packed, output, type, groups));
-      return UnpackChunks(output, result_dims, dim, n, element_bytes);
+    default: {  // All-to-all (PlanCollectiveStep admits nothing else).
+      std::vector<std::byte> packed =
+          PackChunks(input, operand_dims, step.dim, n, step.element_bytes);
+      VKSPMD_RETURN_IF_ERROR(communicator->AllToAll(packed, output, step.type, step.groups));
+      return UnpackChunks(output, result_dims, step.dim, n, step.element_bytes);
     }
-    default:
-      return absl::UnimplementedError(
-          absl::StrCat(collective.Describe(), " is not a collective the host runs"));
   }
 }
 

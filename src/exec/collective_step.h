@@ -21,11 +21,32 @@ struct DeviceAssignment {
   collectives::Communicator* communicator = nullptr;  // Borrowed; needed for collectives.
 };
 
-// Runs `collective` (all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute) on
-// `input`, the operand's device bytes with `element_bytes` per element; returns the result's.
-absl::StatusOr<std::vector<std::byte>> RunCollectiveStep(
-    const ir::Instruction& collective, const std::vector<std::byte>& input, uint32_t element_bytes,
-    const DeviceAssignment& assignment, int64_t replica_count, int64_t partition_count);
+// What running a collective needs that does not change between runs: derived once, when the
+// program is compiled, so errors (unsupported types or reducers, bad groups) show then.
+struct CollectiveStep {
+  const ir::Instruction* collective = nullptr;  // Borrowed from the module.
+  uint32_t element_bytes = 4;
+  int64_t world_size = 1;  // replicas x partitions.
+  collectives::ElementType type = collectives::ElementType::kF32;
+  collectives::ReduceOp op = collectives::ReduceOp::kSum;  // All-reduce, reduce-scatter.
+  collectives::ReplicaGroups groups;                       // In global device ids.
+  int64_t group_size = 1;                                  // This device's group.
+  int64_t dim = 0;  // All-gather, reduce-scatter, all-to-all: the dim chunks run along.
+  std::vector<std::pair<int, int>> pairs;  // Collective-permute: (source, target) devices.
+};
+
+// Plans `collective` (all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute)
+// for the device `assignment` names, whose buffers hold `element_bytes` per element.
+absl::StatusOr<CollectiveStep> PlanCollectiveStep(const ir::Instruction& collective,
+                                                  uint32_t element_bytes,
+                                                  const DeviceAssignment& assignment,
+                                                  int64_t replica_count, int64_t partition_count);
+
+// Runs `step` on `input`, the operand's device bytes; returns the result's. FAILED_PRECONDITION
+// without a communicator for the program's whole world.
+absl::StatusOr<std::vector<std::byte>> RunCollectiveStep(const CollectiveStep& step,
+                                                         const std::vector<std::byte>& input,
+                                                         collectives::Communicator* communicator);
 
 // Reorders a row-major array of `dims` (`element_bytes` each) so that its `n` equal chunks along
 // `dim` are each contiguous, in chunk order; Unpack is the inverse.

@@ -95,8 +95,6 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
       codegen::PlanProgram(module, target, {assignment.replica, assignment.partition}));
   std::unique_ptr<Executable> executable(new Executable(device, std::move(plan)));
   executable->assignment_ = assignment;
-  executable->replica_count_ = module.replica_count();
-  executable->partition_count_ = module.partition_count();
   const codegen::ProgramPlan& program = executable->plan_;
   for (const ir::Instruction* parameter : module.entry()->parameters()) {
     executable->parameter_shapes_.push_back(parameter->shape());
@@ -113,6 +111,10 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
         VKSPMD_ASSIGN_OR_RETURN(segment.sequence, recorder->Finish(timestamps));
       }
       segment.collective = static_cast<int>(k);
+      VKSPMD_ASSIGN_OR_RETURN(
+          segment.step,
+          PlanCollectiveStep(*kernel.collective, program.buffers[kernel.output].element_bytes,
+                             assignment, module.replica_count(), module.partition_count()));
       executable->segments_.push_back(std::move(segment));
       recorder = std::make_unique<runtime::CommandRecorder>(device);
       recorded = 0;
@@ -314,10 +316,8 @@ absl::Status Executable::RunSegments() {
     const codegen::BufferPlan& operand = plan_.buffers[step.inputs[0]];
     std::vector<std::byte> input(operand.byte_size());
     VKSPMD_RETURN_IF_ERROR(runtime::Download(*buffer(step.inputs[0]), 0, input));
-    VKSPMD_ASSIGN_OR_RETURN(
-        std::vector<std::byte> output,
-        RunCollectiveStep(*step.collective, input, plan_.buffers[step.output].element_bytes,
-                          assignment_, replica_count_, partition_count_));
+    VKSPMD_ASSIGN_OR_RETURN(std::vector<std::byte> output,
+                            RunCollectiveStep(segment.step, input, assignment_.communicator));
     VKSPMD_RETURN_IF_ERROR(runtime::Upload(output, *buffer(step.output)));
     collective_seconds_ +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - collective_start).count();

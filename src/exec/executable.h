@@ -68,11 +68,10 @@ class Executable {
   struct Segment {
     std::unique_ptr<runtime::CommandSequence> sequence;  // Null when no kernel precedes.
     int collective = -1;                                 // Index into plan_.kernels.
+    CollectiveStep step;                                 // When collective >= 0.
   };
   std::vector<Segment> segments_;
   DeviceAssignment assignment_;
-  int64_t replica_count_ = 1;
-  int64_t partition_count_ = 1;
   double collective_seconds_ = 0;
 };
 

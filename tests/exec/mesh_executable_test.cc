@@ -340,6 +340,24 @@ ENTRY %main (x: f32[4]) -> f32[4] {
   absl::Status run = (*alone)->Run({x}).status();
   EXPECT_EQ(run.code(), absl::StatusCode::kFailedPrecondition) << run;
   EXPECT_NE(run.message().find("needs all 2 devices"), absl::string_view::npos) << run;
+
+  // A reducer the host cannot run is refused when the program compiles, not mid-run.
+  module = ir::ParseAndVerifyModule(R"(
+HloModule subtract, num_partitions=2
+%sub (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] subtract(%a, %b)
+}
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  ROOT %r = f32[4] all-reduce(%x), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=%sub
+}
+)");
+  ASSERT_TRUE(module.ok()) << module.status();
+  status = exec::MeshExecutable::Compile(**module, {&device(0), &device(1)}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented) << status;
+  EXPECT_NE(status.message().find("%r"), absl::string_view::npos) << status;
 }
 
 }  // namespace
