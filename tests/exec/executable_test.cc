@@ -8,10 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -20,12 +17,11 @@
 #include "src/interp/npy.h"
 #include "src/ir/parser.h"
 #include "tests/exec/random_module.h"
+#include "tests/exec/testdata_programs.h"
 #include "tests/support/device_test.h"
 
 namespace vkspmd::testing {
 namespace {
-
-namespace fs = std::filesystem;
 
 std::string CompareResults(const ir::Literal& got, const ir::Literal& want) {
   if (got.shape().IsTuple()) {
@@ -91,24 +87,20 @@ class ExecutableTest : public DeviceTest {
 
 TEST_F(ExecutableTest, TestdataProgramsMatchTheReference) {
   int compiled = 0;
-  for (const fs::directory_entry& entry : fs::directory_iterator(VKSPMD_TESTDATA_DIR)) {
-    if (entry.path().extension() != ".hlo") continue;
-    std::ifstream file(entry.path());
-    std::stringstream text;
-    text << file.rdbuf();
-    absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text.str());
-    if (!module.ok() || (*module)->replica_count() * (*module)->partition_count() != 1) continue;
+  for (const TestdataProgram& program : ReadTestdataPrograms(VKSPMD_TESTDATA_DIR)) {
+    absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(program.text);
+    ASSERT_TRUE(module.ok()) << program.path << ": " << module.status();
+    if ((*module)->replica_count() * (*module)->partition_count() != 1) continue;
     absl::StatusOr<codegen::ProgramPlan> plan =
         codegen::PlanProgram(**module, exec::TargetFor(device(0)));
     if (!plan.ok()) {
       // Not compiled yet: the error must say what and where.
-      EXPECT_EQ(plan.status().code(), absl::StatusCode::kUnimplemented) << entry.path();
+      EXPECT_EQ(plan.status().code(), absl::StatusCode::kUnimplemented) << program.path;
       EXPECT_NE(plan.status().message().find("%"), absl::string_view::npos) << plan.status();
       continue;
     }
-    SCOPED_TRACE(entry.path().string());
-    std::string base = (entry.path().parent_path() / entry.path().stem()).string();
-    ExpectMatchesReference(text.str(), base);
+    SCOPED_TRACE(program.path.string());
+    ExpectMatchesReference(program.text, program.base);
     ++compiled;
   }
   EXPECT_GE(compiled, 20) << "most single-device testdata programs compile";
@@ -219,10 +211,11 @@ TEST_F(ExecutableTest, SoftmaxAndLayerNormAreOneKernelEach) {
     EXPECT_EQ(counter.count(), 1) << "max, exp, sum and divide in one row kernel";
     ExpectMatchesReference(text);
   }
-  std::ifstream file(std::string(VKSPMD_TESTDATA_DIR) + "/layer_norm.hlo");
-  std::stringstream text;
-  text << file.rdbuf();
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text.str());
+  std::string layer_norm;
+  for (const TestdataProgram& program : ReadTestdataPrograms(VKSPMD_TESTDATA_DIR)) {
+    if (program.path.filename() == "layer_norm.hlo") layer_norm = program.text;
+  }
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(layer_norm);
   ASSERT_TRUE(module.ok()) << module.status();
   DispatchCounter counter(device(0));
   ASSERT_TRUE(exec::Executable::Compile(**module, device(0)).ok());
