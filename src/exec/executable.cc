@@ -1,6 +1,7 @@
 // Compiling a plan into pipelines and recorded commands; moving literals in and out.
 #include "src/exec/executable.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -100,44 +101,39 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
     executable->parameter_shapes_.push_back(parameter->shape());
   }
   VKSPMD_RETURN_IF_ERROR(executable->AllocateBuffers());
-  // Kernels between two collectives form one recorded segment; the host runs the collective.
-  auto recorder = std::make_unique<runtime::CommandRecorder>(device);
-  int recorded = 0;
+  executable->timestamps_ = timestamps;
+  // Kernels between two collectives form one segment; the host runs the collective.
+  std::vector<Segment>& segments = executable->segments_;
+  segments.emplace_back();
   for (size_t k = 0; k < program.kernels.size(); ++k) {
     const codegen::KernelPlan& kernel = program.kernels[k];
     if (kernel.collective != nullptr) {
-      Segment segment;
-      if (recorded > 0) {
-        VKSPMD_ASSIGN_OR_RETURN(segment.sequence, recorder->Finish(timestamps));
-      }
-      segment.collective = static_cast<int>(k);
+      segments.back().collective = static_cast<int>(k);
       VKSPMD_ASSIGN_OR_RETURN(
-          segment.step,
+          segments.back().step,
           PlanCollectiveStep(*kernel.collective, program.buffers[kernel.output].element_bytes,
                              assignment, module.replica_count(), module.partition_count()));
-      executable->segments_.push_back(std::move(segment));
-      recorder = std::make_unique<runtime::CommandRecorder>(device);
-      recorded = 0;
+      segments.emplace_back();
       continue;
     }
-    ++recorded;
     VKSPMD_ASSIGN_OR_RETURN(std::vector<uint32_t> spirv, CompileCached(kernel.glsl, kernel.name));
     runtime::PipelineSpec spec;
     spec.name = kernel.name;
     spec.spirv = spirv;
+    Dispatch dispatch;
+    dispatch.kernel = static_cast<int>(k);
     // A buffer split into parts (see BufferPlan::part_elements) takes one binding per part.
-    std::vector<runtime::BufferRange> bindings;
     auto bind = [&](int id, runtime::BindingAccess access) {
       const codegen::BufferPlan& planned = program.buffers[id];
       const uint64_t part_bytes = planned.part_elements * planned.element_bytes;
       for (uint32_t part = 0; part < planned.parts(); ++part) {
         spec.bindings.push_back(access);
         if (planned.parts() == 1) {
-          bindings.push_back({executable->buffer(id)});
+          dispatch.bindings.push_back({id});
         } else {
           uint64_t offset = part * part_bytes;
-          bindings.push_back(
-              {executable->buffer(id), offset, std::min(part_bytes, planned.byte_size() - offset)});
+          dispatch.bindings.push_back(
+              {id, offset, std::min(part_bytes, planned.byte_size() - offset)});
         }
       }
     };
@@ -150,10 +146,9 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
     for (runtime::BindingAccess access : spec.bindings) {
       key += static_cast<char>('0' + static_cast<int>(access));
     }
-    VKSPMD_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::ComputePipeline> pipeline,
-                            device.device().SharedPipeline(key, [&] {
-                              return runtime::ComputePipeline::Create(device.device(), spec);
-                            }));
+    VKSPMD_ASSIGN_OR_RETURN(dispatch.pipeline, device.device().SharedPipeline(key, [&] {
+      return runtime::ComputePipeline::Create(device.device(), spec);
+    }));
     uint64_t groups = (kernel.invocations + kernel.local_size - 1) / kernel.local_size;
     uint32_t x = static_cast<uint32_t>(std::min<uint64_t>(groups, target.max_workgroup_count_x));
     uint32_t y = x == 0 ? 0 : static_cast<uint32_t>((groups + x - 1) / x);
@@ -161,16 +156,45 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
       return absl::UnimplementedError(absl::StrCat("kernel ", kernel.name, " needs ", groups,
                                                    " workgroups, more than the device dispatches"));
     }
-    recorder->Dispatch(*pipeline, std::move(bindings),
-                       std::as_bytes(std::span(kernel.push_constants)), {x, y, 1}, kernel.name);
-    executable->pipelines_.push_back(std::move(pipeline));
+    dispatch.workgroups = {x, y, 1};
+    segments.back().dispatches.push_back(std::move(dispatch));
   }
-  if (recorded > 0 || executable->segments_.empty()) {  // Kernels after the last collective.
-    Segment last;
-    VKSPMD_ASSIGN_OR_RETURN(last.sequence, recorder->Finish(timestamps));
-    executable->segments_.push_back(std::move(last));
-  }
+  VKSPMD_RETURN_IF_ERROR(
+      executable->Record(executable->OwnPhysicalBuffers(), executable->own_recording_.sequences));
   return executable;
+}
+
+std::vector<runtime::Buffer*> Executable::OwnPhysicalBuffers() const {
+  std::vector<runtime::Buffer*> physical;
+  for (const auto& owned : buffers_) physical.push_back(owned.get());
+  return physical;
+}
+
+absl::Status Executable::Record(const std::vector<runtime::Buffer*>& physical,
+                                std::vector<std::unique_ptr<runtime::CommandSequence>>& sequences) {
+  sequences.clear();
+  for (const Segment& segment : segments_) {
+    if (segment.dispatches.empty()) {
+      sequences.push_back(nullptr);
+      continue;
+    }
+    runtime::CommandRecorder recorder(device_);
+    for (const Dispatch& dispatch : segment.dispatches) {
+      const codegen::KernelPlan& kernel = plan_.kernels[dispatch.kernel];
+      std::vector<runtime::BufferRange> bindings;
+      for (const Dispatch::Binding& binding : dispatch.bindings) {
+        bindings.push_back({physical[physical_of_[binding.buffer]], binding.offset, binding.size});
+      }
+      recorder.Dispatch(*dispatch.pipeline, std::move(bindings),
+                        std::as_bytes(std::span(kernel.push_constants)), dispatch.workgroups,
+                        kernel.name);
+    }
+    VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<runtime::CommandSequence> sequence,
+                            recorder.Finish(timestamps_));
+    sequences.push_back(std::move(sequence));
+  }
+  ++recording_count_;
+  return absl::OkStatus();
 }
 
 absl::Status Executable::AllocateBuffers() {
@@ -258,7 +282,8 @@ absl::StatusOr<ir::Literal> Executable::Run(const std::vector<ir::Literal>& argu
         ToDeviceBytes(arguments[planned.parameter_number], planned.element_bytes);
     VKSPMD_RETURN_IF_ERROR(runtime::Upload(bytes, *buffer(id)));
   }
-  VKSPMD_RETURN_IF_ERROR(RunSegments());
+  last_recording_ = &own_recording_;
+  VKSPMD_RETURN_IF_ERROR(RunSegments(own_recording_.sequences, OwnPhysicalBuffers()));
   std::vector<ir::Literal> results;
   for (int id : plan_.outputs) {
     const codegen::BufferPlan& planned = plan_.buffers[id];
@@ -272,29 +297,88 @@ absl::StatusOr<ir::Literal> Executable::Run(const std::vector<ir::Literal>& argu
 
 absl::StatusOr<std::vector<std::unique_ptr<runtime::Buffer>>> Executable::RunOnDevice(
     const std::vector<const runtime::Buffer*>& arguments) {
+  std::vector<DeviceArgument> borrowed(arguments.size());
+  for (size_t k = 0; k < arguments.size(); ++k) borrowed[k].borrowed = arguments[k];
+  return RunOnDevice(std::move(borrowed));
+}
+
+absl::Status Executable::CheckDeviceArguments(
+    const std::vector<const runtime::Buffer*>& arguments) const {
   if (arguments.size() != parameter_shapes_.size()) {
     return absl::InvalidArgumentError(absl::StrCat("the program takes ", parameter_shapes_.size(),
                                                    " arguments, ", arguments.size(),
                                                    " were given"));
   }
+  for (const codegen::BufferPlan& planned : plan_.buffers) {
+    if (planned.origin != codegen::BufferOrigin::kParameter) continue;
+    const runtime::Buffer* argument = arguments[planned.parameter_number];
+    if (argument == nullptr || argument->size() < planned.byte_size() ||
+        &argument->device() != &device_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "argument ", planned.parameter_number, " must be a buffer on ", device_.label(),
+          " of at least ", planned.byte_size(), " bytes (", planned.shape.ToString(), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<runtime::Buffer>>> Executable::RunOnDevice(
+    std::vector<DeviceArgument> arguments) {
+  auto argument_buffer = [&](int64_t number) -> const runtime::Buffer* {
+    const DeviceArgument& argument = arguments[number];
+    return argument.owned != nullptr ? argument.owned.get() : argument.borrowed;
+  };
+  {
+    std::vector<const runtime::Buffer*> buffers;
+    for (size_t k = 0; k < arguments.size(); ++k) buffers.push_back(argument_buffer(k));
+    VKSPMD_RETURN_IF_ERROR(CheckDeviceArguments(buffers));
+  }
+  // Donated parameters the plan updates in place stand for the executable's own buffer.
+  std::vector<runtime::Buffer*> physical = OwnPhysicalBuffers();
+  std::vector<int> result_from_argument(plan_.buffers.size(), -1);  // Output id → argument.
+  std::vector<uint64_t> donated_serials;
+  for (const auto& [output, parameter] : plan_.donations) {
+    const int64_t number = plan_.buffers[parameter].parameter_number;
+    if (arguments[number].owned == nullptr) continue;
+    physical[physical_of_[parameter]] = arguments[number].owned.get();
+    result_from_argument[output] = static_cast<int>(number);
+    donated_serials.push_back(arguments[number].owned->serial());
+  }
   for (size_t id = 0; id < plan_.buffers.size(); ++id) {
     const codegen::BufferPlan& planned = plan_.buffers[id];
     if (planned.origin != codegen::BufferOrigin::kParameter) continue;
-    const runtime::Buffer* argument = arguments[planned.parameter_number];
-    if (argument == nullptr || argument->size() < planned.byte_size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "argument ", planned.parameter_number, " must be a device buffer of at least ",
-          planned.byte_size(), " bytes (", planned.shape.ToString(), ")"));
-    }
-    if (planned.byte_size() > 0) {
-      VKSPMD_RETURN_IF_ERROR(
-          runtime::CopyWithinDevice(*argument, 0, *buffer(id), 0, planned.byte_size()));
+    const runtime::Buffer* argument = argument_buffer(planned.parameter_number);
+    runtime::Buffer* own = buffer(static_cast<int>(id));
+    if (physical[physical_of_[id]] == own && planned.byte_size() > 0) {
+      VKSPMD_RETURN_IF_ERROR(runtime::CopyWithinDevice(*argument, 0, *own, 0, planned.byte_size()));
     }
   }
-  VKSPMD_RETURN_IF_ERROR(RunSegments());
-  // Results get buffers of their own: the executable's are reused by the next run.
+  const Recording* recording = &own_recording_;
+  if (!donated_serials.empty()) {
+    auto found =
+        std::find_if(donated_recordings_.begin(), donated_recordings_.end(),
+                     [&](const auto& kept) { return kept->donated_serials == donated_serials; });
+    if (found == donated_recordings_.end()) {
+      // A loop alternating between two buffer sets (double buffering) still records only twice.
+      constexpr size_t kKeptRecordings = 2;
+      if (donated_recordings_.size() == kKeptRecordings) donated_recordings_.pop_back();
+      auto fresh = std::make_unique<Recording>();
+      fresh->donated_serials = donated_serials;
+      VKSPMD_RETURN_IF_ERROR(Record(physical, fresh->sequences));
+      donated_recordings_.insert(donated_recordings_.begin(), std::move(fresh));
+      found = donated_recordings_.begin();
+    }
+    recording = found->get();
+  }
+  last_recording_ = recording;
+  VKSPMD_RETURN_IF_ERROR(RunSegments(recording->sequences, physical));
   std::vector<std::unique_ptr<runtime::Buffer>> results;
   for (int id : plan_.outputs) {
+    if (result_from_argument[id] >= 0) {
+      results.push_back(std::move(arguments[result_from_argument[id]].owned));
+      continue;
+    }
+    // Results get buffers of their own: the executable's are reused by the next run.
     const uint64_t bytes = plan_.buffers[id].byte_size();
     VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Buffer> result,
                             runtime::Buffer::Create(device_, bytes));
@@ -306,19 +390,22 @@ absl::StatusOr<std::vector<std::unique_ptr<runtime::Buffer>>> Executable::RunOnD
   return results;
 }
 
-absl::Status Executable::RunSegments() {
+absl::Status Executable::RunSegments(
+    const std::vector<std::unique_ptr<runtime::CommandSequence>>& sequences,
+    const std::vector<runtime::Buffer*>& physical) {
   collective_seconds_ = 0;
-  for (const Segment& segment : segments_) {
-    if (segment.sequence != nullptr) VKSPMD_RETURN_IF_ERROR(segment.sequence->Run());
+  for (size_t s = 0; s < segments_.size(); ++s) {
+    const Segment& segment = segments_[s];
+    if (sequences[s] != nullptr) VKSPMD_RETURN_IF_ERROR(sequences[s]->Run());
     if (segment.collective < 0) continue;
     const auto collective_start = std::chrono::steady_clock::now();
     const codegen::KernelPlan& step = plan_.kernels[segment.collective];
     const codegen::BufferPlan& operand = plan_.buffers[step.inputs[0]];
     std::vector<std::byte> input(operand.byte_size());
-    VKSPMD_RETURN_IF_ERROR(runtime::Download(*buffer(step.inputs[0]), 0, input));
+    VKSPMD_RETURN_IF_ERROR(runtime::Download(*physical[physical_of_[step.inputs[0]]], 0, input));
     VKSPMD_ASSIGN_OR_RETURN(std::vector<std::byte> output,
                             RunCollectiveStep(segment.step, input, assignment_.communicator));
-    VKSPMD_RETURN_IF_ERROR(runtime::Upload(output, *buffer(step.output)));
+    VKSPMD_RETURN_IF_ERROR(runtime::Upload(output, *physical[physical_of_[step.output]]));
     collective_seconds_ +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - collective_start).count();
   }
@@ -327,9 +414,9 @@ absl::Status Executable::RunSegments() {
 
 absl::StatusOr<std::vector<runtime::StepTiming>> Executable::Timings() const {
   std::vector<runtime::StepTiming> timings;
-  for (const Segment& segment : segments_) {
-    if (segment.sequence == nullptr) continue;
-    VKSPMD_ASSIGN_OR_RETURN(std::vector<runtime::StepTiming> part, segment.sequence->ReadTimings());
+  for (const auto& sequence : last_recording_->sequences) {
+    if (sequence == nullptr) continue;
+    VKSPMD_ASSIGN_OR_RETURN(std::vector<runtime::StepTiming> part, sequence->ReadTimings());
     timings.insert(timings.end(), part.begin(), part.end());
   }
   return timings;

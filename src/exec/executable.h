@@ -2,6 +2,7 @@
 // mesh device. Compile once, then Run as often as needed with new arguments.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -33,11 +34,28 @@ class Executable {
   absl::StatusOr<ir::Literal> Run(const std::vector<ir::Literal>& arguments);
 
   // The same with arguments and results in device memory (as the device stores them, see
-  // ToDeviceBytes): each argument is copied into the program's parameter buffer on the device and
-  // each result into a new buffer, so nothing passes through the host.
+  // ToDeviceBytes), so nothing passes through the host. A borrowed argument is copied into the
+  // program's parameter buffer on the device. A donated argument (`owned`) is given up by the
+  // caller: when the module aliases it to an output (input_output_alias) and updating it in place
+  // is safe (see ProgramPlan::donations), the kernels bind it directly and the output is computed
+  // into it, and it comes back as that result, so a training step neither copies its parameters
+  // in nor its new parameters out. Other results get buffers of their own. Donated buffers are
+  // lost when the run fails (they may have been partly updated).
+  struct DeviceArgument {
+    const runtime::Buffer* borrowed = nullptr;
+    std::unique_ptr<runtime::Buffer> owned;
+  };
+  absl::StatusOr<std::vector<std::unique_ptr<runtime::Buffer>>> RunOnDevice(
+      std::vector<DeviceArgument> arguments);
   absl::StatusOr<std::vector<std::unique_ptr<runtime::Buffer>>> RunOnDevice(
       const std::vector<const runtime::Buffer*>& arguments);
 
+  // Whether RunOnDevice would accept these argument buffers (count, sizes, device).
+  absl::Status CheckDeviceArguments(const std::vector<const runtime::Buffer*>& arguments) const;
+
+  // Times the commands were recorded: once at compile time, and once more for every new set of
+  // donated buffers (a loop that feeds its results back in records once).
+  int recording_count() const { return recording_count_; }
   size_t kernel_count() const { return plan_.kernels.size(); }
   // Device buffers actually allocated: intermediates whose lifetimes do not overlap share one.
   size_t device_buffer_count() const { return buffers_.size(); }
@@ -53,24 +71,53 @@ class Executable {
       : device_(device), plan_(std::move(plan)) {}
 
   absl::Status AllocateBuffers();
-  absl::Status RunSegments();  // Kernels and collectives, after the parameters are in place.
+  // Records every segment's kernels with `physical[i]` standing for buffers_[i].
+  absl::Status Record(const std::vector<runtime::Buffer*>& physical,
+                      std::vector<std::unique_ptr<runtime::CommandSequence>>& sequences);
+  // Kernels and collectives, after the parameters are in place.
+  absl::Status RunSegments(const std::vector<std::unique_ptr<runtime::CommandSequence>>& sequences,
+                           const std::vector<runtime::Buffer*>& physical);
   runtime::Buffer* buffer(int plan_buffer) const {
     return buffers_[physical_of_[plan_buffer]].get();
   }
+  std::vector<runtime::Buffer*> OwnPhysicalBuffers() const;
 
   runtime::MeshDevice& device_;
   codegen::ProgramPlan plan_;
+  bool timestamps_ = false;
   std::vector<int> physical_of_;  // Plan buffer id → index into buffers_.
   std::vector<ir::Shape> parameter_shapes_;
-  std::vector<std::shared_ptr<const runtime::ComputePipeline>> pipelines_;  // Device-shared.
   std::vector<std::unique_ptr<runtime::Buffer>> buffers_;
-  // Recorded kernels, each segment followed by a collective the host runs (or none: the last).
+  // One dispatch: a kernel of plan_.kernels with its pipeline (shared on the device) and its
+  // bindings as (plan buffer id, offset, size).
+  struct Dispatch {
+    int kernel = 0;
+    std::shared_ptr<const runtime::ComputePipeline> pipeline;
+    struct Binding {
+      int buffer = 0;
+      uint64_t offset = 0;
+      uint64_t size = VK_WHOLE_SIZE;
+    };
+    std::vector<Binding> bindings;
+    std::array<uint32_t, 3> workgroups{};
+  };
+  // Kernels, each segment followed by a collective the host runs (or none: the last).
   struct Segment {
-    std::unique_ptr<runtime::CommandSequence> sequence;  // Null when no kernel precedes.
-    int collective = -1;                                 // Index into plan_.kernels.
-    CollectiveStep step;                                 // When collective >= 0.
+    std::vector<Dispatch> dispatches;
+    int collective = -1;  // Index into plan_.kernels.
+    CollectiveStep step;  // When collective >= 0.
   };
   std::vector<Segment> segments_;
+  // Recorded command sequences, one per segment (null when it has no kernels): with the
+  // executable's own buffers, and with the donated buffers of the latest runs that had some.
+  struct Recording {
+    std::vector<uint64_t> donated_serials;
+    std::vector<std::unique_ptr<runtime::CommandSequence>> sequences;
+  };
+  Recording own_recording_;
+  std::vector<std::unique_ptr<Recording>> donated_recordings_;  // Most recent first.
+  const Recording* last_recording_ = &own_recording_;
+  int recording_count_ = 0;
   DeviceAssignment assignment_;
   double collective_seconds_ = 0;
 };

@@ -1,8 +1,6 @@
 // Compiling and running a per-device program on a mesh.
 #include "src/exec/mesh_executable.h"
 
-#include <thread>
-
 #include "absl/strings/str_cat.h"
 #include "src/ir/status_macros.h"
 
@@ -35,24 +33,21 @@ absl::StatusOr<std::unique_ptr<MeshExecutable>> MeshExecutable::Compile(
     }
     mesh->executables_.push_back(std::move(*executable));
   }
+  mesh->workers_ = std::make_unique<DeviceWorkers>(devices.size());
   return mesh;
 }
 
 absl::Status MeshExecutable::OnEveryDevice(const std::function<absl::Status(size_t)>& body) {
   const size_t n = executables_.size();
   std::vector<absl::Status> statuses(n);
-  std::vector<std::thread> threads;
-  for (size_t d = 0; d < n; ++d) {
-    threads.emplace_back([&, d] {
-      statuses[d] = body(d);
-      // Peers waiting for this device at a collective fail now instead of at their timeout.
-      if (!statuses[d].ok()) {
-        world_->Abort(absl::Status(statuses[d].code(),
-                                   absl::StrCat("device ", d, " failed: ", statuses[d].message())));
-      }
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
+  workers_->RunOnEach([&](size_t d) {
+    statuses[d] = body(d);
+    // Peers waiting for this device at a collective fail now instead of at their timeout.
+    if (!statuses[d].ok()) {
+      world_->Abort(absl::Status(statuses[d].code(),
+                                 absl::StrCat("device ", d, " failed: ", statuses[d].message())));
+    }
+  });
   world_->Reset();
   // Report the cause: a failing device's own error rather than its peers' timeouts.
   const absl::Status* first = nullptr;
@@ -86,21 +81,74 @@ absl::StatusOr<std::vector<ir::Literal>> MeshExecutable::Run(
 absl::StatusOr<std::vector<std::unique_ptr<ShardedBuffer>>> MeshExecutable::RunSharded(
     const std::vector<const ShardedBuffer*>& arguments, const std::vector<ir::Shape>& result_shapes,
     const std::vector<spmd::AxisSharding>& result_shardings, const spmd::Mesh& mesh) {
-  const size_t n = executables_.size();
+  std::vector<ShardedBuffer*> borrowed;
   for (const ShardedBuffer* argument : arguments) {
+    borrowed.push_back(const_cast<ShardedBuffer*>(argument));  // Not donated, so not changed.
+  }
+  return RunSharded(borrowed, std::vector<bool>(arguments.size(), false), result_shapes,
+                    result_shardings, mesh);
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<ShardedBuffer>>> MeshExecutable::RunSharded(
+    const std::vector<ShardedBuffer*>& arguments, const std::vector<bool>& donate,
+    const std::vector<ir::Shape>& result_shapes,
+    const std::vector<spmd::AxisSharding>& result_shardings, const spmd::Mesh& mesh) {
+  const size_t n = executables_.size();
+  if (donate.size() != arguments.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("donate has ", donate.size(), " flags for ", arguments.size(), " arguments"));
+  }
+  for (size_t k = 0; k < arguments.size(); ++k) {
+    const ShardedBuffer* argument = arguments[k];
     if (argument == nullptr || argument->shard_count() != n) {
       return absl::InvalidArgumentError(
           absl::StrCat("every argument needs one shard per device (", n, ")"));
+    }
+    if (argument->donated()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("argument ", k, " was donated to an earlier run and no longer exists"));
+    }
+    for (size_t d = 0; d < n; ++d) {
+      if (!argument->addressable(d)) {
+        return absl::FailedPreconditionError(absl::StrCat("argument ", k, "'s shard for device ", d,
+                                                          " is not addressable from this process"));
+      }
+    }
+    for (size_t j = 0; j < k; ++j) {
+      if (donate[k] && arguments[j] == argument) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("argument ", k, " is donated and also passed as argument ", j));
+      }
     }
   }
   if (result_shapes.size() != result_shardings.size()) {
     return absl::InvalidArgumentError("one sharding per result leaf");
   }
-  std::vector<absl::StatusOr<std::vector<std::unique_ptr<runtime::Buffer>>>> results(n);
-  VKSPMD_RETURN_IF_ERROR(OnEveryDevice([&](size_t d) {
+  for (size_t d = 0; d < n; ++d) {
     std::vector<const runtime::Buffer*> shards;
     for (const ShardedBuffer* argument : arguments) shards.push_back(&argument->shard(d));
-    results[d] = executables_[d]->RunOnDevice(shards);
+    absl::Status usable = executables_[d]->CheckDeviceArguments(shards);
+    if (!usable.ok()) {
+      return absl::Status(usable.code(), absl::StrCat("device ", d, ": ", usable.message()));
+    }
+  }
+  // Every check is done: from here on the donated shards belong to the run.
+  std::vector<std::vector<Executable::DeviceArgument>> device_arguments(n);
+  for (auto& per_device : device_arguments) per_device.resize(arguments.size());
+  for (size_t k = 0; k < arguments.size(); ++k) {
+    std::vector<std::unique_ptr<runtime::Buffer>> donated;
+    if (donate[k]) donated = arguments[k]->Donate();
+    for (size_t d = 0; d < n; ++d) {
+      if (donate[k]) {
+        device_arguments[d][k].owned = std::move(donated[d]);
+      } else {
+        device_arguments[d][k].borrowed = &arguments[k]->shard(d);
+      }
+    }
+  }
+  std::vector<absl::StatusOr<std::vector<std::unique_ptr<runtime::Buffer>>>> results(n);
+  VKSPMD_RETURN_IF_ERROR(OnEveryDevice([&](size_t d) {
+    results[d] = executables_[d]->RunOnDevice(std::move(device_arguments[d]));
     return results[d].status();
   }));
   for (size_t d = 0; d < n; ++d) {

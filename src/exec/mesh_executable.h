@@ -1,7 +1,7 @@
 // A per-device (SPMD) program on every device of its replicas x partitions: one Executable per
 // device (partition-id and replica-id specialised; identical kernels share their generated
-// source), run concurrently with one host thread per device, collectives through an in-process
-// host-staged world.
+// source), run concurrently with one long-lived host thread per device, collectives through an
+// in-process host-staged world.
 #pragma once
 
 #include <functional>
@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "src/collectives/in_process_world.h"
+#include "src/exec/device_workers.h"
 #include "src/exec/executable.h"
 #include "src/exec/sharded_buffer.h"
 
@@ -36,16 +37,25 @@ class MeshExecutable {
       const std::vector<const ShardedBuffer*>& arguments,
       const std::vector<ir::Shape>& result_shapes,
       const std::vector<spmd::AxisSharding>& result_shardings, const spmd::Mesh& mesh);
+  // The same, where argument k is donated when donate[k]: its shards are given up (the
+  // ShardedBuffer is left donated) and, where the module aliases it to a result
+  // (input_output_alias), updated in place and returned as that result, so a training step
+  // keeps its parameters in the same device buffers from step to step without copying them.
+  absl::StatusOr<std::vector<std::unique_ptr<ShardedBuffer>>> RunSharded(
+      const std::vector<ShardedBuffer*>& arguments, const std::vector<bool>& donate,
+      const std::vector<ir::Shape>& result_shapes,
+      const std::vector<spmd::AxisSharding>& result_shardings, const spmd::Mesh& mesh);
 
   size_t device_count() const { return executables_.size(); }
   Executable& executable(size_t device) { return *executables_[device]; }
 
  private:
   MeshExecutable() = default;
-  // Runs body(d) for every device on its own thread; a failing device aborts the collectives so
-  // its peers stop waiting. Returns the first failure that is not a peer's timeout.
+  // Runs body(d) for every device on its own (long-lived) thread; a failing device aborts the
+  // collectives so its peers stop waiting. Returns the first failure that is not a peer's timeout.
   absl::Status OnEveryDevice(const std::function<absl::Status(size_t)>& body);
 
+  std::unique_ptr<DeviceWorkers> workers_;
   std::shared_ptr<collectives::InProcessWorld> world_;
   std::vector<std::unique_ptr<collectives::Communicator>> communicators_;
   std::vector<std::unique_ptr<Executable>> executables_;

@@ -45,9 +45,27 @@ absl::StatusOr<std::unique_ptr<ShardedBuffer>> ShardedBuffer::FromShards(
   return buffer;
 }
 
+std::vector<std::unique_ptr<runtime::Buffer>> ShardedBuffer::Donate() {
+  donated_ = true;
+  std::vector<std::unique_ptr<runtime::Buffer>> shards = std::move(shards_);
+  shards_.clear();
+  shards_.resize(shards.size());
+  return shards;
+}
+
 absl::StatusOr<ir::Literal> ShardedBuffer::Gather() const {
+  if (donated_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the ", shape_.ToString(), " value was donated to a program and no longer exists"));
+  }
   std::vector<ir::Literal> shards;
-  for (const std::unique_ptr<runtime::Buffer>& buffer : shards_) {
+  for (size_t d = 0; d < shards_.size(); ++d) {
+    const std::unique_ptr<runtime::Buffer>& buffer = shards_[d];
+    if (buffer == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot gather the ", shape_.ToString(), " value: mesh device ", d,
+                       "'s shard is not addressable from this process"));
+    }
     const uint32_t element_bytes = DeviceElementBytes(shape_.dtype(), buffer->device());
     std::vector<std::byte> bytes(element_bytes * static_cast<size_t>(shard_shape_.ElementCount()));
     if (buffer->size() < bytes.size()) {

@@ -24,12 +24,20 @@ class ShardedBuffer {
       const ir::Literal& value, const spmd::AxisSharding& sharding, const spmd::Mesh& mesh,
       const std::vector<runtime::MeshDevice*>& devices);
   // Takes ownership of per-device buffers already holding the shards (e.g. a program's results).
+  // A null shard is one this process cannot address (it lives in another process's devices).
   static absl::StatusOr<std::unique_ptr<ShardedBuffer>> FromShards(
       const ir::Shape& shape, const spmd::AxisSharding& sharding, const spmd::Mesh& mesh,
       std::vector<std::unique_ptr<runtime::Buffer>> shards);
 
-  // Downloads every shard and assembles the full value.
+  // Downloads every shard and assembles the full value. An error when some shard is not
+  // addressable or the value was donated.
   absl::StatusOr<ir::Literal> Gather() const;
+
+  // Whether this process holds device d's shard.
+  bool addressable(size_t device) const { return shards_[device] != nullptr; }
+  // Gives up every shard, as a donated argument does: the value no longer exists afterwards.
+  std::vector<std::unique_ptr<runtime::Buffer>> Donate();
+  bool donated() const { return donated_; }
 
   const ir::Shape& shape() const { return shape_; }
   const ir::Shape& shard_shape() const { return shard_shape_; }
@@ -51,6 +59,7 @@ class ShardedBuffer {
   spmd::AxisSharding sharding_;
   spmd::Mesh mesh_;
   std::vector<std::unique_ptr<runtime::Buffer>> shards_;
+  bool donated_ = false;
 };
 
 }  // namespace vkspmd::exec

@@ -2,11 +2,18 @@
 #include "src/runtime/buffer.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "absl/strings/str_cat.h"
 #include "src/runtime/vulkan_status.h"
 
 namespace vkspmd::runtime {
+
+Buffer::Buffer(MeshDevice& device, uint64_t size)
+    : device_(device), size_(size), serial_([] {
+        static std::atomic<uint64_t> next{1};
+        return next.fetch_add(1, std::memory_order_relaxed);
+      }()) {}
 
 absl::StatusOr<std::unique_ptr<Buffer>> Buffer::Create(MeshDevice& device, uint64_t size,
                                                        MemoryUsage usage) {

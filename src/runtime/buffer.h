@@ -24,6 +24,9 @@ class Buffer {
   Buffer& operator=(const Buffer&) = delete;
 
   VkBuffer handle() const { return buffer_; }
+  // Unique for the life of the process, unlike handles and addresses, which a later buffer may
+  // reuse: what caches of recorded commands key on.
+  uint64_t serial() const { return serial_; }
   uint64_t size() const { return size_; }
   MeshDevice& device() const { return device_; }
   // Host address of the contents when the memory is mapped (zero-copy), else null.
@@ -31,10 +34,11 @@ class Buffer {
   const MemoryAllocation& allocation() const { return allocation_; }
 
  private:
-  Buffer(MeshDevice& device, uint64_t size) : device_(device), size_(size) {}
+  Buffer(MeshDevice& device, uint64_t size);
 
   MeshDevice& device_;
   const uint64_t size_;
+  const uint64_t serial_;
   VkBuffer buffer_ = VK_NULL_HANDLE;
   MemoryAllocation allocation_;
 };

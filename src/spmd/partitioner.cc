@@ -114,6 +114,7 @@ class Partitioner {
     }
     for (const PartitionedValue& leaf : values_.at(root))
       result_.result_shardings.push_back(leaf.sharding);
+    KeepAliases(output);
     std::unique_ptr<ir::Computation> computation = builder.Build(local_root);
     MakeNamesUnique(*computation);
     output.set_entry(output.AddComputation(std::move(computation)));
@@ -127,6 +128,25 @@ class Partitioner {
   }
 
  private:
+  // A donated parameter stays aliased to its output where both are sharded alike, so each device
+  // updates its own shard in place; otherwise the output's shards have other shapes or hold
+  // other elements, and the alias is dropped (the run then writes a new buffer).
+  void KeepAliases(ir::Module& output) const {
+    for (const ir::InputOutputAlias& alias : input_.input_output_aliases()) {
+      if (!alias.parameter_index.empty() || alias.output_index.size() > 1) continue;
+      const size_t leaf = alias.output_index.empty() ? 0 : alias.output_index[0];
+      const auto& parameters = result_.parameter_shardings;
+      if (alias.parameter_number >= static_cast<int64_t>(parameters.size()) ||
+          parameters[alias.parameter_number].size() != 1 ||
+          leaf >= result_.result_shardings.size()) {
+        continue;
+      }
+      if (parameters[alias.parameter_number][0] == result_.result_shardings[leaf]) {
+        output.input_output_aliases().push_back(alias);
+      }
+    }
+  }
+
   const std::vector<AxisSharding>& Targets(const Instruction& instruction) const {
     return result_.propagation.shardings.at(&instruction);
   }
