@@ -16,29 +16,27 @@ using collectives::ReduceOp;
 using ir::Opcode;
 
 // Copies chunk k of every outer row between the row-major and the chunk-major layouts.
-std::vector<std::byte> Relayout(const std::vector<std::byte>& bytes,
-                                const std::vector<int64_t>& dims, int64_t dim, int64_t n,
-                                size_t element_bytes, bool pack) {
+void Relayout(std::span<const std::byte> from, std::span<std::byte> to,
+              const std::vector<int64_t>& dims, int64_t dim, int64_t n, size_t element_bytes,
+              bool pack) {
   const int64_t outer = ir::Product(absl::MakeConstSpan(dims).subspan(0, dim));
   const int64_t length = dims[dim];
   const int64_t chunk = length / n;
   const size_t inner =
       static_cast<size_t>(ir::Product(absl::MakeConstSpan(dims).subspan(dim + 1))) * element_bytes;
   const size_t block = static_cast<size_t>(chunk) * inner;
-  std::vector<std::byte> result(bytes.size());
+  if (block == 0) return;
   for (int64_t k = 0; k < n; ++k) {
     for (int64_t o = 0; o < outer; ++o) {
       const size_t row_major = static_cast<size_t>(o * length + k * chunk) * inner;
       const size_t chunk_major = static_cast<size_t>(k * outer + o) * block;
-      if (block == 0) continue;
       if (pack) {
-        std::memcpy(result.data() + chunk_major, bytes.data() + row_major, block);
+        std::memcpy(to.data() + chunk_major, from.data() + row_major, block);
       } else {
-        std::memcpy(result.data() + row_major, bytes.data() + chunk_major, block);
+        std::memcpy(to.data() + row_major, from.data() + chunk_major, block);
       }
     }
   }
-  return result;
 }
 
 absl::StatusOr<ElementType> ElementTypeOf(ir::DType type, uint32_t element_bytes) {
@@ -113,16 +111,18 @@ absl::StatusOr<ReduceOp> ReduceOpOf(const ir::Instruction& collective, ir::DType
 
 }  // namespace
 
-std::vector<std::byte> PackChunks(const std::vector<std::byte>& bytes,
-                                  const std::vector<int64_t>& dims, int64_t dim, int64_t n,
-                                  size_t element_bytes) {
-  return Relayout(bytes, dims, dim, n, element_bytes, /*pack=*/true);
+void PackChunks(std::span<const std::byte> bytes, std::span<std::byte> packed,
+                const std::vector<int64_t>& dims, int64_t dim, int64_t n, size_t element_bytes) {
+  Relayout(bytes, packed, dims, dim, n, element_bytes, /*pack=*/true);
 }
 
-std::vector<std::byte> UnpackChunks(const std::vector<std::byte>& bytes,
-                                    const std::vector<int64_t>& dims, int64_t dim, int64_t n,
-                                    size_t element_bytes) {
-  return Relayout(bytes, dims, dim, n, element_bytes, /*pack=*/false);
+void UnpackChunks(std::span<const std::byte> packed, std::span<std::byte> bytes,
+                  const std::vector<int64_t>& dims, int64_t dim, int64_t n, size_t element_bytes) {
+  Relayout(packed, bytes, dims, dim, n, element_bytes, /*pack=*/false);
+}
+
+bool ChunksAreContiguous(const std::vector<int64_t>& dims, int64_t dim) {
+  return ir::Product(absl::MakeConstSpan(dims).subspan(0, dim)) <= 1;
 }
 
 absl::StatusOr<CollectiveStep> PlanCollectiveStep(const ir::Instruction& collective,
@@ -167,45 +167,51 @@ absl::StatusOr<CollectiveStep> PlanCollectiveStep(const ir::Instruction& collect
   return step;
 }
 
-absl::StatusOr<std::vector<std::byte>> RunCollectiveStep(const CollectiveStep& step,
-                                                         const std::vector<std::byte>& input,
-                                                         collectives::Communicator* communicator) {
+absl::Status RunCollectiveStep(const CollectiveStep& step, std::span<const std::byte> input,
+                               std::span<std::byte> output,
+                               collectives::Communicator* communicator) {
   const ir::Instruction& collective = *step.collective;
   if (communicator == nullptr || communicator->world_size() != step.world_size) {
     return absl::FailedPreconditionError(
         absl::StrCat(collective.Describe(), " needs all ", step.world_size,
                      " devices of the program (run it with a mesh of that many devices)"));
   }
-  std::vector<std::byte> output(static_cast<size_t>(collective.shape().ElementCount()) *
-                                step.element_bytes);
   const std::vector<int64_t>& operand_dims = collective.operand(0)->shape().dimensions();
   const std::vector<int64_t>& result_dims = collective.shape().dimensions();
   const int64_t n = step.group_size;
+  const size_t eb = step.element_bytes;
   switch (collective.opcode()) {
     case Opcode::kCollectivePermute:
-      VKSPMD_RETURN_IF_ERROR(communicator->CollectivePermute(input, output, step.type, step.pairs));
-      return output;
+      return communicator->CollectivePermute(input, output, step.type, step.pairs);
     case Opcode::kAllReduce:
-      VKSPMD_RETURN_IF_ERROR(
-          communicator->AllReduce(input, output, step.type, step.op, step.groups));
-      return output;
+      return communicator->AllReduce(input, output, step.type, step.op, step.groups);
     case Opcode::kAllGather: {
+      // Chunks along an inner dim are gathered chunk-major, then put in place.
+      if (ChunksAreContiguous(result_dims, step.dim)) {
+        return communicator->AllGather(input, output, step.type, step.groups);
+      }
       std::vector<std::byte> gathered(output.size());
       VKSPMD_RETURN_IF_ERROR(communicator->AllGather(input, gathered, step.type, step.groups));
-      return UnpackChunks(gathered, result_dims, step.dim, n, step.element_bytes);
+      UnpackChunks(gathered, output, result_dims, step.dim, n, eb);
+      return absl::OkStatus();
     }
     case Opcode::kReduceScatter: {
-      std::vector<std::byte> packed =
-          PackChunks(input, operand_dims, step.dim, n, step.element_bytes);
-      VKSPMD_RETURN_IF_ERROR(
-          communicator->ReduceScatter(packed, output, step.type, step.op, step.groups));
-      return output;
+      if (ChunksAreContiguous(operand_dims, step.dim)) {
+        return communicator->ReduceScatter(input, output, step.type, step.op, step.groups);
+      }
+      std::vector<std::byte> packed(input.size());
+      PackChunks(input, packed, operand_dims, step.dim, n, eb);
+      return communicator->ReduceScatter(packed, output, step.type, step.op, step.groups);
     }
     default: {  // All-to-all (PlanCollectiveStep admits nothing else).
-      std::vector<std::byte> packed =
-          PackChunks(input, operand_dims, step.dim, n, step.element_bytes);
-      VKSPMD_RETURN_IF_ERROR(communicator->AllToAll(packed, output, step.type, step.groups));
-      return UnpackChunks(output, result_dims, step.dim, n, step.element_bytes);
+      if (ChunksAreContiguous(operand_dims, step.dim)) {
+        return communicator->AllToAll(input, output, step.type, step.groups);
+      }
+      std::vector<std::byte> packed(input.size()), exchanged(output.size());
+      PackChunks(input, packed, operand_dims, step.dim, n, eb);
+      VKSPMD_RETURN_IF_ERROR(communicator->AllToAll(packed, exchanged, step.type, step.groups));
+      UnpackChunks(exchanged, output, result_dims, step.dim, n, eb);
+      return absl::OkStatus();
     }
   }
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -42,19 +43,20 @@ absl::StatusOr<CollectiveStep> PlanCollectiveStep(const ir::Instruction& collect
                                                   const DeviceAssignment& assignment,
                                                   int64_t replica_count, int64_t partition_count);
 
-// Runs `step` on `input`, the operand's device bytes; returns the result's. FAILED_PRECONDITION
-// without a communicator for the program's whole world.
-absl::StatusOr<std::vector<std::byte>> RunCollectiveStep(const CollectiveStep& step,
-                                                         const std::vector<std::byte>& input,
-                                                         collectives::Communicator* communicator);
+// Runs `step` from `input`, the operand's device bytes, into `output`, the result's (which is
+// left untouched when the collective fails). FAILED_PRECONDITION without a communicator for the
+// program's whole world.
+absl::Status RunCollectiveStep(const CollectiveStep& step, std::span<const std::byte> input,
+                               std::span<std::byte> output,
+                               collectives::Communicator* communicator);
 
 // Reorders a row-major array of `dims` (`element_bytes` each) so that its `n` equal chunks along
 // `dim` are each contiguous, in chunk order; Unpack is the inverse.
-std::vector<std::byte> PackChunks(const std::vector<std::byte>& bytes,
-                                  const std::vector<int64_t>& dims, int64_t dim, int64_t n,
-                                  size_t element_bytes);
-std::vector<std::byte> UnpackChunks(const std::vector<std::byte>& bytes,
-                                    const std::vector<int64_t>& dims, int64_t dim, int64_t n,
-                                    size_t element_bytes);
+void PackChunks(std::span<const std::byte> bytes, std::span<std::byte> packed,
+                const std::vector<int64_t>& dims, int64_t dim, int64_t n, size_t element_bytes);
+void UnpackChunks(std::span<const std::byte> packed, std::span<std::byte> bytes,
+                  const std::vector<int64_t>& dims, int64_t dim, int64_t n, size_t element_bytes);
+// Whether the chunks along `dim` already are contiguous (every dim before it has length 1).
+bool ChunksAreContiguous(const std::vector<int64_t>& dims, int64_t dim);
 
 }  // namespace vkspmd::exec

@@ -400,12 +400,23 @@ absl::Status Executable::RunSegments(
     if (segment.collective < 0) continue;
     const auto collective_start = std::chrono::steady_clock::now();
     const codegen::KernelPlan& step = plan_.kernels[segment.collective];
-    const codegen::BufferPlan& operand = plan_.buffers[step.inputs[0]];
-    std::vector<std::byte> input(operand.byte_size());
-    VKSPMD_RETURN_IF_ERROR(runtime::Download(*physical[physical_of_[step.inputs[0]]], 0, input));
-    VKSPMD_ASSIGN_OR_RETURN(std::vector<std::byte> output,
-                            RunCollectiveStep(segment.step, input, assignment_.communicator));
-    VKSPMD_RETURN_IF_ERROR(runtime::Upload(output, *physical[physical_of_[step.output]]));
+    runtime::Buffer& input = *physical[physical_of_[step.inputs[0]]];
+    runtime::Buffer& output = *physical[physical_of_[step.output]];
+    const uint64_t input_bytes = plan_.buffers[step.inputs[0]].byte_size();
+    const uint64_t output_bytes = plan_.buffers[step.output].byte_size();
+    if (input.mapped() != nullptr && output.mapped() != nullptr) {
+      // Host-visible device memory (lavapipe, integrated GPUs): the communicator reads and
+      // writes the device buffers themselves.
+      VKSPMD_RETURN_IF_ERROR(RunCollectiveStep(
+          segment.step, std::span<const std::byte>(input.mapped(), input_bytes),
+          std::span<std::byte>(output.mapped(), output_bytes), assignment_.communicator));
+    } else {
+      std::vector<std::byte> staged_input(input_bytes), staged_output(output_bytes);
+      VKSPMD_RETURN_IF_ERROR(runtime::Download(input, 0, staged_input));
+      VKSPMD_RETURN_IF_ERROR(
+          RunCollectiveStep(segment.step, staged_input, staged_output, assignment_.communicator));
+      VKSPMD_RETURN_IF_ERROR(runtime::Upload(staged_output, output));
+    }
     collective_seconds_ +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - collective_start).count();
   }
