@@ -1,0 +1,105 @@
+// CSV and SVG output of a loss curve.
+#include "tools/train/loss_curve.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "fmt/format.h"
+
+namespace vkspmd::train {
+namespace {
+
+absl::Status WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+std::string Escape(const std::string& text) {
+  std::string escaped;
+  for (char c : text) {
+    switch (c) {
+      case '<':
+        escaped += "&lt;";
+        break;
+      case '>':
+        escaped += "&gt;";
+        break;
+      case '&':
+        escaped += "&amp;";
+        break;
+      default:
+        escaped += c;
+    }
+  }
+  return escaped;
+}
+
+}  // namespace
+
+absl::Status WriteLossCsv(const std::string& path, const std::vector<double>& losses) {
+  std::string text = "step,loss\n";
+  for (size_t i = 0; i < losses.size(); ++i) text += fmt::format("{},{:.9g}\n", i + 1, losses[i]);
+  return WriteText(path, text);
+}
+
+std::string LossSvg(const std::vector<double>& losses, const std::string& title) {
+  constexpr double kWidth = 640, kHeight = 400, kLeft = 70, kRight = 20, kTop = 40, kBottom = 50;
+  const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
+  double low = 0, high = 1;
+  if (!losses.empty()) {
+    low = *std::min_element(losses.begin(), losses.end());
+    high = *std::max_element(losses.begin(), losses.end());
+  }
+  if (!(high > low)) high = low + 1;  // Also guards NaN.
+  const size_t steps = std::max<size_t>(losses.size(), 2);
+  auto x = [&](size_t i) { return kLeft + plot_w * static_cast<double>(i) / (steps - 1); };
+  auto y = [&](double loss) { return kTop + plot_h * (high - loss) / (high - low); };
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
+      "viewBox=\"0 0 {0} {1}\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"{2}\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">{3}</text>\n",
+      kWidth, kHeight, kWidth / 2, Escape(title));
+  // Axes, with five ticks on each.
+  svg += fmt::format("<path d=\"M{0} {1} V{2} H{3}\" stroke=\"black\" fill=\"none\"/>\n", kLeft,
+                     kTop, kTop + plot_h, kLeft + plot_w);
+  for (int tick = 0; tick <= 4; ++tick) {
+    const double value = low + (high - low) * tick / 4;
+    svg += fmt::format(
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:.3g}</text>\n"
+        "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#ddd\"/>\n",
+        kLeft - 6, y(value) + 4, value, kLeft, y(value), kLeft + plot_w, y(value));
+    const size_t step = (steps - 1) * tick / 4;
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x(step),
+                       kTop + plot_h + 18, step + 1);
+  }
+  svg += fmt::format(
+      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">step</text>\n"
+      "<text x=\"16\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 16 "
+      "{})\">loss</text>\n",
+      kLeft + plot_w / 2, kHeight - 10, kTop + plot_h / 2, kTop + plot_h / 2);
+  if (!losses.empty()) {
+    std::string points;
+    for (size_t i = 0; i < losses.size(); ++i) {
+      if (!std::isfinite(losses[i])) continue;
+      points += fmt::format("{:.1f},{:.1f} ", x(i), y(losses[i]));
+    }
+    svg += fmt::format(
+        "<polyline points=\"{}\" fill=\"none\" stroke=\"#1f77b4\" "
+        "stroke-width=\"1.5\"/>\n",
+        points);
+  }
+  return svg + "</svg>\n";
+}
+
+absl::Status WriteLossSvg(const std::string& path, const std::vector<double>& losses,
+                          const std::string& title) {
+  return WriteText(path, LossSvg(losses, title));
+}
+
+}  // namespace vkspmd::train
