@@ -115,7 +115,7 @@ class Printer {
       if (!first) text += separator;
       first = false;
       if (i < 0) {
-        text += "...";
+        text += " ...";  // PyTorch writes the ellipsis with a leading space.
         continue;
       }
       if (innermost) {

@@ -35,24 +35,26 @@ void GraphRunner::Run(GraphTask& task, DevicePool& pool) {
   }
 }
 
-absl::StatusOr<GraphRunner::Compiled> GraphRunner::Compile(const GraphTask& task,
-                                                           DevicePool& pool) {
+absl::StatusOr<GraphRunner::Compiled> GraphRunner::Compile(GraphTask& task, DevicePool& pool) {
+  // Opening the devices first: a reopen changes the generation the executable belongs to.
+  VKSPMD_ASSIGN_OR_RETURN(std::vector<runtime::MeshDevice*> devices,
+                          pool.DevicesFor(*task.placement));
   Compiled compiled;
   compiled.generation = pool.generation();
   compiled.result_shapes = RootLeafShapes(*task.module);
-  const ir::Module* program = task.module.get();
-  std::optional<spmd::PartitionResult> partition;
   if (task.placement->is_mesh) {
-    VKSPMD_ASSIGN_OR_RETURN(partition, spmd::Partition(*task.module, task.placement->local_mesh));
-    program = partition->module.get();
-    for (const std::vector<spmd::AxisSharding>& leaves : partition->parameter_shardings) {
+    VKSPMD_ASSIGN_OR_RETURN(spmd::PartitionResult partition,
+                            spmd::Partition(*task.module, task.placement->local_mesh));
+    compiled.program = std::move(partition.module);
+    for (const std::vector<spmd::AxisSharding>& leaves : partition.parameter_shardings) {
       compiled.parameter_shardings.push_back(leaves.at(0));
     }
-    compiled.result_shardings = partition->result_shardings;
+    compiled.result_shardings = partition.result_shardings;
     compiled.collective_bytes =
-        partition->BytesPerDevice() * task.placement->local_mesh.device_count();
+        partition.BytesPerDevice() * task.placement->local_mesh.device_count();
   } else {
-    for (const ir::Instruction* parameter : task.module->entry()->parameters()) {
+    compiled.program = std::move(task.module);
+    for (const ir::Instruction* parameter : compiled.program->entry()->parameters()) {
       compiled.parameter_shardings.push_back(
           spmd::AxisSharding::Replicated(parameter->shape().rank()));
     }
@@ -60,16 +62,15 @@ absl::StatusOr<GraphRunner::Compiled> GraphRunner::Compile(const GraphTask& task
       compiled.result_shardings.push_back(spmd::AxisSharding::Replicated(shape.rank()));
     }
   }
-  VKSPMD_ASSIGN_OR_RETURN(std::vector<runtime::MeshDevice*> devices,
-                          pool.DevicesFor(*task.placement));
-  VKSPMD_ASSIGN_OR_RETURN(compiled.executable, exec::MeshExecutable::Compile(*program, devices));
+  VKSPMD_ASSIGN_OR_RETURN(compiled.executable,
+                          exec::MeshExecutable::Compile(*compiled.program, devices));
   return compiled;
 }
 
 absl::StatusOr<GraphRunner::Compiled*> GraphRunner::FindOrCompile(GraphTask& task,
                                                                   DevicePool& pool) {
   const std::string key = absl::StrCat(task.hash, " on ", task.placement->key);
-  // Compiling may (re)open the devices, which makes older executables useless.
+  // Executables of devices that were closed since (to open more) are useless.
   if (auto found = cache_.find(key);
       found != cache_.end() && found->second.generation == pool.generation()) {
     debug::RecordCacheHit();
@@ -77,10 +78,6 @@ absl::StatusOr<GraphRunner::Compiled*> GraphRunner::FindOrCompile(GraphTask& tas
   }
   auto start = std::chrono::steady_clock::now();
   VKSPMD_ASSIGN_OR_RETURN(Compiled compiled, Compile(task, pool));
-  if (compiled.generation != pool.generation()) {
-    // The devices were reopened while compiling: compile again on the new ones.
-    VKSPMD_ASSIGN_OR_RETURN(compiled, Compile(task, pool));
-  }
   const double seconds = SecondsSince(start);
   debug::RecordCompile(seconds);
   debug::GraphAnalysis analysis = task.analysis;

@@ -40,6 +40,8 @@ class GraphRunner {
  private:
   struct Compiled {
     int64_t generation = 0;  // The DevicePool generation the executable belongs to.
+    // The program the executable was compiled from: its plan points into it.
+    std::unique_ptr<ir::Module> program;
     std::unique_ptr<exec::MeshExecutable> executable;
     std::vector<spmd::AxisSharding> parameter_shardings;
     std::vector<spmd::AxisSharding> result_shardings;
@@ -49,7 +51,7 @@ class GraphRunner {
 
   absl::Status RunOrFail(GraphTask& task, DevicePool& pool);
   absl::StatusOr<Compiled*> FindOrCompile(GraphTask& task, DevicePool& pool);
-  absl::StatusOr<Compiled> Compile(const GraphTask& task, DevicePool& pool);
+  absl::StatusOr<Compiled> Compile(GraphTask& task, DevicePool& pool);
 
   std::map<std::string, Compiled> cache_;
 };
