@@ -101,7 +101,9 @@ absl::Status Context::SyncNodes(std::vector<NodePtr> nodes, SyncCause cause,
       GraphInput input;
       const bool failed = parameter->device_value != nullptr && parameter->device_value->Failed();
       if (parameter->host_value.has_value() && (parameter->device_value == nullptr || failed)) {
-        parameter->device_value = std::make_shared<DeviceValue>(placement, parameter->shape());
+        // Uploaded replicated (see Lower), so its sharding is known now.
+        parameter->device_value = std::make_shared<DeviceValue>(
+            placement, parameter->shape(), spmd::AxisSharding::Replicated(parameter->shape().rank()));
         input.host = *parameter->host_value;
       }
       input.value = parameter->device_value;

@@ -75,7 +75,13 @@ absl::Status DevicePool::Open(int64_t needed) {
 absl::StatusOr<std::vector<runtime::MeshDevice*>> DevicePool::DevicesFor(
     const Placement& placement) {
   const int64_t needed = *std::max_element(placement.devices.begin(), placement.devices.end()) + 1;
-  if (devices_ == nullptr || devices_->size() < needed) VKSPMD_RETURN_IF_ERROR(Open(needed));
+  // Grow to what every mesh so far needs while nothing lives on the devices, so that a mesh
+  // created earlier can still be used after values exist.
+  const bool can_grow = devices_ != nullptr && devices_->size() < wanted_devices.load() &&
+                        DeviceValue::LiveBufferCount() == 0;
+  if (devices_ == nullptr || devices_->size() < needed || can_grow) {
+    VKSPMD_RETURN_IF_ERROR(Open(needed));
+  }
   std::vector<runtime::MeshDevice*> devices;
   for (int64_t id : placement.devices) devices.push_back(&devices_->device(static_cast<int>(id)));
   return devices;

@@ -80,7 +80,10 @@ class Lowering {
     ir::Instruction* parameter = builder_.Parameter(number, node.shape());
     graph_.parameters.push_back(node.shared_from_this());
     if (!graph_.placement->is_mesh) return parameter;
-    if (node.shape().rank() == 0) {
+    // Host data (and scalars) go to every device, as PyTorch/XLA does with unmarked data, so the
+    // next step, which reads it as device data, builds the same module.
+    if (node.host_value.has_value() &&
+        (node.device_value == nullptr || node.device_value->Failed())) {
       parameter->set_sharding(ir::Sharding::Replicated());
     } else if (node.device_value != nullptr &&
                SamePlacement(node.device_value->placement(), graph_.placement)) {

@@ -23,8 +23,9 @@ struct LoweredGraph {
 
 // Lowers `outputs` (distinct op nodes) for `placement`. On a mesh, a parameter whose device value
 // already lives on that mesh is annotated with its sharding (waiting for the graph that produces
-// it to compile), so the partitioner keeps the data where it is; sharding constraints become
-// Sharding custom-calls. On the single device constraints are dropped.
+// it to compile), so the partitioner keeps the data where it is; host data is annotated
+// replicated; sharding constraints become Sharding custom-calls. On the single device
+// constraints are dropped.
 absl::StatusOr<LoweredGraph> Lower(const std::vector<NodePtr>& outputs, PlacementPtr placement);
 
 }  // namespace vkspmd::lazy
