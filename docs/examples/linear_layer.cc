@@ -21,8 +21,8 @@ int main() {
     vkspmd::mark_sharding(weight, mesh, {"model", vkspmd::None});
     vkspmd::Tensor output = vkspmd::matmul(input, weight.t()) + bias;
     auto replicated = vkspmd::mark_sharding(output, mesh, {vkspmd::None, vkspmd::None});
-    std::cout << "output sharding before running (propagated): "
-              << vkspmd::sharding_spec(output) << "\n";
+    std::cout << "output sharding before running (propagated): " << vkspmd::sharding_spec(output)
+              << "\n";
     vkspmd::mark_step();
     std::cout << "output " << vkspmd::sharding_type_name(replicated.sharding_type()) << ", "
               << replicated.local_shards().size() << " shards\n";

@@ -10,8 +10,8 @@ namespace vkspmd {
 class Scalar {
  public:
   template <typename T>
-    requires std::integral<T> || std::floating_point<T>
-  Scalar(T value)  // NOLINT(google-explicit-constructor): 2.0 and 3 read as scalars.
+  requires std::integral<T> || std::floating_point<T> Scalar(
+      T value)  // NOLINT(google-explicit-constructor): 2.0 and 3 read as scalars.
       : value_(static_cast<double>(value)),
         is_floating_(std::floating_point<T>),
         is_bool_(std::same_as<T, bool>) {}

@@ -36,11 +36,11 @@ inline constexpr NoneType None{};
 // One partition-spec entry: an axis, a tuple of axes, or None.
 class SpecEntry {
  public:
-  SpecEntry(NoneType) {}                                  // NOLINT: {0, None}.
-  SpecEntry(AxisName axis) : axes_{std::move(axis)} {}    // NOLINT
-  SpecEntry(int axis) : axes_{AxisName(axis)} {}          // NOLINT
-  SpecEntry(int64_t axis) : axes_{AxisName(axis)} {}      // NOLINT
-  SpecEntry(const char* axis) : axes_{AxisName(axis)} {}  // NOLINT
+  SpecEntry(NoneType) {}                                             // NOLINT: {0, None}.
+  SpecEntry(AxisName axis) : axes_{std::move(axis)} {}               // NOLINT
+  SpecEntry(int axis) : axes_{AxisName(axis)} {}                     // NOLINT
+  SpecEntry(int64_t axis) : axes_{AxisName(axis)} {}                 // NOLINT
+  SpecEntry(const char* axis) : axes_{AxisName(axis)} {}             // NOLINT
   SpecEntry(std::string axis) : axes_{AxisName(std::move(axis))} {}  // NOLINT
   SpecEntry(Axes axes) : axes_(std::move(axes.axes)) {}              // NOLINT
   // Empty for None.

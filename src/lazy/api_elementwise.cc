@@ -9,11 +9,11 @@
 namespace vkspmd {
 namespace {
 
+using ir::Opcode;
 using lazy::NodeOf;
 using lazy::NodePtr;
 using lazy::Unwrap;
 using lazy::Wrap;
-using ir::Opcode;
 
 Tensor BinaryOp(Opcode opcode, const Tensor& a, const Tensor& b, const char* op) {
   return Wrap(lazy::trace::Binary(opcode, NodeOf(a, op), NodeOf(b, op), op));
@@ -109,28 +109,29 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
   NodePtr inner;
   if (approximate == "none") {
     // x * Φ(x) = 0.5 x (1 + erf(x / sqrt(2))).
-    inner = Unwrap(lazy::trace::Unary(
-        Opcode::kErf, Mul(node, ConstantLike(1 / std::numbers::sqrt2, node))));
+    inner = Unwrap(
+        lazy::trace::Unary(Opcode::kErf, Mul(node, ConstantLike(1 / std::numbers::sqrt2, node))));
   } else if (approximate == "tanh") {
     // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
     NodePtr cube = Mul(Mul(node, node), node);
     NodePtr sum = Add(node, Mul(cube, ConstantLike(0.044715, node)));
     inner = Unwrap(lazy::trace::Unary(
-        Opcode::kTanh,
-        Mul(sum, ConstantLike(std::sqrt(2 / std::numbers::pi), node))));
+        Opcode::kTanh, Mul(sum, ConstantLike(std::sqrt(2 / std::numbers::pi), node))));
   } else {
     throw Error(ErrorCode::kInvalidArgument,
                 "gelu: approximate must be \"none\" or \"tanh\", not \"" + approximate + "\"");
   }
   NodePtr half_x = Mul(node, ConstantLike(0.5, node));
-  return Wrap(lazy::trace::Binary(Opcode::kMultiply, half_x, Add(inner, ConstantLike(1, node)),
-                                  "gelu"));
+  return Wrap(
+      lazy::trace::Binary(Opcode::kMultiply, half_x, Add(inner, ConstantLike(1, node)), "gelu"));
 }
 
 Tensor pow(const Tensor& x, const Tensor& exponent) {
   return BinaryOp(Opcode::kPower, x, exponent, "pow");
 }
-Tensor pow(const Tensor& x, Scalar exponent) { return BinaryOp(Opcode::kPower, x, exponent, "pow"); }
+Tensor pow(const Tensor& x, Scalar exponent) {
+  return BinaryOp(Opcode::kPower, x, exponent, "pow");
+}
 Tensor maximum(const Tensor& a, const Tensor& b) {
   return BinaryOp(Opcode::kMaximum, a, b, "maximum");
 }
@@ -138,19 +139,22 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
   return BinaryOp(Opcode::kMinimum, a, b, "minimum");
 }
 
-using ir::ComparisonDirection;
-Tensor eq(const Tensor& a, const Tensor& b) { return Compare(ComparisonDirection::kEq, a, b, "eq"); }
-Tensor ne(const Tensor& a, const Tensor& b) { return Compare(ComparisonDirection::kNe, a, b, "ne"); }
-Tensor lt(const Tensor& a, const Tensor& b) { return Compare(ComparisonDirection::kLt, a, b, "lt"); }
-Tensor le(const Tensor& a, const Tensor& b) { return Compare(ComparisonDirection::kLe, a, b, "le"); }
-Tensor gt(const Tensor& a, const Tensor& b) { return Compare(ComparisonDirection::kGt, a, b, "gt"); }
-Tensor ge(const Tensor& a, const Tensor& b) { return Compare(ComparisonDirection::kGe, a, b, "ge"); }
-Tensor eq(const Tensor& a, Scalar b) { return Compare(ComparisonDirection::kEq, a, b, "eq"); }
-Tensor ne(const Tensor& a, Scalar b) { return Compare(ComparisonDirection::kNe, a, b, "ne"); }
-Tensor lt(const Tensor& a, Scalar b) { return Compare(ComparisonDirection::kLt, a, b, "lt"); }
-Tensor le(const Tensor& a, Scalar b) { return Compare(ComparisonDirection::kLe, a, b, "le"); }
-Tensor gt(const Tensor& a, Scalar b) { return Compare(ComparisonDirection::kGt, a, b, "gt"); }
-Tensor ge(const Tensor& a, Scalar b) { return Compare(ComparisonDirection::kGe, a, b, "ge"); }
+// Each comparison with a tensor and with a scalar on the right.
+#define VKSPMD_COMPARISON(name, direction)                           \
+  Tensor name(const Tensor& a, const Tensor& b) {                    \
+    return Compare(ir::ComparisonDirection::direction, a, b, #name); \
+  }                                                                  \
+  Tensor name(const Tensor& a, Scalar b) {                           \
+    return Compare(ir::ComparisonDirection::direction, a, b, #name); \
+  }
+VKSPMD_COMPARISON(eq, kEq)
+VKSPMD_COMPARISON(ne, kNe)
+VKSPMD_COMPARISON(lt, kLt)
+VKSPMD_COMPARISON(le, kLe)
+VKSPMD_COMPARISON(gt, kGt)
+VKSPMD_COMPARISON(ge, kGe)
+#undef VKSPMD_COMPARISON
+
 Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
 Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
 Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
@@ -161,14 +165,14 @@ Tensor operator>(const Tensor& a, Scalar b) { return gt(a, b); }
 Tensor operator>=(const Tensor& a, Scalar b) { return ge(a, b); }
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
-  return Wrap(lazy::trace::Select(NodeOf(condition, "where"), NodeOf(a, "where"),
-                                  NodeOf(b, "where")));
+  return Wrap(
+      lazy::trace::Select(NodeOf(condition, "where"), NodeOf(a, "where"), NodeOf(b, "where")));
 }
 
 Tensor where(const Tensor& condition, const Tensor& a, Scalar b) {
   NodePtr x = NodeOf(a, "where");
-  return Wrap(lazy::trace::Select(NodeOf(condition, "where"), x,
-                                  lazy::ScalarFor(b, x->shape().dtype())));
+  return Wrap(
+      lazy::trace::Select(NodeOf(condition, "where"), x, lazy::ScalarFor(b, x->shape().dtype())));
 }
 
 Tensor to_dtype(const Tensor& x, DType dtype) {

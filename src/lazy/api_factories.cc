@@ -39,8 +39,7 @@ ir::Literal RandomBits(int64_t count) {
   const uint64_t counter = context.TakeRandomCounter(blocks);
   ir::Instruction generator(
       ir::Opcode::kRngBitGenerator,
-      ir::Shape::Tuple({ir::Shape(ir::DType::kU64, {3}), ir::Shape(ir::DType::kU32, {count})}),
-      {});
+      ir::Shape::Tuple({ir::Shape(ir::DType::kU64, {3}), ir::Shape(ir::DType::kU32, {count})}), {});
   generator.attributes().rng_algorithm = ir::RngAlgorithm::kPhilox;
   ir::Literal state = ir::Literal::Create<uint64_t>(ir::DType::kU64, {3}, {seed, counter, 0});
   ir::Literal result = Unwrap(interp::EvaluateRngBitGenerator(generator, state));
@@ -56,9 +55,9 @@ Tensor FromSpan(std::span<const T> values, std::vector<int64_t> shape, ir::DType
   CheckShape(shape, "tensor");
   ir::Literal literal(ir::Shape(type, shape));
   if (literal.ElementCount() != static_cast<int64_t>(values.size())) {
-    throw Error(ErrorCode::kInvalidArgument,
-                absl::StrCat("tensor: ", values.size(), " values for shape ",
-                             literal.shape().ToString()));
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        absl::StrCat("tensor: ", values.size(), " values for shape ", literal.shape().ToString()));
   }
   for (size_t i = 0; i < values.size(); ++i) literal.Set<T>(static_cast<int64_t>(i), values[i]);
   return lazy::Wrap(lazy::MakeHostLeaf(std::move(literal)));
@@ -75,8 +74,8 @@ Tensor ones(std::vector<int64_t> shape, DType dtype) {
 }
 
 Tensor full(std::vector<int64_t> shape, Scalar value, DType dtype) {
-  NodePtr scalar = Unwrap(lazy::trace::Convert(lazy::ScalarFor(value, lazy::ToIrType(dtype)),
-                                               lazy::ToIrType(dtype)));
+  NodePtr scalar = Unwrap(
+      lazy::trace::Convert(lazy::ScalarFor(value, lazy::ToIrType(dtype)), lazy::ToIrType(dtype)));
   return Filled(scalar, std::move(shape), "full");
 }
 
@@ -102,8 +101,8 @@ Tensor arange(Scalar start, Scalar end, Scalar step) {
   const int64_t count = std::max<int64_t>(
       0, static_cast<int64_t>(std::ceil((end.value() - start.value()) / step.value())));
   NodePtr iota = Unwrap(lazy::trace::Iota(type, {count}, 0));
-  NodePtr scaled = Unwrap(lazy::trace::Binary(
-      ir::Opcode::kMultiply, iota, lazy::trace::Constant(step.value(), type), "arange"));
+  NodePtr scaled = Unwrap(lazy::trace::Binary(ir::Opcode::kMultiply, iota,
+                                              lazy::trace::Constant(step.value(), type), "arange"));
   return lazy::Wrap(lazy::trace::Binary(ir::Opcode::kAdd, scaled,
                                         lazy::trace::Constant(start.value(), type), "arange"));
 }

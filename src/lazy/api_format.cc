@@ -109,7 +109,8 @@ class Printer {
     const bool innermost = d + 1 == value_.shape.size();
     const std::string indent(7 + d + 1, ' ');
     const std::string separator =
-        innermost ? ", " : absl::StrCat(",", std::string(value_.shape.size() - d - 1, '\n'), indent);
+        innermost ? ", "
+                  : absl::StrCat(",", std::string(value_.shape.size() - d - 1, '\n'), indent);
     bool first = true;
     for (int64_t i : Shown(d)) {
       if (!first) text += separator;

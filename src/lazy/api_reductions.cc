@@ -43,10 +43,9 @@ NodePtr MeanNode(NodePtr x, std::vector<int64_t> dims, bool keepdim) {
   int64_t count = 1;
   for (int64_t d : dims) count *= x->shape().dimension(d);
   NodePtr total = ReduceNode(x, dims, Opcode::kAdd, keepdim, "mean");
-  return Unwrap(lazy::trace::Binary(Opcode::kDivide, total,
-                                    lazy::trace::Constant(static_cast<double>(count),
-                                                          x->shape().dtype()),
-                                    "mean"));
+  return Unwrap(lazy::trace::Binary(
+      Opcode::kDivide, total, lazy::trace::Constant(static_cast<double>(count), x->shape().dtype()),
+      "mean"));
 }
 
 NodePtr Apply(Opcode opcode, NodePtr a, NodePtr b, const char* op) {
@@ -62,25 +61,24 @@ NodePtr Shifted(const NodePtr& x, int64_t dim, const char* op) {
 NodePtr LogSoftmaxNode(const NodePtr& input, int64_t dim) {
   NodePtr x = Unwrap(lazy::trace::ToFloat(input));
   NodePtr shifted = Shifted(x, dim, "log_softmax");
-  NodePtr total = ReduceNode(Unwrap(lazy::trace::Unary(Opcode::kExp, shifted)), {dim},
-                             Opcode::kAdd, true, "log_softmax");
+  NodePtr total = ReduceNode(Unwrap(lazy::trace::Unary(Opcode::kExp, shifted)), {dim}, Opcode::kAdd,
+                             true, "log_softmax");
   return Apply(Opcode::kSubtract, shifted, Unwrap(lazy::trace::Unary(Opcode::kLog, total)),
                "log_softmax");
 }
 
 NodePtr OneHotNode(const NodePtr& indices, int64_t num_classes) {
   if (!ir::IsInteger(indices->shape().dtype())) {
-    throw Error(ErrorCode::kInvalidArgument,
-                absl::StrCat("one_hot: indices must be integers, not ",
-                             indices->shape().ToString()));
+    throw Error(ErrorCode::kInvalidArgument, absl::StrCat("one_hot: indices must be integers, not ",
+                                                          indices->shape().ToString()));
   }
   if (num_classes <= 0) {
     throw Error(ErrorCode::kInvalidArgument, "one_hot: num_classes must be positive");
   }
   std::vector<int64_t> dims = indices->shape().dimensions();
   dims.push_back(num_classes);
-  NodePtr classes = Unwrap(lazy::trace::Iota(indices->shape().dtype(), dims,
-                                             static_cast<int64_t>(dims.size()) - 1));
+  NodePtr classes = Unwrap(
+      lazy::trace::Iota(indices->shape().dtype(), dims, static_cast<int64_t>(dims.size()) - 1));
   std::vector<int64_t> with_one = indices->shape().dimensions();
   with_one.push_back(1);
   NodePtr column = Unwrap(lazy::trace::Reshape(indices, with_one));
@@ -159,8 +157,8 @@ Tensor layer_norm(const Tensor& x, std::vector<int64_t> normalized_shape, const 
 }
 
 Tensor one_hot(const Tensor& indices, int64_t num_classes) {
-  return Wrap(lazy::trace::Convert(OneHotNode(NodeOf(indices, "one_hot"), num_classes),
-                                   ir::DType::kS32));
+  return Wrap(
+      lazy::trace::Convert(OneHotNode(NodeOf(indices, "one_hot"), num_classes), ir::DType::kS32));
 }
 
 Tensor embedding(const Tensor& indices, const Tensor& weight) {
@@ -170,9 +168,9 @@ Tensor embedding(const Tensor& indices, const Tensor& weight) {
                 absl::StrCat("embedding: the weight must be [num_embeddings, dim], not ",
                              table->shape().ToString()));
   }
-  NodePtr rows = Unwrap(lazy::trace::Convert(
-      OneHotNode(NodeOf(indices, "embedding"), table->shape().dimension(0)),
-      table->shape().dtype()));
+  NodePtr rows = Unwrap(
+      lazy::trace::Convert(OneHotNode(NodeOf(indices, "embedding"), table->shape().dimension(0)),
+                           table->shape().dtype()));
   return Wrap(lazy::trace::Matmul(rows, table));
 }
 
@@ -183,24 +181,23 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const std::stri
   if (rank < 1 || classes->shape().rank() != rank - 1 ||
       !std::equal(classes->shape().dimensions().begin(), classes->shape().dimensions().end(),
                   scores->shape().dimensions().begin())) {
-    throw Error(ErrorCode::kInvalidArgument,
-                absl::StrCat("cross_entropy: logits ", scores->shape().ToString(),
-                             " and target ", classes->shape().ToString(),
-                             " do not match (expected [N, C] and [N])"));
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        absl::StrCat("cross_entropy: logits ", scores->shape().ToString(), " and target ",
+                     classes->shape().ToString(), " do not match (expected [N, C] and [N])"));
   }
   NodePtr log_probabilities = LogSoftmaxNode(scores, rank - 1);
   NodePtr chosen = Unwrap(lazy::trace::Convert(
       OneHotNode(classes, scores->shape().dimensions().back()), ir::DType::kF32));
-  NodePtr picked = ReduceNode(Apply(Opcode::kMultiply, log_probabilities, chosen,
-                                    "cross_entropy"),
+  NodePtr picked = ReduceNode(Apply(Opcode::kMultiply, log_probabilities, chosen, "cross_entropy"),
                               {rank - 1}, Opcode::kAdd, false, "cross_entropy");
   NodePtr losses = Unwrap(lazy::trace::Unary(Opcode::kNegate, picked));
   if (reduction == "none") return Wrap(losses);
   if (reduction == "sum") return Wrap(ReduceNode(losses, {}, Opcode::kAdd, false, "cross_entropy"));
   if (reduction == "mean") return Wrap(MeanNode(losses, {}, false));
-  throw Error(ErrorCode::kInvalidArgument,
-              "cross_entropy: reduction must be \"mean\", \"sum\" or \"none\", not \"" +
-                  reduction + "\"");
+  throw Error(
+      ErrorCode::kInvalidArgument,
+      "cross_entropy: reduction must be \"mean\", \"sum\" or \"none\", not \"" + reduction + "\"");
 }
 
 }  // namespace vkspmd

@@ -121,8 +121,9 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
   const int64_t d = NormalizeDim(dim, node->shape().rank(), "slice");
   const int64_t size = node->shape().dimension(d);
   if (step <= 0) throw InvalidArgument("slice: step must be positive");
-  auto clamp = [&](int64_t index) { return std::clamp(index < 0 ? index + size : index,
-                                                      int64_t{0}, size); };
+  auto clamp = [&](int64_t index) {
+    return std::clamp(index < 0 ? index + size : index, int64_t{0}, size);
+  };
   start = clamp(start);
   end = std::max(start, clamp(end));
   return Wrap(lazy::trace::Slice(node, d, start, end, step));

@@ -108,8 +108,8 @@ ir::Literal Unpad(const ir::Literal& padded, const std::vector<int64_t>& valid) 
 ShardedTensor mark_sharding(const Tensor& tensor, const Mesh& mesh, const PartitionSpec& spec) {
   NodePtr node = lazy::NodeOf(tensor, "mark_sharding");
   lazy::PlacementPtr placement = lazy::PlacementOf(mesh);
-  spmd::AxisSharding sharding = Unwrap(
-      spmd::ResolvePartitionSpec(ToSpmdSpec(spec), placement->mesh, node->shape().rank()));
+  spmd::AxisSharding sharding =
+      Unwrap(spmd::ResolvePartitionSpec(ToSpmdSpec(spec), placement->mesh, node->shape().rank()));
   lazy::TensorState& state = *tensor.state();
   if (state.annotation.has_value() && !state.annotation->sharding.IsReplicated() &&
       (state.annotation->placement->key != placement->key ||

@@ -121,7 +121,8 @@ HostTensor ToHostTensor(const ir::Literal& literal) {
   host.shape = literal.shape().dimensions();
   host.dtype = FromIrType(literal.dtype());
   host.bytes.resize(literal.bytes().size());
-  if (!host.bytes.empty()) std::memcpy(host.bytes.data(), literal.bytes().data(), host.bytes.size());
+  if (!host.bytes.empty())
+    std::memcpy(host.bytes.data(), literal.bytes().data(), host.bytes.size());
   return host;
 }
 
@@ -130,8 +131,7 @@ ir::Literal FromHostTensor(const HostTensor& value) {
   if (literal.bytes().size() != value.bytes.size()) {
     throw Error(ErrorCode::kInvalidArgument,
                 absl::StrCat("host data of ", value.bytes.size(), " bytes for shape ",
-                             literal.shape().ToString(), ", which needs ",
-                             literal.bytes().size()));
+                             literal.shape().ToString(), ", which needs ", literal.bytes().size()));
   }
   if (!value.bytes.empty()) {
     std::memcpy(literal.bytes().data(), value.bytes.data(), value.bytes.size());

@@ -17,9 +17,7 @@ const std::vector<int64_t>& Tensor::shape() const {
   return NodeOf(*this, "shape")->shape().dimensions();
 }
 
-int64_t Tensor::size(int64_t d) const {
-  return shape()[lazy::NormalizeDim(d, dim(), "size")];
-}
+int64_t Tensor::size(int64_t d) const { return shape()[lazy::NormalizeDim(d, dim(), "size")]; }
 
 int64_t Tensor::numel() const { return NodeOf(*this, "numel")->shape().ElementCount(); }
 

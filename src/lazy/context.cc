@@ -33,8 +33,8 @@ std::string SourceText(const std::source_location& where) {
 // The sharding a constraint node's value will have, known before its graph compiles.
 std::optional<spmd::AxisSharding> KnownSharding(const Node& node, const Placement& placement) {
   if (!placement.is_mesh || !node.proto->sharding().has_value()) return std::nullopt;
-  absl::StatusOr<spmd::AxisSharding> sharding = spmd::FromHloSharding(
-      *node.proto->sharding(), placement.local_mesh, node.shape().rank());
+  absl::StatusOr<spmd::AxisSharding> sharding =
+      spmd::FromHloSharding(*node.proto->sharding(), placement.local_mesh, node.shape().rank());
   if (!sharding.ok()) return std::nullopt;
   return *sharding;
 }
@@ -103,7 +103,8 @@ absl::Status Context::SyncNodes(std::vector<NodePtr> nodes, SyncCause cause,
       if (parameter->host_value.has_value() && (parameter->device_value == nullptr || failed)) {
         // Uploaded replicated (see Lower), so its sharding is known now.
         parameter->device_value = std::make_shared<DeviceValue>(
-            placement, parameter->shape(), spmd::AxisSharding::Replicated(parameter->shape().rank()));
+            placement, parameter->shape(),
+            spmd::AxisSharding::Replicated(parameter->shape().rank()));
         input.host = *parameter->host_value;
       }
       input.value = parameter->device_value;

@@ -21,9 +21,9 @@ std::atomic<int64_t> wanted_devices{1};
 absl::Status DevicePool::NoteMeshDevices(int64_t count) {
   VKSPMD_ASSIGN_OR_RETURN(runtime::RuntimeConfig config, runtime::RuntimeConfig::FromEnvironment());
   if (config.mesh_device_count > 0 && count > config.mesh_device_count) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the mesh needs ", count, " mesh devices but VKSPMD_DEVICES=",
-                     config.mesh_device_count, " allows only ", config.mesh_device_count));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the mesh needs ", count, " mesh devices but VKSPMD_DEVICES=", config.mesh_device_count,
+        " allows only ", config.mesh_device_count));
   }
   if (count > runtime::kMaxMeshDevices) {
     return absl::InvalidArgumentError(absl::StrCat("the mesh needs ", count,
@@ -51,9 +51,8 @@ absl::StatusOr<int64_t> DevicePool::AvailableDeviceCount() {
 absl::Status DevicePool::Open(int64_t needed) {
   VKSPMD_ASSIGN_OR_RETURN(runtime::RuntimeConfig config, runtime::RuntimeConfig::FromEnvironment());
   if (config.mesh_device_count > 0 && needed > config.mesh_device_count) {
-    return absl::InvalidArgumentError(absl::StrCat("mesh device ", needed - 1,
-                                                   " is needed but VKSPMD_DEVICES=",
-                                                   config.mesh_device_count));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mesh device ", needed - 1, " is needed but VKSPMD_DEVICES=", config.mesh_device_count));
   }
   if (devices_ != nullptr) {
     if (DeviceValue::LiveBufferCount() > 0) {
@@ -64,9 +63,8 @@ absl::Status DevicePool::Open(int64_t needed) {
     }
     Close();
   }
-  config.mesh_device_count =
-      static_cast<int>(std::max({needed, wanted_devices.load(),
-                                 static_cast<int64_t>(config.mesh_device_count)}));
+  config.mesh_device_count = static_cast<int>(
+      std::max({needed, wanted_devices.load(), static_cast<int64_t>(config.mesh_device_count)}));
   VKSPMD_ASSIGN_OR_RETURN(devices_, runtime::DeviceSet::Create(config));
   ++generation_;
   return absl::OkStatus();

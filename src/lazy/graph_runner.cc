@@ -27,8 +27,9 @@ std::vector<ir::Shape> RootLeafShapes(const ir::Module& module) {
 void GraphRunner::Run(GraphTask& task, DevicePool& pool) {
   absl::Status status = RunOrFail(task, pool);
   if (status.ok()) return;
-  absl::Status failure(status.code(), absl::StrCat("the graph ", task.hash, " (", task.placement->key,
-                                                   ") failed: ", status.message()));
+  absl::Status failure(status.code(),
+                       absl::StrCat("the graph ", task.hash, " (", task.placement->key,
+                                    ") failed: ", status.message()));
   for (const std::shared_ptr<DeviceValue>& output : task.outputs) output->SetError(failure);
   for (GraphInput& input : task.inputs) {
     if (input.host.has_value()) input.value->SetError(failure);

@@ -97,7 +97,8 @@ class Lowering {
     ir::Computation*& reducer = reducers_[{opcode, type}];
     if (reducer == nullptr) {
       reducer = graph_.module->AddComputation(ir::MakeScalarReducer(
-          absl::StrCat(std::string(ir::OpcodeName(opcode)), "_", std::string(ir::DTypeName(type))), opcode, type));
+          absl::StrCat(std::string(ir::OpcodeName(opcode)), "_", std::string(ir::DTypeName(type))),
+          opcode, type));
     }
     return reducer;
   }

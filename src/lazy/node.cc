@@ -68,13 +68,14 @@ NodePtr MakeDeviceLeaf(std::shared_ptr<DeviceValue> value) {
 
 ir::Computation* TraceReducer(ir::Opcode opcode, ir::DType type) {
   static std::mutex mutex;
-  static auto* reducers = new std::map<std::pair<ir::Opcode, ir::DType>,
-                                       std::unique_ptr<ir::Computation>>();
+  static auto* reducers =
+      new std::map<std::pair<ir::Opcode, ir::DType>, std::unique_ptr<ir::Computation>>();
   std::lock_guard<std::mutex> lock(mutex);
   std::unique_ptr<ir::Computation>& reducer = (*reducers)[{opcode, type}];
   if (reducer == nullptr) {
     reducer = ir::MakeScalarReducer(
-        absl::StrCat(std::string(ir::OpcodeName(opcode)), "_", std::string(ir::DTypeName(type))), opcode, type);
+        absl::StrCat(std::string(ir::OpcodeName(opcode)), "_", std::string(ir::DTypeName(type))),
+        opcode, type);
   }
   return reducer.get();
 }

@@ -39,8 +39,8 @@ ir::Literal ReduceInit(ir::Opcode opcode, ir::DType type) {
   } else if (ir::IsUnsignedInteger(type)) {
     literal.SetFromUint64(0, is_max ? 0 : std::numeric_limits<uint32_t>::max());
   } else {
-    literal.SetFromInt64(0, is_max ? std::numeric_limits<int32_t>::min()
-                                   : std::numeric_limits<int32_t>::max());
+    literal.SetFromInt64(
+        0, is_max ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max());
   }
   return literal;
 }
@@ -56,7 +56,9 @@ NodePtr ConstantLiteral(ir::Literal literal) {
 
 }  // namespace
 
-NodePtr Constant(double value, ir::DType type) { return ConstantLiteral(ScalarLiteral(value, type)); }
+NodePtr Constant(double value, ir::DType type) {
+  return ConstantLiteral(ScalarLiteral(value, type));
+}
 
 NodePtr ScalarParameter(double value, ir::DType type) {
   return MakeHostLeaf(ScalarLiteral(value, type));
@@ -80,9 +82,9 @@ absl::StatusOr<std::vector<int64_t>> BroadcastShapes(const std::vector<int64_t>&
     const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
     if (da != db && da != 1 && db != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          op, ": shapes ", DimsText(a), " and ", DimsText(b), " cannot be broadcast (dim ", i,
-          " of the result: ", da, " vs ", db, ")"));
+      return absl::InvalidArgumentError(absl::StrCat(op, ": shapes ", DimsText(a), " and ",
+                                                     DimsText(b), " cannot be broadcast (dim ", i,
+                                                     " of the result: ", da, " vs ", db, ")"));
     }
     result[i] = da == 1 ? db : da;
   }
@@ -114,8 +116,7 @@ absl::StatusOr<NodePtr> BroadcastTo(const NodePtr& x, const std::vector<int64_t>
   }
   ir::InstructionAttributes attributes;
   attributes.dimensions = mapping;
-  return MakeOp(ir::Opcode::kBroadcast, {operand}, attributes,
-                ir::Shape(x->shape().dtype(), dims));
+  return MakeOp(ir::Opcode::kBroadcast, {operand}, attributes, ir::Shape(x->shape().dtype(), dims));
 }
 
 absl::StatusOr<ir::DType> PromoteTypes(ir::DType a, ir::DType b, const std::string& op) {
@@ -123,24 +124,20 @@ absl::StatusOr<ir::DType> PromoteTypes(ir::DType a, ir::DType b, const std::stri
   if (a == ir::DType::kPred) return b;
   if (b == ir::DType::kPred) return a;
   if (ir::IsFloat(a) != ir::IsFloat(b)) return ir::IsFloat(a) ? a : b;
-  return absl::InvalidArgumentError(absl::StrCat(op, ": no common type for ", std::string(ir::DTypeName(a)),
-                                                 " and ", std::string(ir::DTypeName(b)),
-                                                 "; convert one with to_dtype"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(op, ": no common type for ", std::string(ir::DTypeName(a)), " and ",
+                   std::string(ir::DTypeName(b)), "; convert one with to_dtype"));
 }
 
-absl::StatusOr<NodePtr> Unary(ir::Opcode opcode, const NodePtr& x) {
-  return MakeOp(opcode, {x});
-}
+absl::StatusOr<NodePtr> Unary(ir::Opcode opcode, const NodePtr& x) { return MakeOp(opcode, {x}); }
 
 // Promotes both operands to one type and broadcasts them to one shape.
 static absl::Status Align(NodePtr& a, NodePtr& b, const std::string& op) {
-  VKSPMD_ASSIGN_OR_RETURN(ir::DType type,
-                          PromoteTypes(a->shape().dtype(), b->shape().dtype(), op));
+  VKSPMD_ASSIGN_OR_RETURN(ir::DType type, PromoteTypes(a->shape().dtype(), b->shape().dtype(), op));
   VKSPMD_ASSIGN_OR_RETURN(a, Convert(a, type));
   VKSPMD_ASSIGN_OR_RETURN(b, Convert(b, type));
-  VKSPMD_ASSIGN_OR_RETURN(
-      std::vector<int64_t> dims,
-      BroadcastShapes(a->shape().dimensions(), b->shape().dimensions(), op));
+  VKSPMD_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+                          BroadcastShapes(a->shape().dimensions(), b->shape().dimensions(), op));
   VKSPMD_ASSIGN_OR_RETURN(a, BroadcastTo(a, dims));
   VKSPMD_ASSIGN_OR_RETURN(b, BroadcastTo(b, dims));
   return absl::OkStatus();
@@ -162,9 +159,9 @@ absl::StatusOr<NodePtr> Compare(ir::ComparisonDirection direction, NodePtr a, No
 absl::StatusOr<NodePtr> Select(NodePtr condition, NodePtr a, NodePtr b) {
   VKSPMD_RETURN_IF_ERROR(Align(a, b, "where"));
   VKSPMD_ASSIGN_OR_RETURN(condition, Convert(condition, ir::DType::kPred));
-  VKSPMD_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
-                          BroadcastShapes(condition->shape().dimensions(),
-                                          a->shape().dimensions(), "where"));
+  VKSPMD_ASSIGN_OR_RETURN(
+      std::vector<int64_t> dims,
+      BroadcastShapes(condition->shape().dimensions(), a->shape().dimensions(), "where"));
   VKSPMD_ASSIGN_OR_RETURN(condition, BroadcastTo(condition, dims));
   VKSPMD_ASSIGN_OR_RETURN(a, BroadcastTo(a, dims));
   VKSPMD_ASSIGN_OR_RETURN(b, BroadcastTo(b, dims));
@@ -284,8 +281,8 @@ absl::StatusOr<NodePtr> ShardingConstraint(const NodePtr& x, const ir::Sharding&
                                            PlacementPtr placement) {
   if (x->placement != nullptr && !SamePlacement(x->placement, placement)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "mark_sharding: the value is computed on mesh ", x->placement->mesh.ToString(),
-        ", not on ", placement->mesh.ToString(), "; sync it first so its data can move"));
+        "mark_sharding: the value is computed on mesh ", x->placement->mesh.ToString(), ", not on ",
+        placement->mesh.ToString(), "; sync it first so its data can move"));
   }
   ir::InstructionAttributes attributes;
   attributes.custom_call_target = "Sharding";

@@ -6,9 +6,10 @@
 
 namespace vkspmd::lazy {
 
-absl::StatusOr<std::unique_ptr<exec::ShardedBuffer>> UploadValue(
-    const ir::Literal& value, const Placement& placement, const spmd::AxisSharding& sharding,
-    DevicePool& pool) {
+absl::StatusOr<std::unique_ptr<exec::ShardedBuffer>> UploadValue(const ir::Literal& value,
+                                                                 const Placement& placement,
+                                                                 const spmd::AxisSharding& sharding,
+                                                                 DevicePool& pool) {
   VKSPMD_ASSIGN_OR_RETURN(std::vector<runtime::MeshDevice*> devices, pool.DevicesFor(placement));
   VKSPMD_ASSIGN_OR_RETURN(
       std::unique_ptr<exec::ShardedBuffer> buffer,

@@ -13,9 +13,10 @@
 
 namespace vkspmd::lazy {
 
-absl::StatusOr<std::unique_ptr<exec::ShardedBuffer>> UploadValue(
-    const ir::Literal& value, const Placement& placement, const spmd::AxisSharding& sharding,
-    DevicePool& pool);
+absl::StatusOr<std::unique_ptr<exec::ShardedBuffer>> UploadValue(const ir::Literal& value,
+                                                                 const Placement& placement,
+                                                                 const spmd::AxisSharding& sharding,
+                                                                 DevicePool& pool);
 
 absl::StatusOr<ir::Literal> DownloadValue(const exec::ShardedBuffer& buffer);
 

@@ -32,8 +32,8 @@ ir::Literal ReferenceValue(const Tensor& tensor) {
   if (!graph.ok()) return ir::Literal();
   std::vector<ir::Literal> arguments;
   for (const lazy::NodePtr& parameter : graph->parameters) {
-    arguments.push_back(ReferenceValue(Tensor(std::make_shared<lazy::TensorState>(
-        lazy::TensorState{parameter, std::nullopt}))));
+    arguments.push_back(ReferenceValue(
+        Tensor(std::make_shared<lazy::TensorState>(lazy::TensorState{parameter, std::nullopt}))));
   }
   // The custom-calls of sharding constraints mean nothing here and the lowering drops them.
   absl::StatusOr<ir::Literal> value = interp::Evaluate(*graph->module, arguments);
@@ -52,7 +52,8 @@ std::string CompareWithReference(const HostTensor& actual, const ir::Literal& re
   for (int64_t i = 0; i < actual.numel(); ++i) {
     const double a = actual.at<double>(i), b = reference.GetAsDouble(i);
     if (a == b || (std::isnan(a) && std::isnan(b))) continue;
-    if (actual.dtype == DType::kFloat32 && std::fabs(a - b) <= relative * std::max(1.0, std::fabs(b))) {
+    if (actual.dtype == DType::kFloat32 &&
+        std::fabs(a - b) <= relative * std::max(1.0, std::fabs(b))) {
       continue;
     }
     return absl::StrCat("element ", i, ": ", a, ", reference ", b);

@@ -37,11 +37,17 @@ TEST(MisuseTest, SpecLengthMustEqualTheRank) {
 TEST(MisuseTest, UnknownAxisNames) {
   Mesh mesh({2, 2}, {}, {"dp", "tp"});
   Tensor t = randn({4, 4});
-  EXPECT_THAT(ErrorOf([&] { mark_sharding(t, mesh, {"model", None}); }),
+  EXPECT_THAT(ErrorOf([&] {
+                mark_sharding(t, mesh, {"model", None});
+              }),
               HasSubstr("unknown mesh axis 'model' (the mesh's axes are dp, tp)"));
-  EXPECT_THAT(ErrorOf([&] { mark_sharding(t, mesh, {2, None}); }),
+  EXPECT_THAT(ErrorOf([&] {
+                mark_sharding(t, mesh, {2, None});
+              }),
               HasSubstr("mesh axis 2 does not exist"));
-  EXPECT_THAT(ErrorOf([&] { mark_sharding(t, mesh, {"dp", "dp"}); }),
+  EXPECT_THAT(ErrorOf([&] {
+                mark_sharding(t, mesh, {"dp", "dp"});
+              }),
               HasSubstr("uses mesh axis dp twice"));
 }
 
@@ -50,8 +56,7 @@ TEST(MisuseTest, ReMarkingNeedsClearShardingFirst) {
   Tensor t = arange(16).reshape({4, 4});
   mark_sharding(t, mesh, {0, None});
   mark_sharding(t, mesh, {0, None});  // The same sharding again is fine.
-  EXPECT_THAT(ErrorOf([&] { mark_sharding(t, mesh, {1, None}); }),
-              HasSubstr("already sharded"));
+  EXPECT_THAT(ErrorOf([&] { mark_sharding(t, mesh, {1, None}); }), HasSubstr("already sharded"));
   clear_sharding(t);
   ShardedTensor again = mark_sharding(t, mesh, {1, None});
   EXPECT_EQ(again.sharding_type(), ShardingType::kPartial);
@@ -61,13 +66,21 @@ TEST(MisuseTest, ReMarkingNeedsClearShardingFirst) {
 }
 
 TEST(MisuseTest, ShapeErrorsNameBothShapes) {
-  EXPECT_THAT(ErrorOf([] { (void)(ones({2, 3}) + ones({4, 3})); }),
+  EXPECT_THAT(ErrorOf([] {
+                (void)(ones({2, 3}) + ones({4, 3}));
+              }),
               HasSubstr("add: shapes [2, 3] and [4, 3] cannot be broadcast"));
-  EXPECT_THAT(ErrorOf([] { (void)matmul(ones({2, 3}), ones({4, 5})); }),
+  EXPECT_THAT(ErrorOf([] {
+                (void)matmul(ones({2, 3}), ones({4, 5}));
+              }),
               HasSubstr("matmul: shapes [2, 3] and [4, 5] cannot be multiplied (3 != 4)"));
-  EXPECT_THAT(ErrorOf([] { (void)ones({6}).reshape({4, 2}); }),
+  EXPECT_THAT(ErrorOf([] {
+                (void)ones({6}).reshape({4, 2});
+              }),
               HasSubstr("reshape: shape [4, 2] is invalid for [6]"));
-  EXPECT_THAT(ErrorOf([] { (void)Mesh({2, 2}, {0, 1, 2}); }),
+  EXPECT_THAT(ErrorOf([] {
+                (void)Mesh({2, 2}, {0, 1, 2});
+              }),
               HasSubstr("holds 4 devices but 3 device ids were given"));
   EXPECT_THAT(ErrorOf([] { (void)Tensor().shape(); }), HasSubstr("undefined"));
 }

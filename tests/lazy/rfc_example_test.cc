@@ -21,11 +21,17 @@ class RfcExampleTest : public ::testing::TestWithParam<int> {};
 std::vector<Case> Cases() {
   return {
       {{2, 4}, {0, 1}, ShardingType::kTiled, "{devices=[2,4]<=[8]}"},
-      {{2, 4}, {1, None}, ShardingType::kPartial, "{devices=[4,1,2]<=[2,4]T(1,0) last_tile_dim_replicate}"},
+      {{2, 4},
+       {1, None},
+       ShardingType::kPartial,
+       "{devices=[4,1,2]<=[2,4]T(1,0) last_tile_dim_replicate}"},
       {{2, 4}, {None, None}, ShardingType::kReplicated, "{replicated}"},
       {{2, 4}, {0, None}, ShardingType::kPartial, "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"},
       {{4, 2}, {0, 1}, ShardingType::kTiled, "{devices=[4,2]<=[8]}"},
-      {{4, 2}, {1, None}, ShardingType::kPartial, "{devices=[2,1,4]<=[4,2]T(1,0) last_tile_dim_replicate}"},
+      {{4, 2},
+       {1, None},
+       ShardingType::kPartial,
+       "{devices=[2,1,4]<=[4,2]T(1,0) last_tile_dim_replicate}"},
       {{4, 2}, {None, None}, ShardingType::kReplicated, "{replicated}"},
       {{4, 2}, {0, None}, ShardingType::kPartial, "{devices=[4,1,2]<=[8] last_tile_dim_replicate}"},
   };

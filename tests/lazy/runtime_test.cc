@@ -117,11 +117,14 @@ TEST(RuntimeTest, DebugAnalysisNamesCauseGraphAndSourceLine) {
   setenv("VKSPMD_DEBUG", "1", 1);
   setenv("VKSPMD_DEBUG_FILE", path.c_str(), 1);
   Tensor t = ones({3}) * 2;
-  sync(); const int sync_line = __LINE__;
+  const int sync_line = __LINE__ + 1;
+  sync();
   Tensor u = t + t;
-  const double value = u.sum().item(); const int read_line = __LINE__;
+  const int read_line = __LINE__ + 1;
+  const double value = u.sum().item();
   Tensor v = u * 3;
-  mark_step(); const int step_line = __LINE__;
+  const int step_line = __LINE__ + 1;
+  mark_step();
   wait_device_ops();
   unsetenv("VKSPMD_DEBUG");
   unsetenv("VKSPMD_DEBUG_FILE");

@@ -38,7 +38,7 @@ TEST(SemanticsTest, BroadcastingFollowsPyTorch) {
 }
 
 TEST(SemanticsTest, MatmulBatchBroadcastAndVectors) {
-  Tensor a = tensor(Iota(2 * 2 * 3), {2, 1, 2, 3});  // batch [2, 1]
+  Tensor a = tensor(Iota(2 * 2 * 3), {2, 1, 2, 3});     // batch [2, 1]
   Tensor b = tensor(Iota(3 * 3 * 2, 0.5f), {3, 3, 2});  // batch [3]
   Tensor c = matmul(a, b);
   ASSERT_EQ(c.shape(), (std::vector<int64_t>{2, 3, 2, 2}));
