@@ -1,0 +1,37 @@
+// Running the pending graph (sync, mark_step), waiting for the devices, and the runtime's
+// metrics. VKSPMD_DEBUG=1 prints an analysis block per compilation and execution to stderr (or to
+// the file VKSPMD_DEBUG_FILE) naming the cause and the source line that triggered it.
+#pragma once
+
+#include <cstdint>
+#include <source_location>
+#include <string>
+
+namespace vkspmd {
+
+// Compiles (or finds in the graph cache) and launches everything pending, and returns without
+// waiting for the devices; reading a value waits.
+void sync(std::source_location where = std::source_location::current());
+// The end of a training step: the same as sync, reported as a step marker.
+void mark_step(std::source_location where = std::source_location::current());
+// Blocks until every launched graph has finished.
+void wait_device_ops();
+
+struct Metrics {
+  int64_t compile_count = 0;
+  double compile_seconds = 0;
+  int64_t execute_count = 0;
+  double execute_seconds = 0;
+  int64_t cache_hits = 0;
+  int64_t host_to_device_bytes = 0;
+  int64_t device_to_host_bytes = 0;
+  int64_t collective_bytes = 0;  // Sent by all devices together.
+};
+
+// The counters so far (waits for launched work first, so they are complete).
+Metrics metrics();
+void reset_metrics();
+// A human-readable table of metrics().
+std::string metrics_report();
+
+}  // namespace vkspmd

@@ -1,0 +1,33 @@
+// Counters and timers of the lazy runtime (compilations, executions, cache hits, bytes moved),
+// kept in one process-wide table that any thread may update, and its text report.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace vkspmd::debug {
+
+struct MetricsSnapshot {
+  int64_t compile_count = 0;
+  double compile_seconds = 0;
+  int64_t execute_count = 0;
+  double execute_seconds = 0;
+  int64_t cache_hits = 0;
+  int64_t host_to_device_bytes = 0;
+  int64_t device_to_host_bytes = 0;
+  int64_t collective_bytes = 0;
+};
+
+// Thread-safe updates of the process-wide counters.
+void RecordCompile(double seconds);
+void RecordExecute(double seconds, int64_t collective_bytes);
+void RecordCacheHit();
+void RecordHostToDevice(int64_t bytes);
+void RecordDeviceToHost(int64_t bytes);
+
+MetricsSnapshot ReadMetrics();
+void ResetMetrics();
+// One line per counter, aligned: "CompileCount        3".
+std::string MetricsReport(const MetricsSnapshot& metrics);
+
+}  // namespace vkspmd::debug

@@ -1,0 +1,45 @@
+// sync, mark_step, waiting, and the metrics of the public API.
+#include "src/debug/metrics.h"
+#include "src/lazy/api_support.h"
+#include "src/lazy/context.h"
+#include "src/lazy/engine.h"
+#include "vkspmd/lazy.h"
+
+namespace vkspmd {
+
+void sync(std::source_location where) {
+  lazy::ThrowIfError(lazy::Context::Get().SyncAll(lazy::SyncCause::kUserSync, where));
+}
+
+void mark_step(std::source_location where) {
+  lazy::ThrowIfError(lazy::Context::Get().SyncAll(lazy::SyncCause::kStepMarker, where));
+}
+
+void wait_device_ops() { lazy::Engine::Get().WaitIdle(); }
+
+Metrics metrics() {
+  wait_device_ops();
+  const debug::MetricsSnapshot snapshot = debug::ReadMetrics();
+  Metrics metrics;
+  metrics.compile_count = snapshot.compile_count;
+  metrics.compile_seconds = snapshot.compile_seconds;
+  metrics.execute_count = snapshot.execute_count;
+  metrics.execute_seconds = snapshot.execute_seconds;
+  metrics.cache_hits = snapshot.cache_hits;
+  metrics.host_to_device_bytes = snapshot.host_to_device_bytes;
+  metrics.device_to_host_bytes = snapshot.device_to_host_bytes;
+  metrics.collective_bytes = snapshot.collective_bytes;
+  return metrics;
+}
+
+void reset_metrics() {
+  wait_device_ops();
+  debug::ResetMetrics();
+}
+
+std::string metrics_report() {
+  wait_device_ops();
+  return debug::MetricsReport(debug::ReadMetrics());
+}
+
+}  // namespace vkspmd

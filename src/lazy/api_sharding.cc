@@ -1,0 +1,239 @@
+// mark_sharding, clear_sharding and the ShardedTensor queries.
+#include "absl/strings/str_cat.h"
+#include "src/exec/executable.h"
+#include "src/ir/status_macros.h"
+#include "src/lazy/api_support.h"
+#include "src/lazy/context.h"
+#include "src/lazy/engine.h"
+#include "src/lazy/lowering.h"
+#include "src/lazy/trace_ops.h"
+#include "src/lazy/value_transfer.h"
+#include "src/runtime/transfers.h"
+#include "src/spmd/partition_spec.h"
+#include "src/spmd/propagation.h"
+#include "vkspmd/sharded_tensor.h"
+
+namespace vkspmd {
+namespace {
+
+using lazy::NodePtr;
+using lazy::Unwrap;
+
+spmd::PartitionSpec ToSpmdSpec(const PartitionSpec& spec) {
+  std::vector<std::vector<spmd::AxisRef>> dims;
+  for (const SpecEntry& entry : spec) {
+    std::vector<spmd::AxisRef> axes;
+    for (const AxisName& axis : entry.axes()) {
+      if (const int64_t* index = std::get_if<int64_t>(&axis.value())) {
+        axes.emplace_back(*index);
+      } else {
+        axes.emplace_back(std::get<std::string>(axis.value()));
+      }
+    }
+    dims.push_back(std::move(axes));
+  }
+  return spmd::PartitionSpec(std::move(dims));
+}
+
+// Moves a leaf's value (host data or device data anywhere) onto `placement` with `sharding`.
+NodePtr Reshard(const NodePtr& leaf, const lazy::PlacementPtr& placement,
+                const spmd::AxisSharding& sharding) {
+  auto value = std::make_shared<lazy::DeviceValue>(placement, leaf->shape(), sharding);
+  lazy::ThrowIfError(lazy::Engine::Get().Call([&](lazy::DevicePool& pool) -> absl::Status {
+    ir::Literal host;
+    if (leaf->host_value.has_value()) {
+      host = *leaf->host_value;
+    } else {
+      VKSPMD_ASSIGN_OR_RETURN(const exec::ShardedBuffer* buffer, leaf->device_value->WaitBuffer());
+      VKSPMD_ASSIGN_OR_RETURN(host, lazy::DownloadValue(*buffer));
+    }
+    VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<exec::ShardedBuffer> uploaded,
+                            lazy::UploadValue(host, *placement, sharding, pool));
+    value->SetBuffer(std::move(uploaded));
+    return absl::OkStatus();
+  }));
+  return lazy::MakeDeviceLeaf(std::move(value));
+}
+
+// The HLO sharding of a tensor over its placement's local mesh: a device value's, or for a value
+// still to be computed the one propagation gives it. Nullopt without a mesh.
+std::optional<std::pair<ir::Sharding, lazy::PlacementPtr>> CurrentSharding(const Tensor& tensor) {
+  NodePtr node = lazy::NodeOf(tensor, "sharding_spec");
+  if (node->device_value != nullptr) {
+    const lazy::PlacementPtr& placement = node->device_value->placement();
+    if (!placement->is_mesh) return std::nullopt;
+    spmd::AxisSharding sharding = Unwrap(node->device_value->WaitSharding());
+    return std::make_pair(spmd::ToHloSharding(sharding, placement->mesh), placement);
+  }
+  if (node->is_leaf() || node->placement == nullptr) return std::nullopt;
+  std::lock_guard<std::mutex> lock(lazy::Context::Get().mutex());
+  lazy::LoweredGraph graph = Unwrap(lazy::Lower({node}, node->placement));
+  spmd::PropagationResult propagation =
+      Unwrap(spmd::PropagateShardings(*graph.module, node->placement->local_mesh));
+  const spmd::AxisSharding& sharding =
+      propagation.shardings.at(graph.instructions.at(node.get())).at(0);
+  return std::make_pair(spmd::ToHloSharding(sharding, node->placement->mesh), node->placement);
+}
+
+// One shard as stored on its device, downloaded on the worker.
+absl::StatusOr<ir::Literal> DownloadShard(const exec::ShardedBuffer& buffer, size_t device) {
+  const runtime::Buffer& shard = buffer.shard(device);
+  const uint32_t element_bytes = exec::DeviceElementBytes(buffer.shape().dtype(), shard.device());
+  std::vector<std::byte> bytes(element_bytes *
+                               static_cast<size_t>(buffer.shard_shape().ElementCount()));
+  if (!bytes.empty()) VKSPMD_RETURN_IF_ERROR(runtime::Download(shard, 0, bytes));
+  return exec::FromDeviceBytes(buffer.shard_shape(), element_bytes, bytes);
+}
+
+// The first `valid` elements of each dim of `padded`.
+ir::Literal Unpad(const ir::Literal& padded, const std::vector<int64_t>& valid) {
+  ir::Literal result(ir::Shape(padded.dtype(), valid));
+  const std::vector<int64_t> strides = ir::RowMajorStrides(padded.shape().dimensions());
+  const int64_t element_bytes = ir::DTypeByteSize(padded.dtype());
+  std::vector<int64_t> index(valid.size(), 0);
+  int64_t out = 0;
+  if (result.ElementCount() == 0) return result;
+  do {
+    int64_t in = 0;
+    for (size_t d = 0; d < index.size(); ++d) in += index[d] * strides[d];
+    std::memcpy(result.bytes().data() + out * element_bytes,
+                padded.bytes().data() + in * element_bytes, element_bytes);
+    ++out;
+  } while (ir::NextIndex(valid, index));
+  return result;
+}
+
+}  // namespace
+
+ShardedTensor mark_sharding(const Tensor& tensor, const Mesh& mesh, const PartitionSpec& spec) {
+  NodePtr node = lazy::NodeOf(tensor, "mark_sharding");
+  lazy::PlacementPtr placement = lazy::PlacementOf(mesh);
+  spmd::AxisSharding sharding =
+      Unwrap(spmd::ResolvePartitionSpec(ToSpmdSpec(spec), placement->mesh, node->shape().rank()));
+  lazy::TensorState& state = *tensor.state();
+  if (state.annotation.has_value() && !state.annotation->sharding.IsReplicated() &&
+      (state.annotation->placement->key != placement->key ||
+       state.annotation->sharding != sharding)) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                absl::StrCat("mark_sharding: the tensor is already sharded as ",
+                             state.annotation->sharding.ToString(state.annotation->placement->mesh),
+                             " on ", state.annotation->placement->mesh.ToString(),
+                             "; call clear_sharding before sharding it as ",
+                             sharding.ToString(placement->mesh)));
+  }
+  if (node->is_leaf()) {
+    state.node = Reshard(node, placement, sharding);
+  } else {
+    state.node = Unwrap(lazy::trace::ShardingConstraint(
+        node, spmd::ToHloSharding(sharding, placement->local_mesh), placement));
+  }
+  state.annotation = lazy::ShardingAnnotation{mesh, placement, sharding};
+  return ShardedTensor(tensor);
+}
+
+ShardedTensor mark_sharding(const Tensor& tensor, const PartitionSpec& spec) {
+  return mark_sharding(tensor, get_global_mesh(), spec);
+}
+
+void clear_sharding(const Tensor& tensor) {
+  lazy::TensorState& state = *tensor.state();
+  state.annotation.reset();
+  const NodePtr& node = state.node;
+  if (!node->is_leaf() && node->proto->opcode() == ir::Opcode::kCustomCall) {
+    state.node = node->operands[0];
+  }
+}
+
+std::string sharding_spec(const Tensor& tensor) {
+  auto sharding = CurrentSharding(tensor);
+  return sharding.has_value() ? sharding->first.ToString() : "";
+}
+
+std::string ShardedTensor::sharding_spec() const { return vkspmd::sharding_spec(*this); }
+
+ShardingType ShardedTensor::sharding_type() const {
+  auto sharding = CurrentSharding(*this);
+  if (!sharding.has_value()) return ShardingType::kReplicated;
+  switch (sharding->first.kind()) {
+    case ir::Sharding::Kind::kReplicated:
+      return ShardingType::kReplicated;
+    case ir::Sharding::Kind::kMaximal:
+      return ShardingType::kMaximal;
+    case ir::Sharding::Kind::kManual:
+      return ShardingType::kManual;
+    default:
+      return sharding->first.HasPartialReplication() ? ShardingType::kPartial
+                                                     : ShardingType::kTiled;
+  }
+}
+
+const Mesh& ShardedTensor::mesh() const {
+  const std::optional<lazy::ShardingAnnotation>& annotation = state()->annotation;
+  if (!annotation.has_value()) {
+    throw Error(ErrorCode::kFailedPrecondition, "the tensor's sharding was cleared");
+  }
+  return annotation->mesh;
+}
+
+std::vector<LocalShard> ShardedTensor::local_shards(std::source_location where) const {
+  NodePtr node = lazy::NodeOf(*this, "local_shards");
+  if (!node->is_leaf()) {
+    lazy::ThrowIfError(lazy::Context::Get().Sync({state()}, lazy::SyncCause::kValueRead, where));
+    node = state()->node;
+  }
+  if (node->device_value == nullptr) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                "local_shards: the tensor is host data that no mesh holds yet");
+  }
+  const lazy::Placement& placement = *node->device_value->placement();
+  // Shards are downloaded on the worker (which owns the devices) and converted here.
+  struct Downloaded {
+    std::vector<IndexRange> indices;
+    ir::Literal padded, unpadded;
+  };
+  std::vector<Downloaded> downloads;
+  lazy::ThrowIfError(lazy::Engine::Get().Call([&](lazy::DevicePool&) -> absl::Status {
+    VKSPMD_ASSIGN_OR_RETURN(const exec::ShardedBuffer* buffer, node->device_value->WaitBuffer());
+    for (size_t d = 0; d < buffer->shard_count(); ++d) {
+      Downloaded shard;
+      std::vector<int64_t> valid;
+      for (int64_t dim = 0; dim < buffer->shape().rank(); ++dim) {
+        const int64_t device = static_cast<int64_t>(d);
+        const int64_t offset = spmd::ShardOffset(buffer->shape(), buffer->sharding(), dim,
+                                                 placement.local_mesh, device);
+        valid.push_back(spmd::ShardValidSize(buffer->shape(), buffer->sharding(), dim,
+                                             placement.local_mesh, device));
+        shard.indices.push_back({offset, offset + valid.back()});
+      }
+      VKSPMD_ASSIGN_OR_RETURN(shard.padded, DownloadShard(*buffer, d));
+      shard.unpadded = Unpad(shard.padded, valid);
+      downloads.push_back(std::move(shard));
+    }
+    return absl::OkStatus();
+  }));
+  std::vector<LocalShard> shards;
+  for (size_t d = 0; d < downloads.size(); ++d) {
+    shards.push_back({placement.devices[d], downloads[d].indices,
+                      lazy::ToHostTensor(downloads[d].padded),
+                      lazy::ToHostTensor(downloads[d].unpadded)});
+  }
+  return shards;
+}
+
+std::string sharding_type_name(ShardingType type) {
+  switch (type) {
+    case ShardingType::kReplicated:
+      return "REPLICATED";
+    case ShardingType::kMaximal:
+      return "MAXIMAL";
+    case ShardingType::kTiled:
+      return "TILED";
+    case ShardingType::kPartial:
+      return "PARTIAL";
+    case ShardingType::kManual:
+      return "MANUAL";
+  }
+  return "UNKNOWN";
+}
+
+}  // namespace vkspmd

@@ -1,0 +1,142 @@
+// Boundary helpers of the public API.
+#include "src/lazy/api_support.h"
+
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "src/lazy/context.h"
+#include "src/lazy/engine.h"
+#include "src/lazy/value_transfer.h"
+
+namespace vkspmd::lazy {
+
+void ThrowStatus(const absl::Status& status) {
+  throw Error(static_cast<ErrorCode>(status.code()), std::string(status.message()));
+}
+
+NodePtr NodeOf(const Tensor& tensor, const char* op) {
+  if (!tensor.defined()) {
+    throw Error(ErrorCode::kInvalidArgument, absl::StrCat(op, ": the tensor is undefined"));
+  }
+  return tensor.state()->node;
+}
+
+Tensor Wrap(absl::StatusOr<NodePtr> node) {
+  return Tensor(Context::Get().NewTensor(Unwrap(std::move(node))));
+}
+
+ir::DType ToIrType(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return ir::DType::kF32;
+    case DType::kInt32:
+      return ir::DType::kS32;
+    case DType::kUInt32:
+      return ir::DType::kU32;
+    case DType::kBool:
+      return ir::DType::kPred;
+  }
+  return ir::DType::kF32;
+}
+
+DType FromIrType(ir::DType type) {
+  switch (type) {
+    case ir::DType::kF32:
+      return DType::kFloat32;
+    case ir::DType::kS32:
+      return DType::kInt32;
+    case ir::DType::kU32:
+      return DType::kUInt32;
+    case ir::DType::kPred:
+      return DType::kBool;
+    default:
+      break;
+  }
+  throw Error(ErrorCode::kUnimplemented,
+              absl::StrCat("element type ", std::string(ir::DTypeName(type)),
+                           " has no public name (float32, int32, uint32 and bool have)"));
+}
+
+NodePtr ScalarFor(Scalar value, ir::DType tensor_type) {
+  ir::DType type = tensor_type;
+  if (value.is_floating() && !ir::IsFloat(type)) type = ir::DType::kF32;
+  if (type == ir::DType::kPred && !value.is_bool()) type = ir::DType::kS32;
+  return MakeHostLeaf([&] {
+    ir::Literal literal(ir::Shape::Scalar(type));
+    if (ir::IsFloat(type)) {
+      literal.SetFromDouble(0, value.value());
+    } else {
+      literal.SetFromInt64(0, static_cast<int64_t>(value.value()));
+    }
+    return literal;
+  }());
+}
+
+int64_t NormalizeDim(int64_t dim, int64_t rank, const char* op) {
+  const int64_t normalized = dim < 0 ? dim + rank : dim;
+  if (normalized < 0 || normalized >= rank) {
+    throw Error(ErrorCode::kInvalidArgument,
+                absl::StrCat(op, ": dim ", dim, " is out of range for a tensor of rank ", rank));
+  }
+  return normalized;
+}
+
+spmd::Mesh ToSpmdMesh(const Mesh& mesh) {
+  return Unwrap(spmd::Mesh::Create(mesh.shape(), mesh.device_ids(), mesh.axis_names()));
+}
+
+PlacementPtr PlacementOf(const Mesh& mesh) {
+  static std::mutex mutex;
+  static auto* placements = new std::map<std::string, PlacementPtr>();
+  PlacementPtr placement = Unwrap(PlacementForMesh(ToSpmdMesh(mesh)));
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [entry, inserted] = placements->emplace(placement->key, placement);
+  return entry->second;
+}
+
+ir::Literal ReadValue(const Tensor& tensor, const std::source_location& where) {
+  NodePtr node = NodeOf(tensor, "reading a value");
+  if (node->host_value.has_value()) return *node->host_value;
+  if (!node->is_leaf()) {
+    ThrowIfError(Context::Get().Sync({tensor.state()}, SyncCause::kValueRead, where));
+    node = tensor.state()->node;
+  }
+  std::shared_ptr<DeviceValue> value = node->device_value;
+  ir::Literal literal;
+  ThrowIfError(Engine::Get().Call([&](DevicePool&) -> absl::Status {
+    absl::StatusOr<const exec::ShardedBuffer*> buffer = value->WaitBuffer();
+    if (!buffer.ok()) return buffer.status();
+    absl::StatusOr<ir::Literal> downloaded = DownloadValue(**buffer);
+    if (!downloaded.ok()) return downloaded.status();
+    literal = std::move(*downloaded);
+    return absl::OkStatus();
+  }));
+  return literal;
+}
+
+HostTensor ToHostTensor(const ir::Literal& literal) {
+  HostTensor host;
+  host.shape = literal.shape().dimensions();
+  host.dtype = FromIrType(literal.dtype());
+  host.bytes.resize(literal.bytes().size());
+  if (!host.bytes.empty())
+    std::memcpy(host.bytes.data(), literal.bytes().data(), host.bytes.size());
+  return host;
+}
+
+ir::Literal FromHostTensor(const HostTensor& value) {
+  ir::Literal literal(ir::Shape(ToIrType(value.dtype), value.shape));
+  if (literal.bytes().size() != value.bytes.size()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                absl::StrCat("host data of ", value.bytes.size(), " bytes for shape ",
+                             literal.shape().ToString(), ", which needs ", literal.bytes().size()));
+  }
+  if (!value.bytes.empty()) {
+    std::memcpy(literal.bytes().data(), value.bytes.data(), value.bytes.size());
+  }
+  return literal;
+}
+
+}  // namespace vkspmd::lazy

@@ -1,0 +1,53 @@
+// The trace context: every live tensor (so a sync finds what is pending), the random generator's
+// seed and counter, the global mesh, and sync itself: pending nodes grouped by placement,
+// lowered, hashed and launched on the engine.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "src/lazy/tensor_state.h"
+
+namespace vkspmd::lazy {
+
+enum class SyncCause { kUserSync, kValueRead, kStepMarker };
+
+class Context {
+ public:
+  static Context& Get();
+
+  // A new tensor of `node`, registered so that sync finds it while it lives.
+  std::shared_ptr<TensorState> NewTensor(NodePtr node);
+  // Launches every pending node of every live tensor (user sync, step marker).
+  absl::Status SyncAll(SyncCause cause, const std::source_location& where);
+  // Launches the pending nodes of `tensors` only (reading values).
+  absl::Status Sync(const std::vector<std::shared_ptr<TensorState>>& tensors, SyncCause cause,
+                    const std::source_location& where);
+
+  // The first counter of `count` fresh Philox blocks for the current seed.
+  uint64_t TakeRandomCounter(uint64_t count);
+  uint64_t seed();
+  void SetSeed(uint64_t seed);
+
+  std::optional<Mesh>& global_mesh() { return global_mesh_; }
+  std::mutex& mutex() { return mutex_; }
+
+ private:
+  Context() = default;
+  absl::Status SyncNodes(std::vector<NodePtr> outputs, SyncCause cause,
+                         const std::source_location& where);
+
+  std::mutex mutex_;  // Guards the trace: tensors are traced from one thread at a time.
+  std::vector<std::weak_ptr<TensorState>> tensors_;
+  uint64_t seed_ = 0;
+  uint64_t random_counter_ = 0;
+  std::optional<Mesh> global_mesh_;
+};
+
+}  // namespace vkspmd::lazy

@@ -1,0 +1,100 @@
+// Opening (and growing) the lazy runtime's mesh devices.
+#include "src/lazy/device_pool.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "absl/strings/str_cat.h"
+#include "src/ir/status_macros.h"
+#include "src/lazy/device_value.h"
+#include "src/runtime/instance.h"
+#include "src/runtime/mesh_plan.h"
+#include "src/runtime/physical_device.h"
+
+namespace vkspmd::lazy {
+namespace {
+
+std::atomic<int64_t> wanted_devices{1};
+
+}  // namespace
+
+absl::Status DevicePool::NoteMeshDevices(int64_t count) {
+  VKSPMD_ASSIGN_OR_RETURN(runtime::RuntimeConfig config, runtime::RuntimeConfig::FromEnvironment());
+  if (config.mesh_device_count > 0 && count > config.mesh_device_count) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the mesh needs ", count, " mesh devices but VKSPMD_DEVICES=", config.mesh_device_count,
+        " allows only ", config.mesh_device_count));
+  }
+  if (count > runtime::kMaxMeshDevices) {
+    return absl::InvalidArgumentError(absl::StrCat("the mesh needs ", count,
+                                                   " mesh devices; at most ",
+                                                   runtime::kMaxMeshDevices, " can be created"));
+  }
+  int64_t current = wanted_devices.load();
+  while (count > current && !wanted_devices.compare_exchange_weak(current, count)) {
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> DevicePool::AvailableDeviceCount() {
+  VKSPMD_ASSIGN_OR_RETURN(runtime::RuntimeConfig config, runtime::RuntimeConfig::FromEnvironment());
+  if (config.mesh_device_count > 0) return config.mesh_device_count;
+  VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Instance> instance,
+                          runtime::Instance::Create(config));
+  VKSPMD_ASSIGN_OR_RETURN(std::vector<runtime::PhysicalDeviceInfo> physical,
+                          runtime::QueryPhysicalDevices(*instance));
+  VKSPMD_ASSIGN_OR_RETURN(std::vector<const runtime::PhysicalDeviceInfo*> selected,
+                          runtime::SelectPhysicalDevices(physical, config));
+  return static_cast<int64_t>(selected.size());
+}
+
+absl::Status DevicePool::Open(int64_t needed) {
+  VKSPMD_ASSIGN_OR_RETURN(runtime::RuntimeConfig config, runtime::RuntimeConfig::FromEnvironment());
+  if (config.mesh_device_count > 0 && needed > config.mesh_device_count) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mesh device ", needed - 1, " is needed but VKSPMD_DEVICES=", config.mesh_device_count));
+  }
+  if (devices_ != nullptr) {
+    if (DeviceValue::LiveBufferCount() > 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "a mesh needs ", needed, " mesh devices but ", devices_->size(),
+          " are open and hold tensors; create the largest mesh before the first tensor runs, or "
+          "set VKSPMD_DEVICES"));
+    }
+    Close();
+  }
+  config.mesh_device_count = static_cast<int>(
+      std::max({needed, wanted_devices.load(), static_cast<int64_t>(config.mesh_device_count)}));
+  VKSPMD_ASSIGN_OR_RETURN(devices_, runtime::DeviceSet::Create(config));
+  ++generation_;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<runtime::MeshDevice*>> DevicePool::DevicesFor(
+    const Placement& placement) {
+  const int64_t needed = *std::max_element(placement.devices.begin(), placement.devices.end()) + 1;
+  // Grow to what every mesh so far needs while nothing lives on the devices, so that a mesh
+  // created earlier can still be used after values exist.
+  const bool can_grow = devices_ != nullptr && devices_->size() < wanted_devices.load() &&
+                        DeviceValue::LiveBufferCount() == 0;
+  if (devices_ == nullptr || devices_->size() < needed || can_grow) {
+    VKSPMD_RETURN_IF_ERROR(Open(needed));
+  }
+  std::vector<runtime::MeshDevice*> devices;
+  for (int64_t id : placement.devices) devices.push_back(&devices_->device(static_cast<int>(id)));
+  return devices;
+}
+
+int64_t DevicePool::ValidationMessageCount() {
+  if (devices_ == nullptr || devices_->validation_messages() == nullptr) return closed_messages_;
+  return closed_messages_ + devices_->validation_messages()->count();
+}
+
+void DevicePool::Close() {
+  if (devices_ == nullptr) return;
+  devices_->CloseDevices();
+  closed_messages_ = ValidationMessageCount();
+  devices_.reset();
+}
+
+}  // namespace vkspmd::lazy

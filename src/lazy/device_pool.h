@@ -1,0 +1,40 @@
+// The mesh devices the lazy runtime runs on, opened on first use. How many: VKSPMD_DEVICES when
+// set (a mesh needing more is an error), else the most any mesh created so far needs (the
+// largest device id + 1). When a later mesh needs more and nothing lives on the devices, they are
+// reopened; the generation counter tells caches that executables of older devices are gone.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "src/lazy/placement.h"
+#include "src/runtime/device_set.h"
+
+namespace vkspmd::lazy {
+
+class DevicePool {
+ public:
+  // Records that a mesh uses device ids below `count`; checks VKSPMD_DEVICES.
+  static absl::Status NoteMeshDevices(int64_t count);
+  // VKSPMD_DEVICES if set, else the number of usable physical devices.
+  static absl::StatusOr<int64_t> AvailableDeviceCount();
+
+  // The mesh devices of a placement, by local id. Not thread-safe: the engine's worker calls it.
+  absl::StatusOr<std::vector<runtime::MeshDevice*>> DevicesFor(const Placement& placement);
+  int64_t generation() const { return generation_; }
+  // Validation messages so far, of closed devices too (0 unless VKSPMD_VALIDATION=1); closing
+  // the devices first makes teardown messages count.
+  int64_t ValidationMessageCount();
+  void Close();
+
+ private:
+  absl::Status Open(int64_t needed);
+
+  std::unique_ptr<runtime::DeviceSet> devices_;
+  int64_t generation_ = 0;
+  int64_t closed_messages_ = 0;  // Validation messages of devices closed before.
+};
+
+}  // namespace vkspmd::lazy

@@ -1,0 +1,62 @@
+// Waiting for values the worker thread produces.
+#include "src/lazy/device_value.h"
+
+#include <atomic>
+
+namespace vkspmd::lazy {
+namespace {
+
+std::atomic<int64_t> live_buffers{0};
+
+}  // namespace
+
+DeviceValue::DeviceValue(PlacementPtr placement, ir::Shape shape,
+                         std::optional<spmd::AxisSharding> sharding)
+    : placement_(std::move(placement)), shape_(std::move(shape)), sharding_(std::move(sharding)) {}
+
+DeviceValue::~DeviceValue() {
+  if (buffer_ != nullptr) --live_buffers;
+}
+
+void DeviceValue::SetSharding(const spmd::AxisSharding& sharding) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  sharding_ = sharding;
+  changed_.notify_all();
+}
+
+void DeviceValue::SetBuffer(std::unique_ptr<exec::ShardedBuffer> buffer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (buffer_ == nullptr) ++live_buffers;
+  sharding_ = buffer->sharding();
+  buffer_ = std::move(buffer);
+  changed_.notify_all();
+}
+
+void DeviceValue::SetError(const absl::Status& error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  error_ = error;
+  changed_.notify_all();
+}
+
+absl::StatusOr<spmd::AxisSharding> DeviceValue::WaitSharding() const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return sharding_.has_value() || !error_.ok(); });
+  if (!error_.ok()) return error_;
+  return *sharding_;
+}
+
+absl::StatusOr<const exec::ShardedBuffer*> DeviceValue::WaitBuffer() const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return buffer_ != nullptr || !error_.ok(); });
+  if (!error_.ok()) return error_;
+  return buffer_.get();
+}
+
+bool DeviceValue::Failed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !error_.ok();
+}
+
+int64_t DeviceValue::LiveBufferCount() { return live_buffers.load(); }
+
+}  // namespace vkspmd::lazy

@@ -1,0 +1,53 @@
+// DeviceValue: the result of a launched graph (or an upload), filled in by the engine's worker
+// thread. Its sharding is known once the graph has compiled, its buffer once it has run; readers
+// wait for what they need. A failed computation leaves its error here for every reader.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "src/exec/sharded_buffer.h"
+#include "src/lazy/placement.h"
+
+namespace vkspmd::lazy {
+
+class DeviceValue {
+ public:
+  DeviceValue(PlacementPtr placement, ir::Shape shape,
+              std::optional<spmd::AxisSharding> sharding = std::nullopt);
+  ~DeviceValue();
+  DeviceValue(const DeviceValue&) = delete;
+  DeviceValue& operator=(const DeviceValue&) = delete;
+
+  const PlacementPtr& placement() const { return placement_; }
+  const ir::Shape& shape() const { return shape_; }
+
+  void SetSharding(const spmd::AxisSharding& sharding);
+  void SetBuffer(std::unique_ptr<exec::ShardedBuffer> buffer);
+  // Both waits end with the error when the computation failed.
+  void SetError(const absl::Status& error);
+  // Waits until the sharding over placement()->local_mesh is known.
+  absl::StatusOr<spmd::AxisSharding> WaitSharding() const;
+  // Waits until the value is on the devices.
+  absl::StatusOr<const exec::ShardedBuffer*> WaitBuffer() const;
+
+  // Whether the computation has failed (does not wait).
+  bool Failed() const;
+
+  // Buffers alive in the process: the engine may reopen devices only when none are.
+  static int64_t LiveBufferCount();
+
+ private:
+  const PlacementPtr placement_;
+  const ir::Shape shape_;
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
+  std::optional<spmd::AxisSharding> sharding_;
+  std::unique_ptr<exec::ShardedBuffer> buffer_;
+  absl::Status error_;
+};
+
+}  // namespace vkspmd::lazy

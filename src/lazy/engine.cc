@@ -1,0 +1,85 @@
+// The worker thread and its queue.
+#include "src/lazy/engine.h"
+
+namespace vkspmd::lazy {
+
+Engine& Engine::Get() {
+  // Never destroyed: tensors held in static storage may still release device values at exit.
+  static Engine* engine = new Engine();
+  return *engine;
+}
+
+Engine::Engine() : worker_([this] { Loop(); }) {}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  worker_.join();
+}
+
+void Engine::Post(std::function<void()> work) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(work));
+  }
+  changed_.notify_all();
+}
+
+void Engine::Loop() {
+  while (true) {
+    std::function<void()> work;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      busy_ = false;
+      changed_.notify_all();
+      changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      work = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+    }
+    work();
+  }
+}
+
+void Engine::Launch(GraphTask task) {
+  auto shared = std::make_shared<GraphTask>(std::move(task));
+  Post([this, shared] { runner_.Run(*shared, pool_); });
+}
+
+absl::Status Engine::Call(const std::function<absl::Status(DevicePool&)>& work) {
+  std::mutex done_mutex;
+  std::condition_variable done_changed;
+  bool done = false;
+  absl::Status status;
+  Post([&] {
+    status = work(pool_);
+    std::lock_guard<std::mutex> lock(done_mutex);
+    done = true;
+    done_changed.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(done_mutex);
+  done_changed.wait(lock, [&] { return done; });
+  return status;
+}
+
+void Engine::WaitIdle() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return queue_.empty() && !busy_; });
+}
+
+int64_t Engine::CloseDevices() {
+  int64_t messages = 0;
+  (void)Call([&](DevicePool& pool) {
+    runner_.Clear();
+    pool.Close();
+    messages = pool.ValidationMessageCount();
+    return absl::OkStatus();
+  });
+  return messages;
+}
+
+}  // namespace vkspmd::lazy

@@ -1,0 +1,130 @@
+// Compiling (through the cache), feeding and running lazy graphs.
+#include "src/lazy/graph_runner.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "fmt/format.h"
+#include "src/debug/metrics.h"
+#include "src/ir/status_macros.h"
+#include "src/lazy/value_transfer.h"
+#include "src/spmd/partitioner.h"
+
+namespace vkspmd::lazy {
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::vector<ir::Shape> RootLeafShapes(const ir::Module& module) {
+  const ir::Shape& root = module.entry()->root()->shape();
+  return root.IsTuple() ? root.tuple_elements() : std::vector<ir::Shape>{root};
+}
+
+}  // namespace
+
+void GraphRunner::Run(GraphTask& task, DevicePool& pool) {
+  absl::Status status = RunOrFail(task, pool);
+  if (status.ok()) return;
+  absl::Status failure(status.code(),
+                       absl::StrCat("the graph ", task.hash, " (", task.placement->key,
+                                    ") failed: ", status.message()));
+  for (const std::shared_ptr<DeviceValue>& output : task.outputs) output->SetError(failure);
+  for (GraphInput& input : task.inputs) {
+    if (input.host.has_value()) input.value->SetError(failure);
+  }
+}
+
+absl::StatusOr<GraphRunner::Compiled> GraphRunner::Compile(GraphTask& task, DevicePool& pool) {
+  // Opening the devices first: a reopen changes the generation the executable belongs to.
+  VKSPMD_ASSIGN_OR_RETURN(std::vector<runtime::MeshDevice*> devices,
+                          pool.DevicesFor(*task.placement));
+  Compiled compiled;
+  compiled.generation = pool.generation();
+  compiled.result_shapes = RootLeafShapes(*task.module);
+  if (task.placement->is_mesh) {
+    VKSPMD_ASSIGN_OR_RETURN(spmd::PartitionResult partition,
+                            spmd::Partition(*task.module, task.placement->local_mesh));
+    compiled.program = std::move(partition.module);
+    for (const std::vector<spmd::AxisSharding>& leaves : partition.parameter_shardings) {
+      compiled.parameter_shardings.push_back(leaves.at(0));
+    }
+    compiled.result_shardings = partition.result_shardings;
+    compiled.collective_bytes =
+        partition.BytesPerDevice() * task.placement->local_mesh.device_count();
+  } else {
+    compiled.program = std::move(task.module);
+    for (const ir::Instruction* parameter : compiled.program->entry()->parameters()) {
+      compiled.parameter_shardings.push_back(
+          spmd::AxisSharding::Replicated(parameter->shape().rank()));
+    }
+    for (const ir::Shape& shape : compiled.result_shapes) {
+      compiled.result_shardings.push_back(spmd::AxisSharding::Replicated(shape.rank()));
+    }
+  }
+  VKSPMD_ASSIGN_OR_RETURN(compiled.executable,
+                          exec::MeshExecutable::Compile(*compiled.program, devices));
+  return compiled;
+}
+
+absl::StatusOr<GraphRunner::Compiled*> GraphRunner::FindOrCompile(GraphTask& task,
+                                                                  DevicePool& pool) {
+  const std::string key = absl::StrCat(task.hash, " on ", task.placement->key);
+  // Executables of devices that were closed since (to open more) are useless.
+  if (auto found = cache_.find(key);
+      found != cache_.end() && found->second.generation == pool.generation()) {
+    debug::RecordCacheHit();
+    return &found->second;
+  }
+  auto start = std::chrono::steady_clock::now();
+  VKSPMD_ASSIGN_OR_RETURN(Compiled compiled, Compile(task, pool));
+  const double seconds = SecondsSince(start);
+  debug::RecordCompile(seconds);
+  debug::GraphAnalysis analysis = task.analysis;
+  analysis.event = "compilation";
+  analysis.detail = fmt::format("compiled in {:.3f} s (not in the graph cache)", seconds);
+  debug::EmitGraphAnalysis(analysis);
+  Compiled& stored = cache_[key];
+  stored = std::move(compiled);
+  return &stored;
+}
+
+absl::Status GraphRunner::RunOrFail(GraphTask& task, DevicePool& pool) {
+  VKSPMD_ASSIGN_OR_RETURN(Compiled * compiled, FindOrCompile(task, pool));
+  for (size_t k = 0; k < task.outputs.size(); ++k) {
+    task.outputs[k]->SetSharding(compiled->result_shardings[k]);
+  }
+  const Placement& placement = *task.placement;
+  std::vector<const exec::ShardedBuffer*> arguments;
+  std::vector<std::unique_ptr<exec::ShardedBuffer>> copies;
+  for (size_t p = 0; p < task.inputs.size(); ++p) {
+    GraphInput& input = task.inputs[p];
+    const spmd::AxisSharding& sharding = compiled->parameter_shardings[p];
+    if (input.host.has_value()) {
+      VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<exec::ShardedBuffer> buffer,
+                              UploadValue(*input.host, placement, sharding, pool));
+      arguments.push_back(buffer.get());
+      input.value->SetBuffer(std::move(buffer));
+      continue;
+    }
+    VKSPMD_ASSIGN_OR_RETURN(const exec::ShardedBuffer* buffer,
+                            BufferAs(*input.value, placement, sharding, pool, copies));
+    arguments.push_back(buffer);
+  }
+  auto start = std::chrono::steady_clock::now();
+  VKSPMD_ASSIGN_OR_RETURN(
+      std::vector<std::unique_ptr<exec::ShardedBuffer>> results,
+      compiled->executable->RunSharded(arguments, compiled->result_shapes,
+                                       compiled->result_shardings, placement.local_mesh));
+  const double seconds = SecondsSince(start);
+  debug::RecordExecute(seconds, compiled->collective_bytes);
+  for (size_t k = 0; k < results.size(); ++k) task.outputs[k]->SetBuffer(std::move(results[k]));
+  debug::GraphAnalysis analysis = task.analysis;
+  analysis.event = "execution";
+  analysis.detail = fmt::format("ran in {:.3f} ms", seconds * 1e3);
+  debug::EmitGraphAnalysis(analysis);
+  return absl::OkStatus();
+}
+
+}  // namespace vkspmd::lazy

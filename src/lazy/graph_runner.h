@@ -1,0 +1,59 @@
+// GraphRunner: compiles a lowered graph (or finds it in the cache by structural hash and
+// placement), brings its inputs onto the devices with the shardings the partitioner chose, runs
+// it, and hands each output's buffer to its DeviceValue. Runs on the engine's worker thread.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/debug/graph_analysis.h"
+#include "src/exec/mesh_executable.h"
+#include "src/lazy/device_pool.h"
+#include "src/lazy/device_value.h"
+#include "src/lazy/placement.h"
+
+namespace vkspmd::lazy {
+
+struct GraphInput {
+  std::shared_ptr<DeviceValue> value;
+  std::optional<ir::Literal> host;  // Set when this run uploads the value.
+};
+
+struct GraphTask {
+  std::unique_ptr<ir::Module> module;
+  PlacementPtr placement;
+  std::string hash;  // Structural hash of the module.
+  std::vector<GraphInput> inputs;
+  std::vector<std::shared_ptr<DeviceValue>> outputs;
+  debug::GraphAnalysis analysis;  // Cause and source of the sync, for VKSPMD_DEBUG.
+};
+
+class GraphRunner {
+ public:
+  // Never fails itself: an error goes to every output (and the value uploads) of the task.
+  void Run(GraphTask& task, DevicePool& pool);
+  void Clear() { cache_.clear(); }
+
+ private:
+  struct Compiled {
+    int64_t generation = 0;  // The DevicePool generation the executable belongs to.
+    // The program the executable was compiled from: its plan points into it.
+    std::unique_ptr<ir::Module> program;
+    std::unique_ptr<exec::MeshExecutable> executable;
+    std::vector<spmd::AxisSharding> parameter_shardings;
+    std::vector<spmd::AxisSharding> result_shardings;
+    std::vector<ir::Shape> result_shapes;
+    int64_t collective_bytes = 0;  // Per run, all devices together.
+  };
+
+  absl::Status RunOrFail(GraphTask& task, DevicePool& pool);
+  absl::StatusOr<Compiled*> FindOrCompile(GraphTask& task, DevicePool& pool);
+  absl::StatusOr<Compiled> Compile(GraphTask& task, DevicePool& pool);
+
+  std::map<std::string, Compiled> cache_;
+};
+
+}  // namespace vkspmd::lazy

@@ -1,0 +1,31 @@
+// Lowering: the pending nodes a sync computes become one ir::Module. Leaves (host data, device
+// values, scalars) become entry parameters, numbered in the order the traversal meets them, so the
+// same traced program gives the same module (and structural hash) every step.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "src/ir/module.h"
+#include "src/lazy/node.h"
+
+namespace vkspmd::lazy {
+
+struct LoweredGraph {
+  std::unique_ptr<ir::Module> module;
+  PlacementPtr placement;           // Where the module runs (the single device or a mesh).
+  std::vector<NodePtr> parameters;  // By parameter number.
+  std::vector<NodePtr> outputs;     // In root order (a tuple root when more than one).
+  absl::flat_hash_map<const Node*, const ir::Instruction*> instructions;
+};
+
+// Lowers `outputs` (distinct op nodes) for `placement`. On a mesh, a parameter whose device value
+// already lives on that mesh is annotated with its sharding (waiting for the graph that produces
+// it to compile), so the partitioner keeps the data where it is; host data is annotated
+// replicated; sharding constraints become Sharding custom-calls. On the single device
+// constraints are dropped.
+absl::StatusOr<LoweredGraph> Lower(const std::vector<NodePtr>& outputs, PlacementPtr placement);
+
+}  // namespace vkspmd::lazy

@@ -1,0 +1,85 @@
+// Creating trace nodes with trace-time shape inference.
+#include "src/lazy/node.h"
+
+#include <map>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "src/ir/builder.h"
+#include "src/ir/shape_inference.h"
+#include "src/ir/status_macros.h"
+
+namespace vkspmd::lazy {
+
+void Node::Materialize(std::shared_ptr<DeviceValue> value) {
+  device_value = std::move(value);
+  operands.clear();
+}
+
+absl::StatusOr<NodePtr> MakeOp(ir::Opcode opcode, std::vector<NodePtr> operands,
+                               ir::InstructionAttributes attributes,
+                               std::optional<ir::Shape> declared) {
+  auto node = std::make_shared<Node>();
+  std::vector<ir::Instruction*> operand_protos;
+  std::vector<std::string> operand_shapes;
+  for (const NodePtr& operand : operands) {
+    operand_protos.push_back(operand->proto.get());
+    operand_shapes.push_back(operand->shape().ToString());
+    if (operand->placement == nullptr) continue;
+    if (node->placement != nullptr && !SamePlacement(node->placement, operand->placement)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          std::string(ir::OpcodeName(opcode)), ": operands live on different meshes (",
+          node->placement->mesh.ToString(), " and ", operand->placement->mesh.ToString(),
+          "); move one with mark_sharding first"));
+    }
+    node->placement = operand->placement;
+  }
+  node->proto = std::make_unique<ir::Instruction>(opcode, declared.value_or(ir::Shape()),
+                                                  std::move(operand_protos));
+  node->proto->attributes() = std::move(attributes);
+  absl::StatusOr<ir::Shape> shape = ir::InferShape(*node->proto);
+  if (!shape.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(ir::OpcodeName(opcode)), " of (",
+                                                   absl::StrJoin(operand_shapes, ", "),
+                                                   "): ", shape.status().message()));
+  }
+  node->proto->set_shape(*shape);
+  node->operands = std::move(operands);
+  return node;
+}
+
+NodePtr MakeHostLeaf(ir::Literal value) {
+  auto node = std::make_shared<Node>();
+  node->proto = std::make_unique<ir::Instruction>(ir::Opcode::kParameter, value.shape(),
+                                                  std::vector<ir::Instruction*>{});
+  node->host_value = std::move(value);
+  return node;
+}
+
+NodePtr MakeDeviceLeaf(std::shared_ptr<DeviceValue> value) {
+  auto node = std::make_shared<Node>();
+  node->proto = std::make_unique<ir::Instruction>(ir::Opcode::kParameter, value->shape(),
+                                                  std::vector<ir::Instruction*>{});
+  if (value->placement()->is_mesh) node->placement = value->placement();
+  node->device_value = std::move(value);
+  return node;
+}
+
+ir::Computation* TraceReducer(ir::Opcode opcode, ir::DType type) {
+  static std::mutex mutex;
+  static auto* reducers =
+      new std::map<std::pair<ir::Opcode, ir::DType>, std::unique_ptr<ir::Computation>>();
+  std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<ir::Computation>& reducer = (*reducers)[{opcode, type}];
+  if (reducer == nullptr) {
+    reducer = ir::MakeScalarReducer(
+        absl::StrCat(std::string(ir::OpcodeName(opcode)), "_", std::string(ir::DTypeName(type))),
+        opcode, type);
+  }
+  return reducer.get();
+}
+
+std::string ShapeText(const NodePtr& node) { return node->shape().ToString(); }
+
+}  // namespace vkspmd::lazy

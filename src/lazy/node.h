@@ -1,0 +1,55 @@
+// Node: one value of the lazy trace. An op node holds a prototype instruction (opcode, attributes
+// and the shape inferred at trace time, operands pointing at its operands' prototypes); a leaf
+// holds host data waiting for upload or a value on the devices. Nodes never change value: when a
+// node has been computed it becomes a leaf holding its DeviceValue, drops its operands (so a long
+// training loop does not keep every step's graph alive), and later graphs read it as a parameter.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "src/ir/instruction.h"
+#include "src/ir/literal.h"
+#include "src/lazy/device_value.h"
+#include "src/lazy/placement.h"
+
+namespace vkspmd::lazy {
+
+struct Node;
+using NodePtr = std::shared_ptr<Node>;
+
+struct Node : std::enable_shared_from_this<Node> {
+  // Its operand pointers are read only by shape inference when the node is made: they dangle
+  // once the operands are gone.
+  std::unique_ptr<ir::Instruction> proto;
+  std::vector<NodePtr> operands;
+  // The mesh the value is computed on; null for single-device values (device 0).
+  PlacementPtr placement;
+  std::optional<ir::Literal> host_value;
+  std::shared_ptr<DeviceValue> device_value;
+
+  const ir::Shape& shape() const { return proto->shape(); }
+  bool is_leaf() const { return host_value.has_value() || device_value != nullptr; }
+  // Turns a computed op node into a leaf holding `value`.
+  void Materialize(std::shared_ptr<DeviceValue> value);
+};
+
+// An op node; its shape is inferred (or checked against `declared`) now, so shape errors surface
+// at the call. Operands on different meshes are an error.
+absl::StatusOr<NodePtr> MakeOp(ir::Opcode opcode, std::vector<NodePtr> operands,
+                               ir::InstructionAttributes attributes = {},
+                               std::optional<ir::Shape> declared = std::nullopt);
+NodePtr MakeHostLeaf(ir::Literal value);
+NodePtr MakeDeviceLeaf(std::shared_ptr<DeviceValue> value);
+
+// The scalar reducer (a, b) -> a OP b of `type` that reduce nodes point at while tracing; the
+// lowering gives each module its own copy.
+ir::Computation* TraceReducer(ir::Opcode opcode, ir::DType type);
+
+// "f32[8,4]" for messages.
+std::string ShapeText(const NodePtr& node);
+
+}  // namespace vkspmd::lazy

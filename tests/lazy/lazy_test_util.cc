@@ -1,0 +1,66 @@
+// Reference values and the validation check of the Tensor API tests.
+#include "tests/lazy/lazy_test_util.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "src/interp/evaluator.h"
+#include "src/lazy/api_support.h"
+#include "src/lazy/engine.h"
+#include "src/lazy/lowering.h"
+
+namespace vkspmd::testing {
+namespace {
+
+// Checks at the end of the test program that the devices were used without validation messages.
+class ValidationEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override { EXPECT_EQ(CloseDevicesAndCountValidationMessages(), 0); }
+};
+
+[[maybe_unused]] ::testing::Environment* const environment =
+    ::testing::AddGlobalTestEnvironment(new ValidationEnvironment());
+
+}  // namespace
+
+ir::Literal ReferenceValue(const Tensor& tensor) {
+  lazy::NodePtr node = lazy::NodeOf(tensor);
+  if (node->host_value.has_value()) return *node->host_value;
+  if (node->is_leaf()) return lazy::ReadValue(tensor, std::source_location::current());
+  absl::StatusOr<lazy::LoweredGraph> graph = lazy::Lower({node}, lazy::SingleDevicePlacement());
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  if (!graph.ok()) return ir::Literal();
+  std::vector<ir::Literal> arguments;
+  for (const lazy::NodePtr& parameter : graph->parameters) {
+    arguments.push_back(ReferenceValue(
+        Tensor(std::make_shared<lazy::TensorState>(lazy::TensorState{parameter, std::nullopt}))));
+  }
+  // The custom-calls of sharding constraints mean nothing here and the lowering drops them.
+  absl::StatusOr<ir::Literal> value = interp::Evaluate(*graph->module, arguments);
+  EXPECT_TRUE(value.ok()) << value.status();
+  return value.ok() ? std::move(*value) : ir::Literal();
+}
+
+std::string CompareWithReference(const HostTensor& actual, const ir::Literal& reference,
+                                 double relative) {
+  if (actual.shape != reference.shape().dimensions()) {
+    return absl::StrCat("shape differs from the reference ", reference.shape().ToString());
+  }
+  if (lazy::ToIrType(actual.dtype) != reference.dtype()) {
+    return absl::StrCat("type differs from the reference ", reference.shape().ToString());
+  }
+  for (int64_t i = 0; i < actual.numel(); ++i) {
+    const double a = actual.at<double>(i), b = reference.GetAsDouble(i);
+    if (a == b || (std::isnan(a) && std::isnan(b))) continue;
+    if (actual.dtype == DType::kFloat32 &&
+        std::fabs(a - b) <= relative * std::max(1.0, std::fabs(b))) {
+      continue;
+    }
+    return absl::StrCat("element ", i, ": ", a, ", reference ", b);
+  }
+  return "";
+}
+
+int64_t CloseDevicesAndCountValidationMessages() { return lazy::Engine::Get().CloseDevices(); }
+
+}  // namespace vkspmd::testing

@@ -1,0 +1,28 @@
+// Test support for the Tensor API: a global environment that checks the lazy runtime's devices
+// produced no validation message (teardown included), and the CPU reference of a tensor: its
+// traced graph, unpartitioned, run by the reference evaluator.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "src/ir/literal.h"
+#include "vkspmd/vkspmd.h"
+
+namespace vkspmd::testing {
+
+// The tensor's value as the reference evaluator computes its graph (before any sync: call this
+// first, then read the tensor from the devices).
+ir::Literal ReferenceValue(const Tensor& tensor);
+
+// Every element within `relative` of the reference (relative to max(1, |reference|)); exact for
+// integers and booleans. "" when equal, else the first difference.
+std::string CompareWithReference(const HostTensor& actual, const ir::Literal& reference,
+                                 double relative = 1e-5);
+
+// The validation message count of the lazy runtime's devices after closing them.
+int64_t CloseDevicesAndCountValidationMessages();
+
+}  // namespace vkspmd::testing

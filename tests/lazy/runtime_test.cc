@@ -1,0 +1,148 @@
+// The lazy runtime: a training-style loop compiles once even when its learning rate changes every
+// step; assign keeps a tensor's identity and sharding; meshes over subsets of the devices; the
+// VKSPMD_DEBUG analysis names the cause, graph and the caller's line.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "tests/lazy/lazy_test_util.h"
+#include "vkspmd/vkspmd.h"
+
+namespace vkspmd::testing {
+namespace {
+
+// Ten steps of gradient descent on a linear least-squares problem, the learning rate decaying
+// every step; returns the losses and the final weight.
+std::pair<std::vector<double>, std::vector<float>> Train(const Mesh* mesh) {
+  manual_seed(5);
+  Tensor w = randn({8, 4});
+  Tensor x = randn({6, 8});
+  Tensor y = randn({6, 4});
+  if (mesh != nullptr) {
+    mark_sharding(w, *mesh, {None, "tp"});
+    mark_sharding(x, *mesh, {"dp", None});
+  }
+  std::vector<double> losses;
+  for (int step = 0; step < 10; ++step) {
+    Tensor error = matmul(x, w) - y;
+    Tensor loss = (error * error).mean();
+    Tensor gradient = matmul(x.t(), error) * (2.0 / 24);
+    w -= gradient * (0.1 / (1 + step));  // The scalar is a graph parameter.
+    mark_step();
+    losses.push_back(loss.item());
+  }
+  return {losses, w.to_vector<float>()};
+}
+
+TEST(RuntimeTest, TenStepsCompileOnceWhileTheLearningRateChanges) {
+  Mesh mesh({2, 2}, {}, {"dp", "tp"});
+  reset_metrics();
+  auto [losses, weight] = Train(&mesh);
+  Metrics counters = metrics();
+  EXPECT_EQ(counters.compile_count, 1) << metrics_report();
+  EXPECT_EQ(counters.execute_count, 10);
+  EXPECT_EQ(counters.cache_hits, 9);
+  EXPECT_GT(counters.collective_bytes, 0);
+  EXPECT_LT(losses.back(), losses.front());
+  auto [single_losses, single_weight] = Train(nullptr);
+  for (size_t k = 0; k < losses.size(); ++k) {
+    EXPECT_NEAR(losses[k], single_losses[k], 1e-5 * std::max(1.0, single_losses[k]));
+  }
+  for (size_t k = 0; k < weight.size(); ++k) EXPECT_NEAR(weight[k], single_weight[k], 1e-5);
+  EXPECT_NE(metrics_report().find("CompileCount"), std::string::npos);
+}
+
+TEST(RuntimeTest, AssignKeepsShardingAndOldValuesStay) {
+  Mesh mesh({4}, {}, {"x"});
+  Tensor t = tensor(std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}, {8});
+  ShardedTensor sharded = mark_sharding(t, mesh, {"x"});
+  Tensor before = t * 1;
+  t.assign(t * 10);
+  t += 1;
+  sync();
+  EXPECT_EQ(sharded.sharding_spec(), "{devices=[4]<=[4]}");
+  EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{11, 21, 31, 41, 51, 61, 71, 81}));
+  EXPECT_EQ(before.to_vector<float>(), (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_THROW(t.assign(ones({3})), Error);
+}
+
+TEST(RuntimeTest, MeshesOverSubsetsOfTheDevices) {
+  Mesh left({2, 2}, {0, 1, 2, 3});
+  Mesh right({2, 2}, {7, 6, 5, 4});
+  Tensor a = arange(12).reshape({4, 3}).to(float32);
+  sync();
+  ShardedTensor on_left = mark_sharding(a, left, {0, None});
+  Tensor doubled = on_left * 2;
+  Tensor moved = doubled * 1;
+  sync();
+  ShardedTensor on_right = mark_sharding(moved, right, {1, 0});
+  Tensor result = on_right + 1;
+  std::vector<float> expected;
+  for (int i = 0; i < 12; ++i) expected.push_back(static_cast<float>(2 * i + 1));
+  EXPECT_EQ(result.to_vector<float>(), expected);
+  // Tile (i, j) is on mesh device (j, i): dim 0 follows mesh axis 1.
+  EXPECT_EQ(on_right.sharding_spec(), "{devices=[2,2]7,5,6,4}");
+  std::vector<int64_t> devices;
+  for (const LocalShard& shard : on_right.local_shards()) devices.push_back(shard.device);
+  EXPECT_EQ(devices, (std::vector<int64_t>{4, 5, 6, 7}));
+  EXPECT_THROW(on_left + on_right, Error);  // Different meshes: move one first.
+}
+
+TEST(RuntimeTest, IntermediateShardingIsPropagatedWithoutExecuting) {
+  Mesh mesh({2, 2});
+  Tensor x = randn({8, 6});
+  mark_sharding(x, mesh, {0, None});
+  Tensor y = exp(x) + 1;  // Not executed: its sharding comes from propagation.
+  reset_metrics();
+  EXPECT_EQ(sharding_spec(y), "{devices=[2,1,2]<=[4] last_tile_dim_replicate}");
+  EXPECT_EQ(metrics().execute_count, 0);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+TEST(RuntimeTest, DebugAnalysisNamesCauseGraphAndSourceLine) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("vkspmd-debug-" + std::to_string(getpid())))
+          .string();
+  std::filesystem::remove(path);
+  setenv("VKSPMD_DEBUG", "1", 1);
+  setenv("VKSPMD_DEBUG_FILE", path.c_str(), 1);
+  Tensor t = ones({3}) * 2;
+  const int sync_line = __LINE__ + 1;
+  sync();
+  Tensor u = t + t;
+  const int read_line = __LINE__ + 1;
+  const double value = u.sum().item();
+  Tensor v = u * 3;
+  const int step_line = __LINE__ + 1;
+  mark_step();
+  wait_device_ops();
+  unsetenv("VKSPMD_DEBUG");
+  unsetenv("VKSPMD_DEBUG_FILE");
+  EXPECT_EQ(value, 12);
+  const std::string log = ReadFile(path);
+  std::filesystem::remove(path);
+  for (const auto& [cause, line] : {std::pair<std::string, int>{"user sync", sync_line},
+                                    {"value read", read_line},
+                                    {"step marker", step_line}}) {
+    const std::regex block("\\[vkspmd\\] execution analysis\\n  cause: " + cause +
+                           "[^\\n]*\\n  source: runtime_test.cc:" + std::to_string(line) +
+                           " [^\\n]*\\n  graph hash: [0-9a-f]{16}\\n  graph inputs: [0-9]+\\n"
+                           "  graph outputs: [0-9]+\\n");
+    EXPECT_TRUE(std::regex_search(log, block)) << cause << " at line " << line << " in\n" << log;
+  }
+  EXPECT_NE(log.find("compilation analysis"), std::string::npos);
+  EXPECT_NE(log.find("graph inputs: 1\n  graph outputs: 1\n"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace vkspmd::testing
