@@ -198,6 +198,7 @@ absl::Status Executable::Record(const std::vector<runtime::Buffer*>& physical,
 }
 
 absl::Status Executable::AllocateBuffers() {
+  runtime::ScopedMemoryTag tag(runtime::MemoryTag::kActivation);
   // Parameters, constants and outputs keep buffers of their own. An intermediate takes over the
   // smallest device buffer, big enough, whose last reader ran before the intermediate's kernel
   // (so no kernel reads and writes one buffer); the access tracker orders the reuse.

@@ -49,6 +49,8 @@ absl::StatusOr<std::unique_ptr<Buffer>> Buffer::Create(MeshDevice& device, uint6
   return buffer;
 }
 
+void Buffer::set_tag(MemoryTag tag) { device_.device().memory().Retag(allocation_, tag); }
+
 Buffer::~Buffer() {
   if (device_.device().must_not_free()) return;
   if (buffer_ != VK_NULL_HANDLE)

@@ -32,6 +32,9 @@ class Buffer {
   // Host address of the contents when the memory is mapped (zero-copy), else null.
   std::byte* mapped() const { return allocation_.mapped; }
   const MemoryAllocation& allocation() const { return allocation_; }
+  // The allocation's accounting tag (see MemoryTag); set_tag moves its bytes to another tag.
+  MemoryTag tag() const { return allocation_.tag; }
+  void set_tag(MemoryTag tag);
 
  private:
   Buffer(MeshDevice& device, uint64_t size);

@@ -168,6 +168,9 @@ absl::StatusOr<MemoryAllocation> MemoryAllocator::Allocate(const VkMemoryRequire
   statistics_.allocation_count += 1;
   statistics_.peak_bytes_in_use = std::max(statistics_.peak_bytes_in_use, statistics_.bytes_in_use);
   MemoryAllocation allocation;
+  allocation.tag =
+      usage == MemoryUsage::kStaging ? MemoryTag::kTemporary : ScopedMemoryTag::Current();
+  CountTagged(allocation.tag, static_cast<int64_t>(size));
   allocation.memory = chosen->memory;
   allocation.offset = *offset;
   allocation.size = size;
@@ -177,6 +180,52 @@ absl::StatusOr<MemoryAllocation> MemoryAllocator::Allocate(const VkMemoryRequire
   allocation.usage = usage;
   return allocation;
 }
+
+void MemoryAllocator::CountTagged(MemoryTag tag, int64_t bytes) {
+  const size_t index = static_cast<size_t>(tag);
+  statistics_.bytes_by_tag[index] += static_cast<uint64_t>(bytes);  // Wraps back for frees.
+  statistics_.peak_bytes_by_tag[index] =
+      std::max(statistics_.peak_bytes_by_tag[index], statistics_.bytes_by_tag[index]);
+}
+
+void MemoryAllocator::Retag(MemoryAllocation& allocation, MemoryTag tag) {
+  if (allocation.memory == VK_NULL_HANDLE || allocation.tag == tag) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  CountTagged(allocation.tag, -static_cast<int64_t>(allocation.size));
+  allocation.tag = tag;
+  CountTagged(tag, static_cast<int64_t>(allocation.size));
+}
+
+void MemoryAllocator::ResetPeaks() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  statistics_.peak_bytes_in_use = statistics_.bytes_in_use;
+  statistics_.peak_bytes_by_tag = statistics_.bytes_by_tag;
+}
+
+namespace {
+thread_local MemoryTag current_memory_tag = MemoryTag::kOther;
+}  // namespace
+
+const char* MemoryTagName(MemoryTag tag) {
+  switch (tag) {
+    case MemoryTag::kParameter:
+      return "parameter";
+    case MemoryTag::kOptimizerState:
+      return "optimizer state";
+    case MemoryTag::kActivation:
+      return "activation";
+    case MemoryTag::kTemporary:
+      return "temporary";
+    default:
+      return "other";
+  }
+}
+
+ScopedMemoryTag::ScopedMemoryTag(MemoryTag tag) : previous_(current_memory_tag) {
+  current_memory_tag = tag;
+}
+ScopedMemoryTag::~ScopedMemoryTag() { current_memory_tag = previous_; }
+MemoryTag ScopedMemoryTag::Current() { return current_memory_tag; }
 
 void MemoryAllocator::Free(const MemoryAllocation& allocation) {
   if (allocation.memory == VK_NULL_HANDLE) return;
@@ -188,6 +237,7 @@ void MemoryAllocator::Free(const MemoryAllocation& allocation) {
     if (!block->allocator->Free(allocation.offset)) return;
     statistics_.bytes_in_use -= allocation.size;
     statistics_.allocation_count -= 1;
+    CountTagged(allocation.tag, -static_cast<int64_t>(allocation.size));
     // Keep one empty block per pool for reuse; give the others back to the driver.
     bool another_empty =
         std::any_of(pool.blocks.begin(), pool.blocks.end(), [&](const Block& other) {

@@ -5,6 +5,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -24,6 +25,31 @@ enum class MemoryUsage {
   kStaging,  // Host-visible coherent memory for uploads and downloads.
 };
 
+// What an allocation holds, for memory accounting (FSDP's promise is about parameter and
+// optimizer-state bytes per device). Allocations take the tag of the innermost ScopedMemoryTag
+// on their thread; a buffer may be re-tagged once its role is known.
+enum class MemoryTag : uint8_t {
+  kOther,
+  kParameter,
+  kOptimizerState,
+  kActivation,  // A program's buffers: parameters' copies, intermediates, results.
+  kTemporary,   // Staging and scratch.
+};
+inline constexpr size_t kMemoryTagCount = 5;
+const char* MemoryTagName(MemoryTag tag);
+
+class ScopedMemoryTag {
+ public:
+  explicit ScopedMemoryTag(MemoryTag tag);
+  ~ScopedMemoryTag();
+  ScopedMemoryTag(const ScopedMemoryTag&) = delete;
+  ScopedMemoryTag& operator=(const ScopedMemoryTag&) = delete;
+  static MemoryTag Current();
+
+ private:
+  MemoryTag previous_;
+};
+
 struct MemoryAllocation {
   VkDeviceMemory memory = VK_NULL_HANDLE;
   uint64_t offset = 0;
@@ -32,6 +58,7 @@ struct MemoryAllocation {
   bool coherent = true;         // False: writes need flushing and reads invalidating.
   uint32_t memory_type = 0;
   MemoryUsage usage = MemoryUsage::kDevice;
+  MemoryTag tag = MemoryTag::kOther;
 };
 
 struct MemoryStatistics {
@@ -41,6 +68,8 @@ struct MemoryStatistics {
   uint64_t budget = 0;
   size_t block_count = 0;
   size_t allocation_count = 0;
+  std::array<uint64_t, kMemoryTagCount> bytes_by_tag{};       // Live bytes per MemoryTag.
+  std::array<uint64_t, kMemoryTagCount> peak_bytes_by_tag{};  // Each tag's own peak.
 };
 
 class MemoryAllocator {
@@ -59,6 +88,10 @@ class MemoryAllocator {
   absl::StatusOr<MemoryAllocation> Allocate(const VkMemoryRequirements& requirements,
                                             MemoryUsage usage);
   void Free(const MemoryAllocation& allocation);
+  // Moves a live allocation's bytes to another tag.
+  void Retag(MemoryAllocation& allocation, MemoryTag tag);
+  // Restarts the peaks at the bytes now in use (to measure one phase, e.g. a training step).
+  void ResetPeaks();
 
   MemoryStatistics statistics() const;
   // Whether kDevice allocations are host-mapped (zero-copy uploads and downloads).
@@ -83,6 +116,7 @@ class MemoryAllocator {
   absl::StatusOr<Block*> AddBlock(Pool& pool, uint64_t minimum_size);
   void ReleaseBlock(Block& block);
   std::string ExhaustedMessage(uint64_t size) const;
+  void CountTagged(MemoryTag tag, int64_t bytes);  // With mutex_ held.
 
   const DeviceFunctions& functions_;
   VkDevice device_;

@@ -38,6 +38,45 @@ TEST_F(MemoryTest, BuffersShareBlocksAndFreedSpaceIsReused) {
   EXPECT_LE(stats.block_count, 1u) << "at most one empty block is kept";
 }
 
+TEST_F(MemoryTest, AllocationsAreCountedByTagWithTheirOwnPeaks) {
+  OpenDevices(1);
+  runtime::MemoryAllocator& memory = device(0).device().memory();
+  auto tagged = [&](runtime::MemoryTag tag) {
+    return memory.statistics().bytes_by_tag[static_cast<size_t>(tag)];
+  };
+  std::unique_ptr<runtime::Buffer> parameter, state, untagged;
+  {
+    runtime::ScopedMemoryTag scope(runtime::MemoryTag::kParameter);
+    VKSPMD_ASSERT_OK_AND_ASSIGN(parameter, runtime::Buffer::Create(device(0), 4096));
+    {
+      runtime::ScopedMemoryTag inner(runtime::MemoryTag::kOptimizerState);
+      VKSPMD_ASSERT_OK_AND_ASSIGN(state, runtime::Buffer::Create(device(0), 8192));
+    }
+  }
+  VKSPMD_ASSERT_OK_AND_ASSIGN(untagged, runtime::Buffer::Create(device(0), 100));
+  EXPECT_EQ(parameter->tag(), runtime::MemoryTag::kParameter);
+  EXPECT_EQ(state->tag(), runtime::MemoryTag::kOptimizerState);
+  EXPECT_EQ(untagged->tag(), runtime::MemoryTag::kOther) << "the scopes ended";
+  const uint64_t parameter_bytes = tagged(runtime::MemoryTag::kParameter);
+  EXPECT_GE(parameter_bytes, 4096u);
+  EXPECT_GE(tagged(runtime::MemoryTag::kOptimizerState), 8192u);
+  // Re-tagging moves the bytes; freeing removes them; the tag's peak remains.
+  untagged->set_tag(runtime::MemoryTag::kParameter);
+  EXPECT_EQ(tagged(runtime::MemoryTag::kParameter), parameter_bytes + untagged->allocation().size);
+  EXPECT_EQ(tagged(runtime::MemoryTag::kOther), 0u);
+  parameter.reset();
+  untagged.reset();
+  runtime::MemoryStatistics stats = memory.statistics();
+  EXPECT_EQ(stats.bytes_by_tag[static_cast<size_t>(runtime::MemoryTag::kParameter)], 0u);
+  EXPECT_GE(stats.peak_bytes_by_tag[static_cast<size_t>(runtime::MemoryTag::kParameter)],
+            parameter_bytes);
+  memory.ResetPeaks();
+  EXPECT_EQ(
+      memory.statistics().peak_bytes_by_tag[static_cast<size_t>(runtime::MemoryTag::kParameter)],
+      0u);
+  EXPECT_STREQ(runtime::MemoryTagName(runtime::MemoryTag::kOptimizerState), "optimizer state");
+}
+
 TEST_F(MemoryTest, FragmentedSpaceCoalescesForALargeBuffer) {
   OpenDevices(1, [](runtime::RuntimeConfig& config) { config.device_memory_budget = 1 << 20; });
   std::vector<std::unique_ptr<runtime::Buffer>> buffers;
