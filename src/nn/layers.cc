@@ -16,7 +16,9 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias, LinearSplit
   const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
   weight_ = Uniform({out_features, in_features}, bound);
   register_parameter("weight", &weight_,
-                     split == LinearSplit::kColumn ? 0 : split == LinearSplit::kRow ? 1 : -1);
+                     split == LinearSplit::kColumn ? 0
+                     : split == LinearSplit::kRow  ? 1
+                                                   : -1);
   if (bias) {
     bias_ = Uniform({out_features}, bound);
     register_parameter("bias", &bias_, split == LinearSplit::kColumn ? 0 : -1);
@@ -25,9 +27,10 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias, LinearSplit
 
 Tensor Linear::forward(const Tensor& x) const {
   if (x.dim() == 0 || x.size(-1) != in_features_) {
-    throw Error(ErrorCode::kInvalidArgument,
-                absl::StrCat("Linear(", in_features_, ", ", out_features_, "): the input's last dim ",
-                             x.dim() == 0 ? 0 : x.size(-1), " is not ", in_features_));
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        absl::StrCat("Linear(", in_features_, ", ", out_features_, "): the input's last dim ",
+                     x.dim() == 0 ? 0 : x.size(-1), " is not ", in_features_));
   }
   Tensor y = matmul(x, weight_.t());
   return bias_.defined() ? y + bias_ : y;

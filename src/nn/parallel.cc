@@ -17,9 +17,9 @@ void RequireAxis(const Mesh& mesh, const std::string& axis, const std::string& s
   const std::vector<std::string>& names = mesh.axis_names();
   if (std::find(names.begin(), names.end(), axis) == names.end()) {
     throw Error(ErrorCode::kInvalidArgument,
-                absl::StrCat("strategy ", strategy, ": ", mesh.to_string(), " has no axis named \"",
-                             axis, "\" (its axes: ",
-                             names.empty() ? "unnamed" : absl::StrJoin(names, ", "), ")"));
+                absl::StrCat(
+                    "strategy ", strategy, ": ", mesh.to_string(), " has no axis named \"", axis,
+                    "\" (its axes: ", names.empty() ? "unnamed" : absl::StrJoin(names, ", "), ")"));
   }
 }
 

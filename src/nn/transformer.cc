@@ -18,7 +18,10 @@ std::vector<std::unique_ptr<TransformerBlock>> MakeBlocks(const TransformerConfi
 }  // namespace
 
 TransformerBlock::TransformerBlock(int64_t d_model, int64_t heads)
-    : ln1_(d_model), attention_(d_model, heads), ln2_(d_model), mlp_(d_model, 4 * d_model, d_model) {
+    : ln1_(d_model),
+      attention_(d_model, heads),
+      ln2_(d_model),
+      mlp_(d_model, 4 * d_model, d_model) {
   register_module("ln1", &ln1_);
   register_module("attention", &attention_);
   register_module("ln2", &ln2_);

@@ -31,7 +31,8 @@ TEST(InitTest, LinearIsUniformWithinOneOverSqrtFanIn) {
   manual_seed(11);
   nn::Linear linear(64, 256);
   const double bound = 1.0 / 8;
-  for (const Values& values : {linear.weight().to_vector<float>(), linear.bias().to_vector<float>()}) {
+  for (const Values& values :
+       {linear.weight().to_vector<float>(), linear.bias().to_vector<float>()}) {
     const Moments moments = MomentsOf(values);
     EXPECT_LE(moments.largest, bound);
     // The largest of n uniforms is near the bound; the variance of U(-b, b) is b^2 / 3.
@@ -55,7 +56,8 @@ TEST(InitTest, EmbeddingIsStandardNormalAndLayerNormIsIdentity) {
 }
 
 TEST(InitTest, TheSameSeedGivesTheSameWeights) {
-  const nn::TransformerConfig config{.vocab = 9, .d_model = 4, .heads = 2, .layers = 1, .max_seq = 5};
+  const nn::TransformerConfig config{
+      .vocab = 9, .d_model = 4, .heads = 2, .layers = 1, .max_seq = 5};
   manual_seed(13);
   nn::TransformerLM first(config);
   manual_seed(13);

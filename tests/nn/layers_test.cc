@@ -11,7 +11,9 @@
 namespace vkspmd::testing {
 namespace {
 
-Values RandomValues(std::vector<int64_t> shape) { return randn(std::move(shape)).to_vector<float>(); }
+Values RandomValues(std::vector<int64_t> shape) {
+  return randn(std::move(shape)).to_vector<float>();
+}
 
 TEST(LayersTest, LinearMatchesReference) {
   manual_seed(1);
@@ -62,8 +64,8 @@ TEST(LayersTest, MlpMatchesReference) {
   manual_seed(4);
   nn::MLP mlp(3, 7, 2);
   const Values x = RandomValues({5, 3});
-  const Values hidden = GeluReference(LinearReference(x, 5, 3, Parameter(mlp, "fc1.weight"),
-                                                      Parameter(mlp, "fc1.bias"), 7));
+  const Values hidden = GeluReference(
+      LinearReference(x, 5, 3, Parameter(mlp, "fc1.weight"), Parameter(mlp, "fc1.bias"), 7));
   const Values expected =
       LinearReference(hidden, 5, 7, Parameter(mlp, "fc2.weight"), Parameter(mlp, "fc2.bias"), 2);
   EXPECT_EQ(CompareValues(mlp(tensor(x, {5, 3})).to_vector<float>(), expected), "");
@@ -86,8 +88,8 @@ nn::TransformerConfig SmallConfig() {
 TEST(LayersTest, TransformerMatchesEvaluatorAndLossMatchesReference) {
   manual_seed(6);
   nn::TransformerLM model(SmallConfig());
-  const std::vector<int32_t> tokens{1, 4, 10, 0, 7, 3, 3, 9, 2, 5}, targets{4, 10, 0, 7, 2,
-                                                                            3, 9, 2, 5, 8};
+  const std::vector<int32_t> tokens{1, 4, 10, 0, 7, 3, 3, 9, 2, 5},
+      targets{4, 10, 0, 7, 2, 3, 9, 2, 5, 8};
   Tensor logits = model(tensor(tokens, {2, 5}));
   ASSERT_EQ(logits.shape(), (std::vector<int64_t>{2, 5, 11}));
   const ir::Literal expected = ReferenceValue(logits);

@@ -33,9 +33,8 @@ Values LayerNormReference(const Values& x, int64_t dim, const Values& weight, co
     for (int64_t i = 0; i < dim; ++i) variance += std::pow(x[row * dim + i] - mean, 2);
     variance /= dim;
     for (int64_t i = 0; i < dim; ++i) {
-      y[row * dim + i] = static_cast<float>((x[row * dim + i] - mean) / std::sqrt(variance + eps) *
-                                                weight[i] +
-                                            bias[i]);
+      y[row * dim + i] = static_cast<float>(
+          (x[row * dim + i] - mean) / std::sqrt(variance + eps) * weight[i] + bias[i]);
     }
   }
   return y;
