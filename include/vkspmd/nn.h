@@ -214,6 +214,7 @@ class TransformerBlock : public Module {
   MLP mlp_;
 };
 
+// The sizes of a TransformerLM; max_seq is the length of the learned position table.
 struct TransformerConfig {
   int64_t vocab = 64;
   int64_t d_model = 32;
