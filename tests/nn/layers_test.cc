@@ -1,6 +1,7 @@
 // Every layer's forward on one device against plain C++ references (and the transformer against
 // the reference evaluator of its traced graph), causal masking, parameter names and export.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -140,7 +141,8 @@ TEST(LayersTest, ParameterNamesOrderAndCount) {
 }
 
 TEST(LayersTest, SaveAndLoadNpyByName) {
-  const std::string directory = ::testing::TempDir() + "/nn_layers_npy";
+  const std::string directory =
+      ::testing::TempDir() + "/nn_layers_npy_" + std::to_string(::getpid());
   std::filesystem::remove_all(directory);
   manual_seed(9);
   nn::MlpRegressor saved(3, 5, 2);
@@ -157,6 +159,7 @@ TEST(LayersTest, SaveAndLoadNpyByName) {
   nn::MlpRegressor other_shape(4, 5, 2);
   EXPECT_THROW(other_shape.load_npy(directory), Error);
   EXPECT_THROW(saved.load_npy(directory + "/missing"), Error);
+  std::filesystem::remove_all(directory);
 }
 
 TEST(LayersTest, LossesMatchReferences) {

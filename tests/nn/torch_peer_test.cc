@@ -2,6 +2,7 @@
 // losses go to .npy files, and torch_peer.py (with /usr/bin/python3, whose torch is Debian's)
 // loads the same weights into PyTorch twins and compares.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -13,7 +14,8 @@ namespace vkspmd::testing {
 namespace {
 
 TEST(TorchPeerTest, TransformerAndRegressorMatchPyTorch) {
-  const std::string directory = ::testing::TempDir() + "/nn_torch_peer";
+  const std::string directory =
+      ::testing::TempDir() + "/nn_torch_peer_" + std::to_string(::getpid());
   std::filesystem::remove_all(directory);
   std::filesystem::create_directories(directory);
   auto path = [&](const std::string& name) { return directory + "/" + name + ".npy"; };
@@ -52,6 +54,7 @@ TEST(TorchPeerTest, TransformerAndRegressorMatchPyTorch) {
   const std::string output((std::istreambuf_iterator<char>(log)), {});
   EXPECT_EQ(status, 0) << output;
   EXPECT_NE(output.find("transformer logits"), std::string::npos) << output;
+  std::filesystem::remove_all(directory);
 }
 
 }  // namespace
