@@ -4,7 +4,9 @@
 // Errors (an axis the mesh lacks, heads not divisible by the model axis) throw vkspmd::Error.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "vkspmd/mesh.h"
 #include "vkspmd/nn.h"
@@ -34,5 +36,11 @@ void fsdp_v2(Module& model, const Mesh& mesh, const std::string& fsdp_axis = "fs
 // By name, as `vkspmd train --strategy` spells them: "dp", "tp", "dp+tp" or "fsdp", with the
 // default axis names above. Throws for any other name.
 void apply_strategy(Module& model, const Mesh& mesh, const std::string& strategy);
+
+// The mesh a strategy expects for `shape` (as `vkspmd train --mesh 2x2` gives it), over devices
+// 0..N-1: "dp", "tp" and "fsdp" use every device along one axis of that name (a 2x2 shape
+// becomes 4 devices in a row), "dp+tp" a 2-D shape with axes ("dp", "tp") (a 1-D shape [n]
+// becomes [1, n]). Throws for an unknown strategy or a "dp+tp" shape of more than 2 dims.
+Mesh strategy_mesh(const std::string& strategy, const std::vector<int64_t>& shape);
 
 }  // namespace vkspmd::nn

@@ -28,8 +28,9 @@ Tensor CausalMask(int64_t length) {
 
 }  // namespace
 
+// d_model is checked first, so a bad head count throws before any weight is drawn.
 CausalSelfAttention::CausalSelfAttention(int64_t d_model, int64_t heads)
-    : d_model_((CheckedHeadDim(d_model, heads), d_model)),
+    : d_model_(CheckedHeadDim(d_model, heads) * heads),
       heads_(heads),
       query_(d_model, d_model, true, LinearSplit::kColumn),
       key_(d_model, d_model, true, LinearSplit::kColumn),

@@ -50,6 +50,11 @@ void Apply(Module& model, ParallelPlan plan) {
   }
 }
 
+Error UnknownStrategy(const std::string& strategy) {
+  return Error(ErrorCode::kInvalidArgument,
+               absl::StrCat("unknown strategy \"", strategy, "\" (dp, tp, dp+tp or fsdp)"));
+}
+
 }  // namespace
 
 void data_parallel(Module& model, const Mesh& mesh, const std::string& data_axis) {
@@ -75,8 +80,21 @@ void apply_strategy(Module& model, const Mesh& mesh, const std::string& strategy
   if (strategy == "tp") return tensor_parallel(model, mesh);
   if (strategy == "dp+tp") return data_tensor_parallel(model, mesh);
   if (strategy == "fsdp") return fsdp_v2(model, mesh);
-  throw Error(ErrorCode::kInvalidArgument,
-              absl::StrCat("unknown strategy \"", strategy, "\" (dp, tp, dp+tp or fsdp)"));
+  throw UnknownStrategy(strategy);
+}
+
+Mesh strategy_mesh(const std::string& strategy, const std::vector<int64_t>& shape) {
+  if (strategy == "dp+tp") {
+    if (shape.size() > 2) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "strategy dp+tp: the mesh must be 1-D or 2-D (dp x tp)");
+    }
+    return Mesh(shape.size() == 2 ? shape : std::vector<int64_t>{1, shape.at(0)}, {}, {"dp", "tp"});
+  }
+  if (strategy != "dp" && strategy != "tp" && strategy != "fsdp") throw UnknownStrategy(strategy);
+  int64_t devices = 1;
+  for (int64_t dim : shape) devices *= dim;
+  return Mesh({devices}, {}, {strategy});
 }
 
 }  // namespace vkspmd::nn

@@ -181,6 +181,15 @@ TEST(StrategyTest, MlpRegressorUnderEveryStrategyOnTwoByTwo) {
   }
 }
 
+TEST(StrategyTest, StrategyMeshes) {
+  EXPECT_EQ(nn::strategy_mesh("dp+tp", {2, 2}), Mesh({2, 2}, {}, {"dp", "tp"}));
+  EXPECT_EQ(nn::strategy_mesh("dp+tp", {2}), Mesh({1, 2}, {}, {"dp", "tp"}));
+  EXPECT_EQ(nn::strategy_mesh("fsdp", {2, 2}), Mesh({4}, {}, {"fsdp"}));
+  EXPECT_EQ(nn::strategy_mesh("tp", {2}), Mesh({2}, {}, {"tp"}));
+  EXPECT_THROW(nn::strategy_mesh("pp", {2}), Error);
+  EXPECT_THROW(nn::strategy_mesh("dp+tp", {2, 2, 2}), Error);
+}
+
 TEST(StrategyTest, ClearErrors) {
   manual_seed(kSeed);
   nn::TransformerLM model(Config());
