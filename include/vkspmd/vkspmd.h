@@ -1,6 +1,7 @@
 // The whole public API of vkspmd.
 #pragma once
 
+#include "vkspmd/autograd.h"
 #include "vkspmd/devices.h"
 #include "vkspmd/dtype.h"
 #include "vkspmd/error.h"
@@ -8,6 +9,7 @@
 #include "vkspmd/lazy.h"
 #include "vkspmd/mesh.h"
 #include "vkspmd/ops.h"
+#include "vkspmd/optim.h"
 #include "vkspmd/scalar.h"
 #include "vkspmd/sharded_tensor.h"
 #include "vkspmd/sharding.h"
