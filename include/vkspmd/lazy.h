@@ -26,6 +26,10 @@ struct Metrics {
   int64_t host_to_device_bytes = 0;
   int64_t device_to_host_bytes = 0;
   int64_t collective_bytes = 0;  // Sent by all devices together.
+  // Arguments a graph updated in place: a tensor's old value that nothing else referred to any
+  // more, donated to the graph that computed its new value (see Tensor::assign), and their bytes.
+  int64_t donated_count = 0;
+  int64_t donated_bytes = 0;
 };
 
 // The counters so far (waits for launched work first, so they are complete).

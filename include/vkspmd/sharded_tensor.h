@@ -54,6 +54,10 @@ class ShardedTensor : public Tensor {
 ShardedTensor mark_sharding(const Tensor& tensor, const Mesh& mesh, const PartitionSpec& spec);
 // The same over the global mesh.
 ShardedTensor mark_sharding(const Tensor& tensor, const PartitionSpec& spec);
+// Shards `tensor` exactly as `reference` was marked (same mesh, same spec), for values that must
+// live where another does: optimizer state beside its parameter. A reference without a
+// mark_sharding leaves the tensor as it is. The shapes must be equal.
+ShardedTensor mark_sharding_like(const Tensor& tensor, const Tensor& reference);
 // Removes the tensor's sharding annotation; its data stays where it is until marked again.
 void clear_sharding(const Tensor& tensor);
 // The sharding text of any tensor ("" for a tensor without a mesh).

@@ -89,6 +89,13 @@ class Tensor {
   Tensor matmul(const Tensor& other) const;
   Tensor to(DType dtype) const;
 
+  // Autodiff (vkspmd/autograd.h): backward(loss) sets grad() of the tensors flagged here.
+  // Only floating-point tensors can require gradients. grad() is undefined until a backward
+  // reaches the tensor; each backward replaces it (no accumulation).
+  Tensor& requires_grad_(bool requires_grad = true);
+  bool requires_grad() const;
+  Tensor grad() const;
+
   // Whether both name the same tensor (not: equal values).
   bool is_same(const Tensor& other) const { return state_ == other.state_; }
   const std::shared_ptr<lazy::TensorState>& state() const { return state_; }

@@ -1,6 +1,7 @@
 // The whole public API of vkspmd.
 #pragma once
 
+#include "vkspmd/autograd.h"
 #include "vkspmd/devices.h"
 #include "vkspmd/dtype.h"
 #include "vkspmd/error.h"
@@ -9,6 +10,7 @@
 #include "vkspmd/mesh.h"
 #include "vkspmd/nn.h"
 #include "vkspmd/ops.h"
+#include "vkspmd/optim.h"
 #include "vkspmd/parallel.h"
 #include "vkspmd/scalar.h"
 #include "vkspmd/sharded_tensor.h"

@@ -134,6 +134,7 @@ class ReverseMode {
   }
 
   Instruction* forward(const Instruction* original) const { return forward_.at(original); }
+  const std::map<const Instruction*, Instruction*>& forward_copies() const { return forward_; }
 
  private:
   absl::Status Accumulate(const Instruction* original, Instruction* contribution) {
@@ -248,6 +249,13 @@ absl::StatusOr<const Instruction*> FindLoss(const Computation& entry,
 absl::StatusOr<std::unique_ptr<ir::Module>> Gradients(const ir::Module& module,
                                                       std::optional<int64_t> loss_index,
                                                       const std::vector<int64_t>& wrt) {
+  VKSPMD_ASSIGN_OR_RETURN(GradientModule result, GradientsWithForward(module, loss_index, wrt));
+  return std::move(result.module);
+}
+
+absl::StatusOr<GradientModule> GradientsWithForward(const ir::Module& module,
+                                                    std::optional<int64_t> loss_index,
+                                                    const std::vector<int64_t>& wrt) {
   const Computation* entry = module.entry();
   if (entry == nullptr) return absl::InvalidArgumentError("the module has no entry computation");
   VKSPMD_ASSIGN_OR_RETURN(const Instruction* loss, FindLoss(*entry, loss_index));
@@ -295,7 +303,16 @@ absl::StatusOr<std::unique_ptr<ir::Module>> Gradients(const ir::Module& module,
   // operand's share of a tie, comparisons for operands not differentiated): drop them.
   gradients->RemoveUnreachable();
   result->set_entry(gradients);
-  return result;
+  GradientModule answer;
+  std::set<const Instruction*> kept;
+  for (const std::unique_ptr<Instruction>& instruction : gradients->instructions()) {
+    kept.insert(instruction.get());
+  }
+  for (const auto& [original, copy] : reverse.forward_copies()) {
+    if (kept.count(copy)) answer.copied_from[copy] = original;
+  }
+  answer.module = std::move(result);
+  return answer;
 }
 
 }  // namespace vkspmd::autodiff

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -21,5 +22,17 @@ namespace vkspmd::autodiff {
 absl::StatusOr<std::unique_ptr<ir::Module>> Gradients(const ir::Module& module,
                                                       std::optional<int64_t> loss_index,
                                                       const std::vector<int64_t>& wrt);
+
+// The same, also telling which instruction of `module`'s entry each forward instruction of the
+// result was copied from, so a caller holding the forward values (the lazy Tensor API) can reuse
+// them instead of computing the forward pass twice.
+struct GradientModule {
+  std::unique_ptr<ir::Module> module;
+  // Copy in the result's entry -> the instruction of `module` it was copied from.
+  std::map<const ir::Instruction*, const ir::Instruction*> copied_from;
+};
+absl::StatusOr<GradientModule> GradientsWithForward(const ir::Module& module,
+                                                    std::optional<int64_t> loss_index,
+                                                    const std::vector<int64_t>& wrt);
 
 }  // namespace vkspmd::autodiff

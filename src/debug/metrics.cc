@@ -41,6 +41,12 @@ void RecordDeviceToHost(int64_t bytes) {
   counters.device_to_host_bytes += bytes;
 }
 
+void RecordDonation(int64_t count, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex);
+  counters.donated_count += count;
+  counters.donated_bytes += bytes;
+}
+
 MetricsSnapshot ReadMetrics() {
   std::lock_guard<std::mutex> lock(mutex);
   return counters;
@@ -61,6 +67,8 @@ std::string MetricsReport(const MetricsSnapshot& metrics) {
   report += fmt::format("{:<22}{} bytes\n", "HostToDeviceBytes", metrics.host_to_device_bytes);
   report += fmt::format("{:<22}{} bytes\n", "DeviceToHostBytes", metrics.device_to_host_bytes);
   report += fmt::format("{:<22}{} bytes\n", "CollectiveBytes", metrics.collective_bytes);
+  report += fmt::format("{:<22}{}\n", "DonatedCount", metrics.donated_count);
+  report += fmt::format("{:<22}{} bytes\n", "DonatedBytes", metrics.donated_bytes);
   return report;
 }
 

@@ -16,6 +16,8 @@ struct MetricsSnapshot {
   int64_t host_to_device_bytes = 0;
   int64_t device_to_host_bytes = 0;
   int64_t collective_bytes = 0;
+  int64_t donated_count = 0;  // Arguments updated in place (input_output_alias).
+  int64_t donated_bytes = 0;  // Their bytes, all shards together.
 };
 
 // Thread-safe updates of the process-wide counters.
@@ -24,6 +26,7 @@ void RecordExecute(double seconds, int64_t collective_bytes);
 void RecordCacheHit();
 void RecordHostToDevice(int64_t bytes);
 void RecordDeviceToHost(int64_t bytes);
+void RecordDonation(int64_t count, int64_t bytes);
 
 MetricsSnapshot ReadMetrics();
 void ResetMetrics();

@@ -103,13 +103,11 @@ ir::Literal Unpad(const ir::Literal& padded, const std::vector<int64_t>& valid) 
   return result;
 }
 
-}  // namespace
-
-ShardedTensor mark_sharding(const Tensor& tensor, const Mesh& mesh, const PartitionSpec& spec) {
+// Marks `tensor` with `sharding` over `mesh` (the work of mark_sharding once the spec is resolved).
+ShardedTensor MarkSharding(const Tensor& tensor, const Mesh& mesh,
+                           const lazy::PlacementPtr& placement,
+                           const spmd::AxisSharding& sharding) {
   NodePtr node = lazy::NodeOf(tensor, "mark_sharding");
-  lazy::PlacementPtr placement = lazy::PlacementOf(mesh);
-  spmd::AxisSharding sharding =
-      Unwrap(spmd::ResolvePartitionSpec(ToSpmdSpec(spec), placement->mesh, node->shape().rank()));
   lazy::TensorState& state = *tensor.state();
   if (state.annotation.has_value() && !state.annotation->sharding.IsReplicated() &&
       (state.annotation->placement->key != placement->key ||
@@ -129,6 +127,29 @@ ShardedTensor mark_sharding(const Tensor& tensor, const Mesh& mesh, const Partit
   }
   state.annotation = lazy::ShardingAnnotation{mesh, placement, sharding};
   return ShardedTensor(tensor);
+}
+
+}  // namespace
+
+ShardedTensor mark_sharding(const Tensor& tensor, const Mesh& mesh, const PartitionSpec& spec) {
+  NodePtr node = lazy::NodeOf(tensor, "mark_sharding");
+  lazy::PlacementPtr placement = lazy::PlacementOf(mesh);
+  spmd::AxisSharding sharding =
+      Unwrap(spmd::ResolvePartitionSpec(ToSpmdSpec(spec), placement->mesh, node->shape().rank()));
+  return MarkSharding(tensor, mesh, placement, sharding);
+}
+
+ShardedTensor mark_sharding_like(const Tensor& tensor, const Tensor& reference) {
+  NodePtr node = lazy::NodeOf(tensor, "mark_sharding_like");
+  NodePtr reference_node = lazy::NodeOf(reference, "mark_sharding_like");
+  if (node->shape().dimensions() != reference_node->shape().dimensions()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                absl::StrCat("mark_sharding_like: the tensor is ", node->shape().ToString(),
+                             " but the reference is ", reference_node->shape().ToString()));
+  }
+  const std::optional<lazy::ShardingAnnotation>& annotation = reference.state()->annotation;
+  if (!annotation.has_value()) return ShardedTensor(tensor);
+  return MarkSharding(tensor, annotation->mesh, annotation->placement, annotation->sharding);
 }
 
 ShardedTensor mark_sharding(const Tensor& tensor, const PartitionSpec& spec) {

@@ -54,6 +54,9 @@ Tensor& Tensor::assign(const Tensor& value) {
         node, spmd::ToHloSharding(annotation->sharding, annotation->placement->local_mesh),
         annotation->placement));
   }
+  // The first old value of a step, when it is data rather than a pending computation, may be
+  // donated to the step's graph.
+  if (state()->replaced == nullptr && target->is_leaf()) state()->replaced = target;
   state()->node = std::move(node);
   return *this;
 }

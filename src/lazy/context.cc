@@ -1,8 +1,10 @@
 // Sync: from pending nodes to launched graphs.
 #include "src/lazy/context.h"
 
+#include <algorithm>
 #include <filesystem>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "src/ir/status_macros.h"
@@ -39,6 +41,31 @@ std::optional<spmd::AxisSharding> KnownSharding(const Node& node, const Placemen
   return *sharding;
 }
 
+// Adds an input_output_alias to `graph` for each donation it can take: the donor is a parameter
+// of this graph only (host data uploaded by this run included) and the output is one of this
+// graph's. Returns per parameter whether it is donated.
+std::vector<bool> AddAliases(LoweredGraph& graph, const std::vector<Context::Donation>& donations,
+                             const absl::flat_hash_map<const Node*, int>& graphs_reading) {
+  std::vector<bool> donated(graph.parameters.size(), false);
+  for (const Context::Donation& donation : donations) {
+    auto parameter = std::find(graph.parameters.begin(), graph.parameters.end(), donation.donor);
+    auto output = std::find_if(graph.outputs.begin(), graph.outputs.end(),
+                               [&](const NodePtr& node) { return node.get() == donation.output; });
+    if (parameter == graph.parameters.end() || output == graph.outputs.end() ||
+        graphs_reading.at(donation.donor.get()) != 1) {
+      continue;
+    }
+    const int64_t number = parameter - graph.parameters.begin();
+    const int64_t index = output - graph.outputs.begin();
+    ir::InputOutputAlias alias;
+    if (graph.outputs.size() > 1) alias.output_index = {index};
+    alias.parameter_number = number;
+    graph.module->input_output_aliases().push_back(std::move(alias));
+    donated[number] = true;
+  }
+  return donated;
+}
+
 }  // namespace
 
 Context& Context::Get() {
@@ -54,18 +81,52 @@ std::shared_ptr<TensorState> Context::NewTensor(NodePtr node) {
   return state;
 }
 
-absl::Status Context::SyncAll(SyncCause cause, const std::source_location& where) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<NodePtr> outputs;
+std::vector<std::shared_ptr<TensorState>> Context::LiveTensorsLocked() {
+  std::vector<std::shared_ptr<TensorState>> states;
   std::vector<std::weak_ptr<TensorState>> live;
   for (const std::weak_ptr<TensorState>& weak : tensors_) {
     std::shared_ptr<TensorState> state = weak.lock();
     if (state == nullptr) continue;
     live.push_back(weak);
-    outputs.push_back(state->node);
+    states.push_back(std::move(state));
   }
   tensors_ = std::move(live);
-  return SyncNodes(std::move(outputs), cause, where);
+  return states;
+}
+
+std::vector<std::shared_ptr<TensorState>> Context::LiveTensors() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return LiveTensorsLocked();
+}
+
+absl::Status Context::SyncAll(SyncCause cause, const std::source_location& where) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::shared_ptr<TensorState>> states = LiveTensorsLocked();
+  std::vector<NodePtr> outputs;
+  for (const std::shared_ptr<TensorState>& state : states) outputs.push_back(state->node);
+  // Every live tensor's value is an output of this sync, so an old value that is no tensor's
+  // current value is needed by nothing after the step: its buffers can hold the new value. A
+  // value that two tensors replaced, or an output two tensors took, is left alone.
+  absl::flat_hash_set<const Node*> current;
+  absl::flat_hash_map<const Node*, int> donor_claims, output_claims;
+  for (const std::shared_ptr<TensorState>& state : states) current.insert(state->node.get());
+  for (const std::shared_ptr<TensorState>& state : states) {
+    if (state->replaced == nullptr || state->node->is_leaf()) continue;
+    ++donor_claims[state->replaced.get()];
+    ++output_claims[state->node.get()];
+  }
+  std::vector<Donation> donations;
+  for (const std::shared_ptr<TensorState>& state : states) {
+    NodePtr donor = std::move(state->replaced);
+    state->replaced = nullptr;
+    if (donor == nullptr || state->node->is_leaf() || current.contains(donor.get()) ||
+        donor_claims[donor.get()] != 1 || output_claims[state->node.get()] != 1 ||
+        (donor->device_value != nullptr && donor->device_value->Failed())) {
+      continue;
+    }
+    donations.push_back({std::move(donor), state->node.get()});
+  }
+  return SyncNodes(std::move(outputs), donations, cause, where);
 }
 
 absl::Status Context::Sync(const std::vector<std::shared_ptr<TensorState>>& tensors,
@@ -73,11 +134,12 @@ absl::Status Context::Sync(const std::vector<std::shared_ptr<TensorState>>& tens
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<NodePtr> outputs;
   for (const std::shared_ptr<TensorState>& state : tensors) outputs.push_back(state->node);
-  return SyncNodes(std::move(outputs), cause, where);
+  // Other tensors' pending values may still read an old value: nothing is donated here.
+  return SyncNodes(std::move(outputs), {}, cause, where);
 }
 
-absl::Status Context::SyncNodes(std::vector<NodePtr> nodes, SyncCause cause,
-                                const std::source_location& where) {
+absl::Status Context::SyncNodes(std::vector<NodePtr> nodes, const std::vector<Donation>& donations,
+                                SyncCause cause, const std::source_location& where) {
   // Pending op nodes, once each, grouped by placement in order of first appearance.
   std::vector<std::pair<PlacementPtr, std::vector<NodePtr>>> groups;
   absl::flat_hash_set<const Node*> seen;
@@ -92,12 +154,21 @@ absl::Status Context::SyncNodes(std::vector<NodePtr> nodes, SyncCause cause,
     }
     group->second.push_back(std::move(node));
   }
+  std::vector<LoweredGraph> graphs;
+  absl::flat_hash_map<const Node*, int> graphs_reading;  // Per leaf, the graphs that read it.
   for (auto& [placement, outputs] : groups) {
     VKSPMD_ASSIGN_OR_RETURN(LoweredGraph graph, Lower(outputs, placement));
+    for (const NodePtr& parameter : graph.parameters) ++graphs_reading[parameter.get()];
+    graphs.push_back(std::move(graph));
+  }
+  for (LoweredGraph& graph : graphs) {
+    const PlacementPtr& placement = graph.placement;
+    std::vector<bool> donated = AddAliases(graph, donations, graphs_reading);
     GraphTask task;
     task.placement = placement;
     task.hash = ir::StructuralHashHex(*graph.module);
-    for (const NodePtr& parameter : graph.parameters) {
+    for (size_t p = 0; p < graph.parameters.size(); ++p) {
+      const NodePtr& parameter = graph.parameters[p];
       GraphInput input;
       const bool failed = parameter->device_value != nullptr && parameter->device_value->Failed();
       if (parameter->host_value.has_value() && (parameter->device_value == nullptr || failed)) {
@@ -108,6 +179,7 @@ absl::Status Context::SyncNodes(std::vector<NodePtr> nodes, SyncCause cause,
         input.host = *parameter->host_value;
       }
       input.value = parameter->device_value;
+      input.donate = donated[p];
       task.inputs.push_back(std::move(input));
     }
     for (const NodePtr& output : graph.outputs) {

@@ -22,9 +22,17 @@ class Context {
  public:
   static Context& Get();
 
+  // An old value (a leaf) whose buffers a pending output may take over.
+  struct Donation {
+    NodePtr donor;
+    const Node* output;
+  };
+
   // A new tensor of `node`, registered so that sync finds it while it lives.
   std::shared_ptr<TensorState> NewTensor(NodePtr node);
-  // Launches every pending node of every live tensor (user sync, step marker).
+  // Launches every pending node of every live tensor (user sync, step marker). A tensor assigned
+  // a new value whose old device value nothing else refers to any more donates that value's
+  // buffers to the graph, which writes the new value into them (input_output_alias).
   absl::Status SyncAll(SyncCause cause, const std::source_location& where);
   // Launches the pending nodes of `tensors` only (reading values).
   absl::Status Sync(const std::vector<std::shared_ptr<TensorState>>& tensors, SyncCause cause,
@@ -35,13 +43,17 @@ class Context {
   uint64_t seed();
   void SetSeed(uint64_t seed);
 
+  // The tensors alive now (backward looks for those with requires_grad).
+  std::vector<std::shared_ptr<TensorState>> LiveTensors();
+
   std::optional<Mesh>& global_mesh() { return global_mesh_; }
   std::mutex& mutex() { return mutex_; }
 
  private:
   Context() = default;
-  absl::Status SyncNodes(std::vector<NodePtr> outputs, SyncCause cause,
-                         const std::source_location& where);
+  std::vector<std::shared_ptr<TensorState>> LiveTensorsLocked();
+  absl::Status SyncNodes(std::vector<NodePtr> outputs, const std::vector<Donation>& donations,
+                         SyncCause cause, const std::source_location& where);
 
   std::mutex mutex_;  // Guards the trace: tensors are traced from one thread at a time.
   std::vector<std::weak_ptr<TensorState>> tensors_;

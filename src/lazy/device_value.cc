@@ -52,6 +52,13 @@ absl::StatusOr<const exec::ShardedBuffer*> DeviceValue::WaitBuffer() const {
   return buffer_.get();
 }
 
+absl::StatusOr<exec::ShardedBuffer*> DeviceValue::WaitBufferToDonate() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return buffer_ != nullptr || !error_.ok(); });
+  if (!error_.ok()) return error_;
+  return buffer_.get();
+}
+
 bool DeviceValue::Failed() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return !error_.ok();

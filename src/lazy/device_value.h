@@ -33,6 +33,8 @@ class DeviceValue {
   absl::StatusOr<spmd::AxisSharding> WaitSharding() const;
   // Waits until the value is on the devices.
   absl::StatusOr<const exec::ShardedBuffer*> WaitBuffer() const;
+  // The same, for a run that takes the buffer's shards over (a donated argument).
+  absl::StatusOr<exec::ShardedBuffer*> WaitBufferToDonate();
 
   // Whether the computation has failed (does not wait).
   bool Failed() const;

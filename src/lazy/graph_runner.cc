@@ -1,9 +1,11 @@
 // Compiling (through the cache), feeding and running lazy graphs.
 #include "src/lazy/graph_runner.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "fmt/format.h"
 #include "src/debug/metrics.h"
 #include "src/ir/status_macros.h"
@@ -63,6 +65,10 @@ absl::StatusOr<GraphRunner::Compiled> GraphRunner::Compile(GraphTask& task, Devi
       compiled.result_shardings.push_back(spmd::AxisSharding::Replicated(shape.rank()));
     }
   }
+  // Aliases the partitioner dropped (parameter and output split differently) donate nothing.
+  for (const ir::InputOutputAlias& alias : compiled.program->input_output_aliases()) {
+    compiled.aliased_parameters.insert(alias.parameter_number);
+  }
   VKSPMD_ASSIGN_OR_RETURN(compiled.executable,
                           exec::MeshExecutable::Compile(*compiled.program, devices));
   return compiled;
@@ -70,7 +76,13 @@ absl::StatusOr<GraphRunner::Compiled> GraphRunner::Compile(GraphTask& task, Devi
 
 absl::StatusOr<GraphRunner::Compiled*> GraphRunner::FindOrCompile(GraphTask& task,
                                                                   DevicePool& pool) {
-  const std::string key = absl::StrCat(task.hash, " on ", task.placement->key);
+  // The structural hash ignores input_output_alias; the executable depends on it.
+  std::string aliases;
+  for (const ir::InputOutputAlias& alias : task.module->input_output_aliases()) {
+    absl::StrAppend(&aliases, " alias ", absl::StrJoin(alias.output_index, ","), "<-",
+                    alias.parameter_number);
+  }
+  const std::string key = absl::StrCat(task.hash, aliases, " on ", task.placement->key);
   // Executables of devices that were closed since (to open more) are useless.
   if (auto found = cache_.find(key);
       found != cache_.end() && found->second.generation == pool.generation()) {
@@ -96,27 +108,45 @@ absl::Status GraphRunner::RunOrFail(GraphTask& task, DevicePool& pool) {
     task.outputs[k]->SetSharding(compiled->result_shardings[k]);
   }
   const Placement& placement = *task.placement;
-  std::vector<const exec::ShardedBuffer*> arguments;
+  // A donated argument is passed with its own buffer (or the resharded copy made for the run);
+  // the others are only read by the run.
+  std::vector<exec::ShardedBuffer*> arguments;
+  std::vector<bool> donate;
   std::vector<std::unique_ptr<exec::ShardedBuffer>> copies;
+  int64_t donated_bytes = 0;
   for (size_t p = 0; p < task.inputs.size(); ++p) {
     GraphInput& input = task.inputs[p];
     const spmd::AxisSharding& sharding = compiled->parameter_shardings[p];
+    exec::ShardedBuffer* argument = nullptr;
     if (input.host.has_value()) {
       VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<exec::ShardedBuffer> buffer,
                               UploadValue(*input.host, placement, sharding, pool));
-      arguments.push_back(buffer.get());
+      argument = buffer.get();
       input.value->SetBuffer(std::move(buffer));
-      continue;
+    } else {
+      VKSPMD_ASSIGN_OR_RETURN(const exec::ShardedBuffer* buffer,
+                              BufferAs(*input.value, placement, sharding, pool, copies));
+      if (input.donate && buffer != nullptr && (copies.empty() || copies.back().get() != buffer)) {
+        VKSPMD_ASSIGN_OR_RETURN(argument, input.value->WaitBufferToDonate());
+      } else {
+        argument = const_cast<exec::ShardedBuffer*>(buffer);  // Not donated: only read.
+      }
     }
-    VKSPMD_ASSIGN_OR_RETURN(const exec::ShardedBuffer* buffer,
-                            BufferAs(*input.value, placement, sharding, pool, copies));
-    arguments.push_back(buffer);
+    const bool aliased = input.donate && compiled->aliased_parameters.count(static_cast<int64_t>(p)) > 0;
+    if (aliased) {
+      donated_bytes +=
+          spmd::ByteSize(argument->shard_shape()) * static_cast<int64_t>(argument->shard_count());
+    }
+    arguments.push_back(argument);
+    donate.push_back(aliased);
   }
   auto start = std::chrono::steady_clock::now();
-  VKSPMD_ASSIGN_OR_RETURN(
-      std::vector<std::unique_ptr<exec::ShardedBuffer>> results,
-      compiled->executable->RunSharded(arguments, compiled->result_shapes,
-                                       compiled->result_shardings, placement.local_mesh));
+  VKSPMD_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<exec::ShardedBuffer>> results,
+                          compiled->executable->RunSharded(arguments, donate,
+                                                           compiled->result_shapes,
+                                                           compiled->result_shardings,
+                                                           placement.local_mesh));
+  debug::RecordDonation(std::count(donate.begin(), donate.end(), true), donated_bytes);
   const double seconds = SecondsSince(start);
   debug::RecordExecute(seconds, compiled->collective_bytes);
   for (size_t k = 0; k < results.size(); ++k) task.outputs[k]->SetBuffer(std::move(results[k]));

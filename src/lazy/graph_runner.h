@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ namespace vkspmd::lazy {
 struct GraphInput {
   std::shared_ptr<DeviceValue> value;
   std::optional<ir::Literal> host;  // Set when this run uploads the value.
+  // The module aliases this parameter to an output: its buffers are given to the run, which
+  // writes that output into them. Nothing reads the value afterwards.
+  bool donate = false;
 };
 
 struct GraphTask {
@@ -47,6 +51,7 @@ class GraphRunner {
     std::vector<spmd::AxisSharding> result_shardings;
     std::vector<ir::Shape> result_shapes;
     int64_t collective_bytes = 0;  // Per run, all devices together.
+    std::set<int64_t> aliased_parameters;  // Of the compiled program's input_output_alias.
   };
 
   absl::Status RunOrFail(GraphTask& task, DevicePool& pool);

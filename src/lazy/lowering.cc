@@ -13,7 +13,8 @@ namespace {
 
 class Lowering {
  public:
-  explicit Lowering(PlacementPtr placement) : builder_("main") {
+  Lowering(PlacementPtr placement, const absl::flat_hash_set<const Node*>& variables)
+      : builder_("main"), variables_(variables) {
     graph_.module = std::make_unique<ir::Module>("lazy_graph");
     graph_.placement = std::move(placement);
   }
@@ -44,7 +45,7 @@ class Lowering {
         stack.pop_back();
         continue;
       }
-      if (!node->is_leaf() && next < node->operands.size()) {
+      if (!IsParameter(*node) && next < node->operands.size()) {
         Node* operand = node->operands[next++].get();
         if (!lowered_.contains(operand)) stack.push_back({operand, 0});
         continue;
@@ -58,7 +59,7 @@ class Lowering {
   }
 
   absl::StatusOr<ir::Instruction*> LowerNode(Node& node) {
-    if (node.is_leaf()) return LowerParameter(node);
+    if (IsParameter(node)) return LowerParameter(node);
     const ir::Instruction& proto = *node.proto;
     std::vector<ir::Instruction*> operands;
     for (const NodePtr& operand : node.operands) operands.push_back(lowered_.at(operand.get()));
@@ -93,6 +94,8 @@ class Lowering {
     return parameter;
   }
 
+  bool IsParameter(const Node& node) const { return node.is_leaf() || variables_.contains(&node); }
+
   ir::Computation* Reducer(ir::Opcode opcode, ir::DType type) {
     ir::Computation*& reducer = reducers_[{opcode, type}];
     if (reducer == nullptr) {
@@ -104,6 +107,7 @@ class Lowering {
   }
 
   ir::ComputationBuilder builder_;
+  const absl::flat_hash_set<const Node*>& variables_;
   LoweredGraph graph_;
   std::map<const Node*, ir::Instruction*> lowered_;
   std::map<std::pair<ir::Opcode, ir::DType>, ir::Computation*> reducers_;
@@ -111,8 +115,9 @@ class Lowering {
 
 }  // namespace
 
-absl::StatusOr<LoweredGraph> Lower(const std::vector<NodePtr>& outputs, PlacementPtr placement) {
-  return Lowering(std::move(placement)).Run(outputs);
+absl::StatusOr<LoweredGraph> Lower(const std::vector<NodePtr>& outputs, PlacementPtr placement,
+                                   const absl::flat_hash_set<const Node*>& variables) {
+  return Lowering(std::move(placement), variables).Run(outputs);
 }
 
 }  // namespace vkspmd::lazy

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "src/ir/module.h"
 #include "src/lazy/node.h"
@@ -25,7 +26,9 @@ struct LoweredGraph {
 // already lives on that mesh is annotated with its sharding (waiting for the graph that produces
 // it to compile), so the partitioner keeps the data where it is; host data is annotated
 // replicated; sharding constraints become Sharding custom-calls. On the single device
-// constraints are dropped.
-absl::StatusOr<LoweredGraph> Lower(const std::vector<NodePtr>& outputs, PlacementPtr placement);
+// constraints are dropped. Nodes in `variables` become parameters even when they are op nodes
+// (what they are computed from is not lowered): autodiff differentiates with respect to them.
+absl::StatusOr<LoweredGraph> Lower(const std::vector<NodePtr>& outputs, PlacementPtr placement,
+                                   const absl::flat_hash_set<const Node*>& variables = {});
 
 }  // namespace vkspmd::lazy

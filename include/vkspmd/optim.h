@@ -1,0 +1,91 @@
+// Optimizers with PyTorch's formulas (torch.optim.SGD and torch.optim.AdamW, single-tensor
+// form). An update is traced like any op: every parameter and every state tensor is updated with
+// assign, so a step's graph writes them in place (donated buffers) and, since the learning rate
+// and everything derived from the step count are graph parameters, a run compiles its step once
+// even with a learning-rate schedule. State tensors are created at construction, zero, and
+// sharded like their parameter (mark_sharding_like): call mark_step() after constructing the
+// optimizer so the first training step already has the graph of every later one.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "vkspmd/tensor.h"
+
+namespace vkspmd::optim {
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // One update of every parameter with grads[i] (one per parameter, in order, each of its
+  // parameter's shape; an undefined grads[i] skips parameter i, as PyTorch skips a None grad).
+  void step(const std::vector<Tensor>& grads);
+  // The same with each parameter's grad() (set by backward); parameters without one are skipped.
+  void step();
+
+  double lr() const { return lr_; }
+  // Takes effect at the next step; the learning rate is a graph parameter (no recompilation).
+  void set_lr(double lr);
+  // Steps taken by parameter i (AdamW's bias correction counts them per parameter, as PyTorch).
+  int64_t step_count(size_t i = 0) const { return steps_.at(i); }
+  const std::vector<Tensor>& params() const { return params_; }
+
+ protected:
+  // Throws for an empty list, an undefined or non-floating parameter, a repeated one, or a
+  // negative learning rate.
+  Optimizer(std::vector<Tensor> params, double lr);
+  // Updates parameter i with `grad` at its `step`-th step (1 the first).
+  virtual void Update(size_t i, const Tensor& grad, int64_t step) = 0;
+  // A zero tensor shaped and sharded like parameter i.
+  Tensor ZerosLikeParam(size_t i) const;
+
+ private:
+  std::vector<Tensor> params_;
+  std::vector<int64_t> steps_;
+  double lr_;
+};
+
+// torch.optim.SGD: d = g + weight_decay * p; with momentum, buf = momentum * buf +
+// (1 - dampening) * d (buf = d at the first step), d = nesterov ? d + momentum * buf : buf;
+// p -= lr * d.
+class SGD : public Optimizer {
+ public:
+  // Throws for negative lr, momentum or weight_decay, and for nesterov without momentum or with
+  // dampening (PyTorch's checks).
+  SGD(std::vector<Tensor> params, double lr, double momentum = 0, double dampening = 0,
+      double weight_decay = 0, bool nesterov = false);
+  // The momentum buffer of parameter i (undefined without momentum).
+  const Tensor& momentum_buffer(size_t i) const { return buffers_.at(i); }
+
+ private:
+  void Update(size_t i, const Tensor& grad, int64_t step) override;
+
+  double momentum_, dampening_, weight_decay_;
+  bool nesterov_;
+  std::vector<Tensor> buffers_;
+};
+
+// torch.optim.AdamW (decoupled weight decay): p *= 1 - lr * weight_decay;
+// m = m + (1 - beta1) * (g - m); v = beta2 * v + (1 - beta2) * g * g;
+// p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps), t the parameter's step.
+class AdamW : public Optimizer {
+ public:
+  // Throws for negative lr, eps or weight_decay, and betas outside [0, 1) (PyTorch's checks).
+  explicit AdamW(std::vector<Tensor> params, double lr = 1e-3,
+                 std::pair<double, double> betas = {0.9, 0.999}, double eps = 1e-8,
+                 double weight_decay = 1e-2);
+  const Tensor& exp_avg(size_t i) const { return exp_avg_.at(i); }
+  const Tensor& exp_avg_sq(size_t i) const { return exp_avg_sq_.at(i); }
+
+ private:
+  void Update(size_t i, const Tensor& grad, int64_t step) override;
+
+  double beta1_, beta2_, eps_, weight_decay_;
+  std::vector<Tensor> exp_avg_, exp_avg_sq_;
+};
+
+}  // namespace vkspmd::optim
