@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <source_location>
 #include <string>
+#include <vector>
+
+#include "vkspmd/tensor.h"
 
 namespace vkspmd {
 
@@ -25,7 +28,8 @@ struct Metrics {
   int64_t cache_hits = 0;
   int64_t host_to_device_bytes = 0;
   int64_t device_to_host_bytes = 0;
-  int64_t collective_bytes = 0;  // Sent by all devices together.
+  int64_t collective_bytes = 0;   // Sent by all devices together.
+  double collective_seconds = 0;  // Of execute_seconds: in collectives (mean over devices).
   // Arguments a graph updated in place: a tensor's old value that nothing else referred to any
   // more, donated to the graph that computed its new value (see Tensor::assign), and their bytes.
   int64_t donated_count = 0;
@@ -37,5 +41,21 @@ Metrics metrics();
 void reset_metrics();
 // A human-readable table of metrics().
 std::string metrics_report();
+
+// Device memory by what it holds. Tensors are "other" until set_memory_kind says what they are
+// (vkspmd::nn and vkspmd::optim mark parameters and optimizer state); a graph's own buffers
+// (activations and temporaries) count in bytes_in_use and peak_bytes only.
+enum class MemoryKind { kOther, kParameter, kOptimizerState };
+void set_memory_kind(const std::vector<Tensor>& tensors, MemoryKind kind);
+struct DeviceMemory {
+  int64_t device = 0;  // Mesh device index.
+  uint64_t bytes_in_use = 0;
+  uint64_t peak_bytes = 0;  // Since the devices opened or reset_memory_peaks.
+  uint64_t parameter_bytes = 0;
+  uint64_t optimizer_state_bytes = 0;
+};
+// One entry per open mesh device (waits for launched work first).
+std::vector<DeviceMemory> memory_stats();
+void reset_memory_peaks();
 
 }  // namespace vkspmd

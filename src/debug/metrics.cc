@@ -19,11 +19,12 @@ void RecordCompile(double seconds) {
   counters.compile_seconds += seconds;
 }
 
-void RecordExecute(double seconds, int64_t collective_bytes) {
+void RecordExecute(double seconds, int64_t collective_bytes, double collective_seconds) {
   std::lock_guard<std::mutex> lock(mutex);
   ++counters.execute_count;
   counters.execute_seconds += seconds;
   counters.collective_bytes += collective_bytes;
+  counters.collective_seconds += collective_seconds;
 }
 
 void RecordCacheHit() {
@@ -67,6 +68,7 @@ std::string MetricsReport(const MetricsSnapshot& metrics) {
   report += fmt::format("{:<22}{} bytes\n", "HostToDeviceBytes", metrics.host_to_device_bytes);
   report += fmt::format("{:<22}{} bytes\n", "DeviceToHostBytes", metrics.device_to_host_bytes);
   report += fmt::format("{:<22}{} bytes\n", "CollectiveBytes", metrics.collective_bytes);
+  report += fmt::format("{:<22}{:.3f} s\n", "CollectiveTime", metrics.collective_seconds);
   report += fmt::format("{:<22}{}\n", "DonatedCount", metrics.donated_count);
   report += fmt::format("{:<22}{} bytes\n", "DonatedBytes", metrics.donated_bytes);
   return report;

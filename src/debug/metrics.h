@@ -16,13 +16,14 @@ struct MetricsSnapshot {
   int64_t host_to_device_bytes = 0;
   int64_t device_to_host_bytes = 0;
   int64_t collective_bytes = 0;
+  double collective_seconds = 0;  // Of execute_seconds: in collectives (mean over devices).
   int64_t donated_count = 0;  // Arguments updated in place (input_output_alias).
   int64_t donated_bytes = 0;  // Their bytes, all shards together.
 };
 
 // Thread-safe updates of the process-wide counters.
 void RecordCompile(double seconds);
-void RecordExecute(double seconds, int64_t collective_bytes);
+void RecordExecute(double seconds, int64_t collective_bytes, double collective_seconds = 0);
 void RecordCacheHit();
 void RecordHostToDevice(int64_t bytes);
 void RecordDeviceToHost(int64_t bytes);

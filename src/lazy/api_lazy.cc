@@ -29,6 +29,7 @@ Metrics metrics() {
   metrics.host_to_device_bytes = snapshot.host_to_device_bytes;
   metrics.device_to_host_bytes = snapshot.device_to_host_bytes;
   metrics.collective_bytes = snapshot.collective_bytes;
+  metrics.collective_seconds = snapshot.collective_seconds;
   metrics.donated_count = snapshot.donated_count;
   metrics.donated_bytes = snapshot.donated_bytes;
   return metrics;

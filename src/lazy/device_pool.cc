@@ -97,4 +97,11 @@ void DevicePool::Close() {
   devices_.reset();
 }
 
+std::vector<runtime::MeshDevice*> DevicePool::OpenDevices() {
+  std::vector<runtime::MeshDevice*> devices;
+  if (devices_ == nullptr) return devices;
+  for (int d = 0; d < devices_->size(); ++d) devices.push_back(&devices_->device(d));
+  return devices;
+}
+
 }  // namespace vkspmd::lazy

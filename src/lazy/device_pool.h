@@ -24,6 +24,8 @@ class DevicePool {
   // The mesh devices of a placement, by local id. Not thread-safe: the engine's worker calls it.
   absl::StatusOr<std::vector<runtime::MeshDevice*>> DevicesFor(const Placement& placement);
   int64_t generation() const { return generation_; }
+  // The open mesh devices (none before first use).
+  std::vector<runtime::MeshDevice*> OpenDevices();
   // Validation messages so far, of closed devices too (0 unless VKSPMD_VALIDATION=1); closing
   // the devices first makes teardown messages count.
   int64_t ValidationMessageCount();

@@ -148,7 +148,12 @@ absl::Status GraphRunner::RunOrFail(GraphTask& task, DevicePool& pool) {
                                                            placement.local_mesh));
   debug::RecordDonation(std::count(donate.begin(), donate.end(), true), donated_bytes);
   const double seconds = SecondsSince(start);
-  debug::RecordExecute(seconds, compiled->collective_bytes);
+  double collective_seconds = 0;
+  for (size_t d = 0; d < compiled->executable->device_count(); ++d) {
+    collective_seconds += compiled->executable->executable(d).last_collective_seconds();
+  }
+  collective_seconds /= std::max<size_t>(compiled->executable->device_count(), 1);
+  debug::RecordExecute(seconds, compiled->collective_bytes, collective_seconds);
   for (size_t k = 0; k < results.size(); ++k) task.outputs[k]->SetBuffer(std::move(results[k]));
   debug::GraphAnalysis analysis = task.analysis;
   analysis.event = "execution";

@@ -39,5 +39,6 @@ void RegisterGradCommand(CLI::App& app);
 void RegisterRunCommand(CLI::App& app);
 void RegisterPartitionCommand(CLI::App& app);
 void RegisterVizCommand(CLI::App& app);
+void RegisterTrainCommand(CLI::App& app);
 
 }  // namespace vkspmd::cli

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   RegisterRunCommand(app);
   RegisterPartitionCommand(app);
   RegisterVizCommand(app);
+  RegisterTrainCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {

@@ -1,0 +1,296 @@
+// `vkspmd train`: sharded training of a small model on the mesh devices, the library's main job.
+// The model is built with vkspmd::nn, sharded by a strategy (only annotations), and trained with
+// AdamW (or SGD); each step (forward, backward, update) is traced into one graph that compiles
+// once for the whole run, its parameters and optimizer state updated in place on the devices.
+// A progress bar (or log lines), a summary, and the loss curve as CSV and SVG.
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+#include "fmt/format.h"
+#include "tools/train/loss_curve.h"
+#include "tools/train/progress.h"
+#include "tools/train/text_corpus.h"
+#include "tools/vkspmd/command.h"
+#include "vkspmd/autograd.h"
+#include "vkspmd/lazy.h"
+#include "vkspmd/nn.h"
+#include "vkspmd/optim.h"
+#include "vkspmd/parallel.h"
+#include "vkspmd/vkspmd.h"
+
+namespace vkspmd::cli {
+namespace {
+
+struct TrainOptions {
+  std::string model = "transformer";
+  std::string mesh = "2x2";
+  std::string strategy = "dp+tp";
+  int64_t steps = 300;
+  int64_t batch = 8;
+  int64_t seq = 32;
+  double lr = 3e-3;
+  uint64_t seed = 0;
+  std::string data = train::kDefaultCorpus;
+  std::string optimizer = "adamw";
+  int64_t d_model = 64;
+  int64_t heads = 4;
+  int64_t layers = 2;
+  int64_t hidden = 64;  // MLP hidden width.
+  int64_t features = 16;
+  std::string out = "vkspmd-train";
+  int64_t log_every = 10;
+};
+
+std::vector<int64_t> ParseMeshShape(const std::string& text) {
+  std::vector<int64_t> shape;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find('x', start), text.size());
+    const std::string part = text.substr(start, end - start);
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("--mesh {}: expected sizes joined by x, e.g. 2x2 or 4", text));
+    }
+    shape.push_back(std::stoll(part));
+    if (shape.back() < 1) {
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("--mesh {}: sizes must be >= 1", text));
+    }
+    start = end + 1;
+  }
+  return shape;
+}
+
+std::string MemoryText(uint64_t bytes) {
+  if (bytes >= (1u << 20)) return fmt::format("{:.1f} MiB", bytes / 1048576.0);
+  return fmt::format("{:.1f} KiB", bytes / 1024.0);
+}
+
+// One model and its data, behind one interface for the loop.
+class Task {
+ public:
+  virtual ~Task() = default;
+  virtual nn::Module& model() = 0;
+  // The loss of batch `step` (pending).
+  virtual Tensor Loss(int64_t step) = 0;
+  // Tokens (or samples) per step, for the throughput.
+  virtual int64_t ItemsPerStep() const = 0;
+  virtual const char* ItemName() const = 0;
+};
+
+class LanguageModelTask : public Task {
+ public:
+  LanguageModelTask(const TrainOptions& options, train::TextCorpus corpus)
+      : options_(options), corpus_(std::move(corpus)) {
+    nn::TransformerConfig config;
+    config.vocab = corpus_.vocabulary_size();
+    config.d_model = options.d_model;
+    config.heads = options.heads;
+    config.layers = options.layers;
+    config.max_seq = options.seq;
+    model_ = std::make_unique<nn::TransformerLM>(config);
+  }
+  nn::Module& model() override { return *model_; }
+  Tensor Loss(int64_t step) override {
+    absl::StatusOr<train::TextCorpus::Batch> batch =
+        corpus_.Sample(options_.seed, step, options_.batch, options_.seq);
+    if (!batch.ok()) throw Error(ErrorCode::kInvalidArgument, std::string(batch.status().message()));
+    const std::vector<int64_t> shape = {options_.batch, options_.seq};
+    Tensor tokens = model_->shard_input(tensor(std::span<const int32_t>(batch->inputs), shape));
+    Tensor targets = model_->shard_input(tensor(std::span<const int32_t>(batch->targets), shape));
+    return model_->loss(tokens, targets);
+  }
+  int64_t ItemsPerStep() const override { return options_.batch * options_.seq; }
+  const char* ItemName() const override { return "tokens"; }
+
+ private:
+  const TrainOptions& options_;
+  train::TextCorpus corpus_;
+  std::unique_ptr<nn::TransformerLM> model_;
+};
+
+class RegressionTask : public Task {
+ public:
+  explicit RegressionTask(const TrainOptions& options)
+      : options_(options),
+        model_(std::make_unique<nn::MlpRegressor>(options.features, options.hidden, 1)) {}
+  nn::Module& model() override { return *model_; }
+  Tensor Loss(int64_t step) override {
+    train::RegressionBatch batch =
+        train::SampleRegression(options_.seed, step, options_.batch, options_.features, 1);
+    Tensor x = model_->shard_input(
+        tensor(std::span<const float>(batch.x), {options_.batch, options_.features}));
+    Tensor y = model_->shard_input(tensor(std::span<const float>(batch.y), {options_.batch, 1}));
+    return model_->loss(x, y);
+  }
+  int64_t ItemsPerStep() const override { return options_.batch; }
+  const char* ItemName() const override { return "samples"; }
+
+ private:
+  const TrainOptions& options_;
+  std::unique_ptr<nn::MlpRegressor> model_;
+};
+
+int Train(const TrainOptions& options) {
+  if (options.model != "transformer" && options.model != "mlp") {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--model {}: expected mlp or transformer", options.model));
+  }
+  if (options.optimizer != "adamw" && options.optimizer != "sgd") {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--optimizer {}: expected adamw or sgd", options.optimizer));
+  }
+  if (options.steps < 1 || options.batch < 1 || options.seq < 1) {
+    throw Error(ErrorCode::kInvalidArgument, "--steps, --batch and --seq must be at least 1");
+  }
+  const Mesh mesh = nn::strategy_mesh(options.strategy, ParseMeshShape(options.mesh));
+  manual_seed(options.seed);
+  std::unique_ptr<Task> task;
+  if (options.model == "transformer") {
+    absl::StatusOr<train::TextCorpus> corpus = train::TextCorpus::Load(options.data);
+    if (!corpus.ok()) throw Error(ErrorCode::kInvalidArgument, std::string(corpus.status().message()));
+    task = std::make_unique<LanguageModelTask>(options, std::move(*corpus));
+  } else {
+    task = std::make_unique<RegressionTask>(options);
+  }
+  nn::apply_strategy(task->model(), mesh, options.strategy);
+  std::vector<Tensor> parameters = task->model().parameters();
+  set_memory_kind(parameters, MemoryKind::kParameter);
+  std::unique_ptr<optim::Optimizer> optimizer;
+  std::vector<Tensor> state;
+  if (options.optimizer == "adamw") {
+    auto adamw = std::make_unique<optim::AdamW>(parameters, options.lr);
+    for (size_t i = 0; i < parameters.size(); ++i) {
+      state.push_back(adamw->exp_avg(i));
+      state.push_back(adamw->exp_avg_sq(i));
+    }
+    optimizer = std::move(adamw);
+  } else {
+    auto sgd = std::make_unique<optim::SGD>(parameters, options.lr, 0.9);
+    for (size_t i = 0; i < parameters.size(); ++i) state.push_back(sgd->momentum_buffer(i));
+    optimizer = std::move(sgd);
+  }
+  set_memory_kind(state, MemoryKind::kOptimizerState);
+  mark_step();  // The initial parameters and the optimizer state, before the first step.
+  fmt::print("vkspmd train: {} ({} parameters), {} on {}, {} steps of batch {}{}, {}\n",
+             options.model, task->model().parameter_count(), options.strategy, mesh.to_string(),
+             options.steps, options.batch,
+             options.model == "transformer" ? fmt::format(" x {} tokens", options.seq) : "",
+             options.optimizer);
+  std::fflush(stdout);
+
+  reset_metrics();
+  train::Progress progress(stdout, options.steps, isatty(STDOUT_FILENO) != 0, options.log_every);
+  std::vector<double> losses;
+  const auto start = std::chrono::steady_clock::now();
+  auto step_start = start;
+  // The loss of step k is read after step k+1 is launched, so tracing and launching the next
+  // step overlaps the devices' work on this one.
+  Tensor pending_loss;
+  auto report = [&](const Tensor& loss) {
+    losses.push_back(loss.item());
+    const auto now = std::chrono::steady_clock::now();
+    const double step_seconds = std::chrono::duration<double>(now - step_start).count();
+    step_start = now;
+    progress.Update({static_cast<int64_t>(losses.size()), losses.back(),
+                     task->ItemsPerStep() / std::max(step_seconds, 1e-9), 1e3 * step_seconds});
+  };
+  for (int64_t step = 0; step < options.steps; ++step) {
+    Tensor loss = task->Loss(step);
+    optimizer->step(grad(loss, parameters));
+    mark_step();
+    if (pending_loss.defined()) report(pending_loss);
+    pending_loss = loss;
+  }
+  report(pending_loss);
+  progress.Finish();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  const Metrics metrics = vkspmd::metrics();
+  const size_t n = losses.size(), window = std::min<size_t>(10, n);
+  double first = 0, last = 0;
+  for (size_t i = 0; i < window; ++i) {
+    first += losses[i] / window;
+    last += losses[n - window + i] / window;
+  }
+  const double ms_per_step = 1e3 * seconds / options.steps;
+  fmt::print("summary: final loss {:.4f}; mean of the last {} steps {:.4f} = {:.2f} x the first {}\n",
+             losses.back(), window, last, last / first, window);
+  fmt::print("  {:.1f} ms/step, {:.0f} {}/s, {} compilation(s) ({:.2f} s)\n", ms_per_step,
+             task->ItemsPerStep() * options.steps / seconds, task->ItemName(),
+             metrics.compile_count, metrics.compile_seconds);
+  const double compute_ms = 1e3 * (metrics.execute_seconds - metrics.collective_seconds) /
+                            std::max<int64_t>(metrics.execute_count, 1);
+  const double collective_ms =
+      1e3 * metrics.collective_seconds / std::max<int64_t>(metrics.execute_count, 1);
+  fmt::print("  per step: compute {:.1f} ms, collectives {:.1f} ms, host {:.1f} ms\n", compute_ms,
+             collective_ms, std::max(0.0, ms_per_step - compute_ms - collective_ms));
+  for (const DeviceMemory& device : memory_stats()) {
+    fmt::print("  device {}: parameters {}, optimizer state {}, peak {}\n", device.device,
+               MemoryText(device.parameter_bytes), MemoryText(device.optimizer_state_bytes),
+               MemoryText(device.peak_bytes));
+  }
+  std::error_code error;
+  std::filesystem::create_directories(options.out, error);
+  const std::string title =
+      fmt::format("{} on {} ({}), lr {}", options.model, options.mesh, options.strategy, options.lr);
+  for (const absl::Status& written :
+       {train::WriteLossCsv(options.out + "/loss.csv", losses),
+        train::WriteLossSvg(options.out + "/loss.svg", losses, title)}) {
+    if (!written.ok()) throw Error(ErrorCode::kInvalidArgument, std::string(written.message()));
+  }
+  fmt::print("  loss curve: {0}/loss.csv, {0}/loss.svg\n", options.out);
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterTrainCommand(CLI::App& app) {
+  auto options = std::make_shared<TrainOptions>();
+  CLI::App* command = app.add_subcommand(
+      "train", "Train a small model sharded over the mesh devices (the default: a character-level "
+               "transformer on a 2x2 mesh, data x tensor parallel)");
+  command->add_option("--model", options->model, "mlp or transformer")->capture_default_str();
+  command->add_option("--mesh", options->mesh, "mesh shape, e.g. 2x2, 4 or 1")
+      ->capture_default_str();
+  command->add_option("--strategy", options->strategy, "dp, tp, fsdp or dp+tp")
+      ->capture_default_str();
+  command->add_option("--steps", options->steps)->capture_default_str();
+  command->add_option("--batch", options->batch, "global batch (split over the data axis)")
+      ->capture_default_str();
+  command->add_option("--seq", options->seq, "transformer: tokens per sequence")
+      ->capture_default_str();
+  command->add_option("--lr", options->lr, "learning rate")->capture_default_str();
+  command->add_option("--seed", options->seed)->capture_default_str();
+  command->add_option("--data", options->data,
+                      "transformer: a text file or a directory of them (character-level)")
+      ->capture_default_str();
+  command->add_option("--optimizer", options->optimizer, "adamw or sgd (momentum 0.9)")
+      ->capture_default_str();
+  command->add_option("--d-model", options->d_model, "transformer width")->capture_default_str();
+  command->add_option("--heads", options->heads)->capture_default_str();
+  command->add_option("--layers", options->layers)->capture_default_str();
+  command->add_option("--hidden", options->hidden, "mlp: hidden width")->capture_default_str();
+  command->add_option("--features", options->features, "mlp: input features")
+      ->capture_default_str();
+  command->add_option("--out", options->out, "directory for loss.csv and loss.svg")
+      ->capture_default_str();
+  command->add_option("--log-every", options->log_every, "steps between log lines (no terminal)")
+      ->capture_default_str();
+  command->callback([options] {
+    try {
+      CommandExitCode() = Train(*options);
+    } catch (const Error& error) {
+      fmt::print(stderr, "vkspmd train: {}\n", error.what());
+      CommandExitCode() = error.code() == ErrorCode::kInvalidArgument ? kExitUsageError
+                                                                        : kExitRuntimeError;
+    }
+  });
+}
+
+}  // namespace vkspmd::cli
