@@ -2,13 +2,19 @@
 #include "tools/train/progress.h"
 
 #include <cmath>
+#include <utility>
 
 #include "fmt/format.h"
 
 namespace vkspmd::train {
 
-Progress::Progress(std::FILE* out, int64_t total_steps, bool interactive, int64_t every)
-    : out_(out), total_(total_steps), interactive_(interactive), every_(every < 1 ? 1 : every) {}
+Progress::Progress(std::FILE* out, int64_t total_steps, bool interactive, int64_t every,
+                   std::string unit)
+    : out_(out),
+      total_(total_steps),
+      interactive_(interactive),
+      every_(every < 1 ? 1 : every),
+      unit_(std::move(unit)) {}
 
 std::string FormatDuration(double seconds) {
   const int64_t total = static_cast<int64_t>(std::llround(std::max(seconds, 0.0)));
@@ -25,9 +31,9 @@ std::string Progress::Line(const StepReport& report) const {
     const int filled = total_ > 0 ? static_cast<int>(kWidth * report.step / total_) : kWidth;
     text = fmt::format("[{}{}] ", std::string(filled, '#'), std::string(kWidth - filled, '.'));
   }
-  text += fmt::format("step {}/{}  loss {:.4f}  {:.0f} tokens/s  {:.1f} ms/step  ETA {}",
-                      report.step, total_, report.loss, report.tokens_per_second,
-                      report.ms_per_step, FormatDuration(eta));
+  text += fmt::format("step {}/{}  loss {:.4f}  {:.0f} {}/s  {:.1f} ms/step  ETA {}", report.step,
+                      total_, report.loss, report.items_per_second, unit_, report.ms_per_step,
+                      FormatDuration(eta));
   return text;
 }
 

@@ -12,14 +12,16 @@ namespace vkspmd::train {
 struct StepReport {
   int64_t step = 0;  // 1-based.
   double loss = 0;
-  double tokens_per_second = 0;
+  double items_per_second = 0;  // Tokens or samples.
   double ms_per_step = 0;
 };
 
 class Progress {
  public:
   // `interactive`: redraw one line (a terminal); otherwise print a line every `every` steps.
-  Progress(std::FILE* out, int64_t total_steps, bool interactive, int64_t every = 10);
+  // `unit` names what the throughput counts ("tokens", "samples").
+  Progress(std::FILE* out, int64_t total_steps, bool interactive, int64_t every = 10,
+           std::string unit = "tokens");
   void Update(const StepReport& report);
   // Ends the bar's line.
   void Finish();
@@ -32,6 +34,7 @@ class Progress {
   int64_t total_;
   bool interactive_;
   int64_t every_;
+  std::string unit_;
   bool drawn_ = false;
 };
 

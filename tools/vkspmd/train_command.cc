@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -98,7 +98,8 @@ class LanguageModelTask : public Task {
   Tensor Loss(int64_t step) override {
     absl::StatusOr<train::TextCorpus::Batch> batch =
         corpus_.Sample(options_.seed, step, options_.batch, options_.seq);
-    if (!batch.ok()) throw Error(ErrorCode::kInvalidArgument, std::string(batch.status().message()));
+    if (!batch.ok())
+      throw Error(ErrorCode::kInvalidArgument, std::string(batch.status().message()));
     const std::vector<int64_t> shape = {options_.batch, options_.seq};
     Tensor tokens = model_->shard_input(tensor(std::span<const int32_t>(batch->inputs), shape));
     Tensor targets = model_->shard_input(tensor(std::span<const int32_t>(batch->targets), shape));
@@ -152,7 +153,8 @@ int Train(const TrainOptions& options) {
   std::unique_ptr<Task> task;
   if (options.model == "transformer") {
     absl::StatusOr<train::TextCorpus> corpus = train::TextCorpus::Load(options.data);
-    if (!corpus.ok()) throw Error(ErrorCode::kInvalidArgument, std::string(corpus.status().message()));
+    if (!corpus.ok())
+      throw Error(ErrorCode::kInvalidArgument, std::string(corpus.status().message()));
     task = std::make_unique<LanguageModelTask>(options, std::move(*corpus));
   } else {
     task = std::make_unique<RegressionTask>(options);
@@ -183,21 +185,32 @@ int Train(const TrainOptions& options) {
              options.optimizer);
   std::fflush(stdout);
 
-  reset_metrics();
-  train::Progress progress(stdout, options.steps, isatty(STDOUT_FILENO) != 0, options.log_every);
+  train::Progress progress(stdout, options.steps, isatty(STDOUT_FILENO) != 0, options.log_every,
+                           task->ItemName());
   std::vector<double> losses;
   const auto start = std::chrono::steady_clock::now();
-  auto step_start = start;
+  // The first step compiles; the rates shown are those of the steps after it.
+  std::chrono::steady_clock::time_point first_done;
+  double first_step_seconds = 0;
+  Metrics first_metrics;
   // The loss of step k is read after step k+1 is launched, so tracing and launching the next
   // step overlaps the devices' work on this one.
   Tensor pending_loss;
   auto report = [&](const Tensor& loss) {
     losses.push_back(loss.item());
     const auto now = std::chrono::steady_clock::now();
-    const double step_seconds = std::chrono::duration<double>(now - step_start).count();
-    step_start = now;
-    progress.Update({static_cast<int64_t>(losses.size()), losses.back(),
-                     task->ItemsPerStep() / std::max(step_seconds, 1e-9), 1e3 * step_seconds});
+    const int64_t done = static_cast<int64_t>(losses.size());
+    double step_seconds = 0;
+    if (done == 1) {
+      first_done = now;
+      first_step_seconds = std::chrono::duration<double>(now - start).count();
+      first_metrics = vkspmd::metrics();
+      step_seconds = first_step_seconds;
+    } else {
+      step_seconds = std::chrono::duration<double>(now - first_done).count() / (done - 1);
+    }
+    progress.Update({done, losses.back(), task->ItemsPerStep() / std::max(step_seconds, 1e-9),
+                     1e3 * step_seconds});
   };
   for (int64_t step = 0; step < options.steps; ++step) {
     Tensor loss = task->Loss(step);
@@ -208,8 +221,8 @@ int Train(const TrainOptions& options) {
   }
   report(pending_loss);
   progress.Finish();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto end = std::chrono::steady_clock::now();
+  const double seconds = std::chrono::duration<double>(end - start).count();
 
   const Metrics metrics = vkspmd::metrics();
   const size_t n = losses.size(), window = std::min<size_t>(10, n);
@@ -218,18 +231,26 @@ int Train(const TrainOptions& options) {
     first += losses[i] / window;
     last += losses[n - window + i] / window;
   }
-  const double ms_per_step = 1e3 * seconds / options.steps;
-  fmt::print("summary: final loss {:.4f}; mean of the last {} steps {:.4f} = {:.2f} x the first {}\n",
-             losses.back(), window, last, last / first, window);
-  fmt::print("  {:.1f} ms/step, {:.0f} {}/s, {} compilation(s) ({:.2f} s)\n", ms_per_step,
-             task->ItemsPerStep() * options.steps / seconds, task->ItemName(),
-             metrics.compile_count, metrics.compile_seconds);
-  const double compute_ms = 1e3 * (metrics.execute_seconds - metrics.collective_seconds) /
-                            std::max<int64_t>(metrics.execute_count, 1);
-  const double collective_ms =
-      1e3 * metrics.collective_seconds / std::max<int64_t>(metrics.execute_count, 1);
-  fmt::print("  per step: compute {:.1f} ms, collectives {:.1f} ms, host {:.1f} ms\n", compute_ms,
-             collective_ms, std::max(0.0, ms_per_step - compute_ms - collective_ms));
+  fmt::print(
+      "summary: final loss {:.4f}; mean of the last {} steps {:.4f} = {:.2f} x the first {}\n",
+      losses.back(), window, last, last / first, window);
+  fmt::print("  {} steps in {:.1f} s; the first {:.2f} s ({} compilation(s), {:.2f} s)\n",
+             options.steps, seconds, first_step_seconds, metrics.compile_count,
+             metrics.compile_seconds);
+  if (options.steps > 1) {
+    // Steady state: the steps after the first, from the metrics they added.
+    const double steps = static_cast<double>(options.steps - 1);
+    const double ms_per_step =
+        1e3 * std::chrono::duration<double>(end - first_done).count() / steps;
+    const double execute = metrics.execute_seconds - first_metrics.execute_seconds;
+    const double collectives = metrics.collective_seconds - first_metrics.collective_seconds;
+    fmt::print(
+        "  then {:.1f} ms/step, {:.0f} {}/s: compute {:.1f} ms, collectives {:.1f} ms, "
+        "host {:.1f} ms per step\n",
+        ms_per_step, task->ItemsPerStep() * 1e3 / ms_per_step, task->ItemName(),
+        1e3 * (execute - collectives) / steps, 1e3 * collectives / steps,
+        std::max(0.0, ms_per_step - 1e3 * execute / steps));
+  }
   for (const DeviceMemory& device : memory_stats()) {
     fmt::print("  device {}: parameters {}, optimizer state {}, peak {}\n", device.device,
                MemoryText(device.parameter_bytes), MemoryText(device.optimizer_state_bytes),
@@ -237,8 +258,8 @@ int Train(const TrainOptions& options) {
   }
   std::error_code error;
   std::filesystem::create_directories(options.out, error);
-  const std::string title =
-      fmt::format("{} on {} ({}), lr {}", options.model, options.mesh, options.strategy, options.lr);
+  const std::string title = fmt::format("{} on {} ({}), lr {}", options.model, options.mesh,
+                                        options.strategy, options.lr);
   for (const absl::Status& written :
        {train::WriteLossCsv(options.out + "/loss.csv", losses),
         train::WriteLossSvg(options.out + "/loss.svg", losses, title)}) {
@@ -253,8 +274,9 @@ int Train(const TrainOptions& options) {
 void RegisterTrainCommand(CLI::App& app) {
   auto options = std::make_shared<TrainOptions>();
   CLI::App* command = app.add_subcommand(
-      "train", "Train a small model sharded over the mesh devices (the default: a character-level "
-               "transformer on a 2x2 mesh, data x tensor parallel)");
+      "train",
+      "Train a small model sharded over the mesh devices (the default: a character-level "
+      "transformer on a 2x2 mesh, data x tensor parallel)");
   command->add_option("--model", options->model, "mlp or transformer")->capture_default_str();
   command->add_option("--mesh", options->mesh, "mesh shape, e.g. 2x2, 4 or 1")
       ->capture_default_str();
@@ -267,8 +289,9 @@ void RegisterTrainCommand(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--lr", options->lr, "learning rate")->capture_default_str();
   command->add_option("--seed", options->seed)->capture_default_str();
-  command->add_option("--data", options->data,
-                      "transformer: a text file or a directory of them (character-level)")
+  command
+      ->add_option("--data", options->data,
+                   "transformer: a text file or a directory of them (character-level)")
       ->capture_default_str();
   command->add_option("--optimizer", options->optimizer, "adamw or sgd (momentum 0.9)")
       ->capture_default_str();
@@ -287,8 +310,8 @@ void RegisterTrainCommand(CLI::App& app) {
       CommandExitCode() = Train(*options);
     } catch (const Error& error) {
       fmt::print(stderr, "vkspmd train: {}\n", error.what());
-      CommandExitCode() = error.code() == ErrorCode::kInvalidArgument ? kExitUsageError
-                                                                        : kExitRuntimeError;
+      CommandExitCode() =
+          error.code() == ErrorCode::kInvalidArgument ? kExitUsageError : kExitRuntimeError;
     }
   });
 }
