@@ -116,12 +116,12 @@ std::vector<Case> Cases() {
                    {MakeInput({4, 6}, {"dp", None}, 5), MakeInput({6, 4}, {None, "tp"}, 6)}});
   // layer_norm with weight and bias, then gelu (erf form) and a weighted sum.
   Tensor c = Constant({4, 8}, 7);
-  cases.push_back({"layer_norm_gelu",
-                   [c](const std::vector<Tensor>& t) {
-                     return (gelu(layer_norm(t[0], {8}, t[1], t[2])) * c).sum();
-                   },
-                   {MakeInput({4, 8}, {"dp", None}, 8), MakeInput({8}, {"tp"}, 9),
-                    MakeInput({8}, {}, 10)}});
+  cases.push_back(
+      {"layer_norm_gelu",
+       [c](const std::vector<Tensor>& t) {
+         return (gelu(layer_norm(t[0], {8}, t[1], t[2])) * c).sum();
+       },
+       {MakeInput({4, 8}, {"dp", None}, 8), MakeInput({8}, {"tp"}, 9), MakeInput({8}, {}, 10)}});
   // embedding rows (repeated indices accumulate), gelu's tanh form, log_softmax.
   std::vector<int32_t> indices = {3, 0, 3, 7, 1, 5};
   Tensor ids = tensor(indices, {6});
@@ -164,8 +164,8 @@ TEST_P(GradientTest, MatchesCentralDifferencesOnA2x2Mesh) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Losses, GradientTest, ::testing::Range(0, 5),
-                         [](const ::testing::TestParamInfo<int>& info) {
-                           return std::string(Cases()[info.param].name);
+                         [](const ::testing::TestParamInfo<int>& param) {
+                           return std::string(Cases()[param.param].name);
                          });
 
 TEST(GradTest, IntermediatesUnusedAndRepeatedInputs) {
@@ -222,8 +222,9 @@ TEST(GradTest, Errors) {
     }
     return "no error";
   };
-  EXPECT_NE(message([&] { grad(matmul(x, w), {w}); }).find("must be a scalar (0-d) tensor; it is "
-                                                           "f32[3,2]"),
+  EXPECT_NE(message([&] { grad(matmul(x, w), {w}); })
+                .find("must be a scalar (0-d) tensor; it is "
+                      "f32[3,2]"),
             std::string::npos);
   std::vector<int32_t> ints = {1, 2, 3};
   Tensor i = tensor(ints, {3});
@@ -235,13 +236,13 @@ TEST(GradTest, Errors) {
             std::string::npos);
   EXPECT_NE(message([&] { backward(w.sum()); }).find("no tensor with requires_grad"),
             std::string::npos);
-  // An op without a gradient rule is named (no public op lacks one: a custom-call made here).
+  // An op without a gradient rule is named (no public op lacks one: an all-reduce made here).
   ir::InstructionAttributes attributes;
-  attributes.custom_call_target = "MyKernel";
-  Tensor custom = lazy::Wrap(lazy::MakeOp(ir::Opcode::kCustomCall, {lazy::NodeOf(w)}, attributes));
-  EXPECT_NE(message([&] { grad(custom.sum(), {w}); })
-                .find("no gradient rule for custom-call \"MyKernel\""),
-            std::string::npos);
+  attributes.to_apply = lazy::TraceReducer(ir::Opcode::kAdd, ir::DType::kF32);
+  Tensor reduced = lazy::Wrap(lazy::MakeOp(ir::Opcode::kAllReduce, {lazy::NodeOf(w)}, attributes));
+  EXPECT_NE(message([&] { grad(reduced.sum(), {w}); }).find("no gradient rule for all-reduce"),
+            std::string::npos)
+      << message([&] { grad(reduced.sum(), {w}); });
 }
 
 }  // namespace
