@@ -214,35 +214,29 @@ TEST(BackwardTest, SetsGradOfFlaggedTensorsAndOverwrites) {
 TEST(GradTest, Errors) {
   Tensor w = Constant({4, 2}, 40);
   Tensor x = Constant({3, 4}, 41);
-  auto message = [](const std::function<void()>& call) -> std::string {
-    try {
-      call();
-    } catch (const Error& error) {
-      return error.what();
-    }
-    return "no error";
-  };
-  EXPECT_NE(message([&] { grad(matmul(x, w), {w}); })
+  EXPECT_NE(ThrownMessage([&] { grad(matmul(x, w), {w}); })
                 .find("must be a scalar (0-d) tensor; it is "
                       "f32[3,2]"),
             std::string::npos);
   std::vector<int32_t> ints = {1, 2, 3};
   Tensor i = tensor(ints, {3});
-  EXPECT_NE(message([&] { grad(i.sum(), {w}); }).find("the loss must be floating-point"),
+  EXPECT_NE(ThrownMessage([&] { grad(i.sum(), {w}); }).find("the loss must be floating-point"),
             std::string::npos);
-  EXPECT_NE(message([&] { grad(w.sum(), {i}); }).find("input 0 is s32[3]"), std::string::npos);
-  EXPECT_NE(message([&] { grad(Tensor(), {w}); }), "no error");
-  EXPECT_NE(message([&] { i.requires_grad_(); }).find("only floating-point tensors"),
+  EXPECT_NE(ThrownMessage([&] { grad(w.sum(), {i}); }).find("input 0 is s32[3]"),
             std::string::npos);
-  EXPECT_NE(message([&] { backward(w.sum()); }).find("no tensor with requires_grad"),
+  EXPECT_NE(ThrownMessage([&] { grad(Tensor(), {w}); }), "no error");
+  EXPECT_NE(ThrownMessage([&] { i.requires_grad_(); }).find("only floating-point tensors"),
+            std::string::npos);
+  EXPECT_NE(ThrownMessage([&] { backward(w.sum()); }).find("no tensor with requires_grad"),
             std::string::npos);
   // An op without a gradient rule is named (no public op lacks one: an all-reduce made here).
   ir::InstructionAttributes attributes;
   attributes.to_apply = lazy::TraceReducer(ir::Opcode::kAdd, ir::DType::kF32);
   Tensor reduced = lazy::Wrap(lazy::MakeOp(ir::Opcode::kAllReduce, {lazy::NodeOf(w)}, attributes));
-  EXPECT_NE(message([&] { grad(reduced.sum(), {w}); }).find("no gradient rule for all-reduce"),
-            std::string::npos)
-      << message([&] { grad(reduced.sum(), {w}); });
+  EXPECT_NE(
+      ThrownMessage([&] { grad(reduced.sum(), {w}); }).find("no gradient rule for all-reduce"),
+      std::string::npos)
+      << ThrownMessage([&] { grad(reduced.sum(), {w}); });
 }
 
 }  // namespace

@@ -249,41 +249,41 @@ TEST(OptimizerErrorsTest, BadArguments) {
   Tensor b = tensor(Random(3, 8), {3});
   std::vector<int32_t> ints = {1, 2};
   Tensor i = tensor(ints, {2});
-  auto message = [](const std::function<void()>& call) -> std::string {
-    try {
-      call();
-    } catch (const Error& error) {
-      return error.what();
-    }
-    return "no error";
-  };
-  EXPECT_NE(message([&] { optim::SGD({w}, -1.0); }).find("Invalid learning rate"),
+  EXPECT_NE(ThrownMessage([&] { optim::SGD({w}, -1.0); }).find("Invalid learning rate"),
             std::string::npos);
-  EXPECT_NE(message([&] { optim::SGD({w}, 0.1, 0.0, 0.0, 0.0, true); }).find("Nesterov"),
+  EXPECT_NE(ThrownMessage([&] { optim::SGD({w}, 0.1, 0.0, 0.0, 0.0, true); }).find("Nesterov"),
             std::string::npos);
-  EXPECT_NE(message([&] {
+  EXPECT_NE(ThrownMessage([&] {
               optim::AdamW({w}, 0.1, {0.9, 1.0});
             }).find("Invalid beta"),
             std::string::npos);
-  EXPECT_NE(message([&] {
+  EXPECT_NE(ThrownMessage([&] {
               optim::AdamW({w}, 0.1, {0.9, 0.99}, -1.0);
             }).find("Invalid epsilon"),
             std::string::npos);
-  EXPECT_NE(message([&] { optim::SGD({}, 0.1); }).find("empty parameter list"), std::string::npos);
-  EXPECT_NE(message([&] {
+  EXPECT_NE(ThrownMessage([&] { optim::SGD({}, 0.1); }).find("empty parameter list"),
+            std::string::npos);
+  EXPECT_NE(ThrownMessage([&] {
               optim::SGD({w, i}, 0.1);
             }).find("parameter 1 is int32"),
             std::string::npos);
-  EXPECT_NE(message([&] {
+  EXPECT_NE(ThrownMessage([&] {
               optim::SGD({w, w}, 0.1);
             }).find("same tensor as parameter 0"),
             std::string::npos);
-  EXPECT_NE(message([&] { optim::SGD({w, Tensor()}, 0.1); }).find("undefined"), std::string::npos);
-  optim::SGD sgd({w, b}, 0.1);
-  EXPECT_NE(message([&] { sgd.step({b}); }).find("1 gradients for 2 parameters"),
+  EXPECT_NE(ThrownMessage([&] {
+              optim::SGD({w, Tensor()}, 0.1);
+            }).find("undefined"),
             std::string::npos);
-  EXPECT_NE(message([&] { sgd.step({b, b}); }).find("gradient 0 is float32[3]"), std::string::npos);
-  EXPECT_NE(message([&] { sgd.set_lr(-0.5); }).find("Invalid learning rate"), std::string::npos);
+  optim::SGD sgd({w, b}, 0.1);
+  EXPECT_NE(ThrownMessage([&] { sgd.step({b}); }).find("1 gradients for 2 parameters"),
+            std::string::npos);
+  EXPECT_NE(ThrownMessage([&] {
+              sgd.step({b, b});
+            }).find("gradient 0 is float32[3]"),
+            std::string::npos);
+  EXPECT_NE(ThrownMessage([&] { sgd.set_lr(-0.5); }).find("Invalid learning rate"),
+            std::string::npos);
   // step() without any backward: every parameter is skipped, nothing changes.
   const std::vector<float> before = w.to_vector<float>();
   sgd.step();
