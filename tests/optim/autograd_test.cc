@@ -187,6 +187,25 @@ TEST(GradTest, IntermediatesUnusedAndRepeatedInputs) {
   EXPECT_EQ(grad(loss, {loss})[0].item(), 1.0);
 }
 
+TEST(GradTest, ThroughAShardingConstraintOnAnIntermediate) {
+  // mark_sharding of an intermediate traces a Sharding custom-call; its gradient is the identity
+  // under the same constraint, and the result equals the unsharded one.
+  Mesh mesh({2, 2}, {}, {"dp", "tp"});
+  auto gradient = [&](bool sharded) {
+    Tensor x = Constant({4, 6}, 50);
+    Tensor w = Constant({6, 4}, 51);
+    if (sharded) mark_sharding(x, mesh, {"dp", None});
+    Tensor h = matmul(x, w);
+    if (sharded) mark_sharding(h, mesh, {"dp", "tp"});
+    std::vector<Tensor> g = grad((tanh(h) * h).mean(), {x, w});
+    return std::make_pair(g[0].to_vector<float>(), g[1].to_vector<float>());
+  };
+  auto [sharded_x, sharded_w] = gradient(true);
+  auto [single_x, single_w] = gradient(false);
+  for (size_t k = 0; k < single_x.size(); ++k) EXPECT_NEAR(sharded_x[k], single_x[k], 1e-6);
+  for (size_t k = 0; k < single_w.size(); ++k) EXPECT_NEAR(sharded_w[k], single_w[k], 1e-6);
+}
+
 TEST(BackwardTest, SetsGradOfFlaggedTensorsAndOverwrites) {
   Tensor w = Constant({4, 2}, 30).requires_grad_();
   Tensor b = Constant({2}, 31).requires_grad_();
