@@ -17,8 +17,8 @@ struct MetricsSnapshot {
   int64_t device_to_host_bytes = 0;
   int64_t collective_bytes = 0;
   double collective_seconds = 0;  // Of execute_seconds: in collectives (mean over devices).
-  int64_t donated_count = 0;  // Arguments updated in place (input_output_alias).
-  int64_t donated_bytes = 0;  // Their bytes, all shards together.
+  int64_t donated_count = 0;      // Arguments updated in place (input_output_alias).
+  int64_t donated_bytes = 0;      // Their bytes, all shards together.
 };
 
 // Thread-safe updates of the process-wide counters.
