@@ -164,8 +164,8 @@ TEST_P(GradientTest, MatchesCentralDifferencesOnA2x2Mesh) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Losses, GradientTest, ::testing::Range(0, 5),
-                         [](const ::testing::TestParamInfo<int>& info) {
-                           return std::string(Cases()[info.param].name);
+                         [](const ::testing::TestParamInfo<int>& param_info) {
+                           return std::string(Cases()[param_info.param].name);
                          });
 
 TEST(GradTest, IntermediatesUnusedAndRepeatedInputs) {
