@@ -51,8 +51,9 @@ class Tensor {
   std::string to_string(std::source_location where = std::source_location::current()) const;
 
   // In-place update: this tensor takes `value`'s value (same shape and dtype), keeping its
-  // identity and its sharding; the next step replaces its device buffer. Other tensors computed
-  // from the old value keep the old value.
+  // identity and its sharding. Other tensors computed from the old value keep the old value.
+  // When no other tensor holds the old value, the next mark_step/sync writes the new value into
+  // the old value's device buffers (donation: no second copy).
   Tensor& assign(const Tensor& value);
   Tensor& copy_(const Tensor& value) { return assign(value); }
   Tensor& operator+=(const Tensor& other);

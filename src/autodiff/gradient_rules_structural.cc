@@ -365,7 +365,8 @@ absl::StatusOr<OperandAdjoints> StructuralGradient(const RuleInput& input, Gradi
 // A Sharding custom-call (a sharding constraint, as mark_sharding traces it) is the identity: its
 // adjoint is the result's adjoint under the same constraint, as XLA differentiates
 // with_sharding_constraint, so a sharded parameter's gradient comes out sharded like it.
-static absl::StatusOr<OperandAdjoints> CustomCallGradient(const RuleInput& input, GradientEmitter& emit) {
+static absl::StatusOr<OperandAdjoints> CustomCallGradient(const RuleInput& input,
+                                                          GradientEmitter& emit) {
   const std::string& target = input.forward.attributes().custom_call_target;
   if (target != "Sharding") {
     return absl::UnimplementedError("no gradient rule for custom-call \"" + target + "\"");
@@ -373,9 +374,8 @@ static absl::StatusOr<OperandAdjoints> CustomCallGradient(const RuleInput& input
   if (!input.wanted[0]) return OperandAdjoints{nullptr};
   ir::InstructionAttributes attributes;
   attributes.custom_call_target = "Sharding";
-  VKSPMD_ASSIGN_OR_RETURN(
-      Instruction * constrained,
-      emit.Add(Opcode::kCustomCall, {input.adjoint}, attributes, input.forward.shape()));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * constrained, emit.Add(Opcode::kCustomCall, {input.adjoint},
+                                                              attributes, input.forward.shape()));
   constrained->set_sharding(input.forward.sharding());
   return OperandAdjoints{constrained};
 }

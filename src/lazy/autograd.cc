@@ -28,9 +28,9 @@ absl::Status CheckInputs(const NodePtr& loss, const std::vector<NodePtr>& variab
   }
   for (size_t i = 0; i < variables.size(); ++i) {
     if (!ir::IsFloat(variables[i]->shape().dtype())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "grad: input ", i, " is ", variables[i]->shape().ToString(),
-          "; only floating-point tensors have gradients"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("grad: input ", i, " is ", variables[i]->shape().ToString(),
+                       "; only floating-point tensors have gradients"));
     }
   }
   return absl::OkStatus();
@@ -82,12 +82,11 @@ class Rewrap {
     ir::InstructionAttributes attributes = instruction.attributes();
     if (attributes.to_apply != nullptr) {
       const ir::Instruction* root = attributes.to_apply->root();
-      if (root->operand_count() != 2 ||
-          root->operand(0)->opcode() != ir::Opcode::kParameter ||
+      if (root->operand_count() != 2 || root->operand(0)->opcode() != ir::Opcode::kParameter ||
           root->operand(1)->opcode() != ir::Opcode::kParameter) {
-        return absl::UnimplementedError(absl::StrCat(
-            "grad: the backward pass reduces with ", attributes.to_apply->name(),
-            ", which is not a plain binary reducer the trace can express"));
+        return absl::UnimplementedError(
+            absl::StrCat("grad: the backward pass reduces with ", attributes.to_apply->name(),
+                         ", which is not a plain binary reducer the trace can express"));
       }
       attributes.to_apply = TraceReducer(root->opcode(), root->shape().dtype());
     }
@@ -151,8 +150,8 @@ absl::StatusOr<GradientNodes> Differentiate(const NodePtr& loss,
       continue;
     }
     const ir::Shape& shape = variables[i]->shape();
-    VKSPMD_ASSIGN_OR_RETURN(NodePtr zeros, trace::BroadcastTo(trace::Constant(0, shape.dtype()),
-                                                              shape.dimensions()));
+    VKSPMD_ASSIGN_OR_RETURN(
+        NodePtr zeros, trace::BroadcastTo(trace::Constant(0, shape.dtype()), shape.dimensions()));
     result.gradients.push_back(std::move(zeros));
   }
   return result;

@@ -92,6 +92,9 @@ int64_t DevicePool::ValidationMessageCount() {
 
 void DevicePool::Close() {
   if (devices_ == nullptr) return;
+  // Executables still holding descriptor pools and pipelines of these devices must go first
+  // (reopening to grow the mesh used to leave them behind, to be destroyed after their device).
+  if (before_close_) before_close_();
   devices_->CloseDevices();
   closed_messages_ = ValidationMessageCount();
   devices_.reset();

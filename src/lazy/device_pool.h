@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -29,11 +30,17 @@ class DevicePool {
   // Validation messages so far, of closed devices too (0 unless VKSPMD_VALIDATION=1); closing
   // the devices first makes teardown messages count.
   int64_t ValidationMessageCount();
+  // Runs `before_close` (the owner's clean-up of objects made on these devices: the graph
+  // cache's executables), then closes the devices.
   void Close();
+  void SetBeforeClose(std::function<void()> before_close) {
+    before_close_ = std::move(before_close);
+  }
 
  private:
   absl::Status Open(int64_t needed);
 
+  std::function<void()> before_close_;
   std::unique_ptr<runtime::DeviceSet> devices_;
   int64_t generation_ = 0;
   int64_t closed_messages_ = 0;  // Validation messages of devices closed before.

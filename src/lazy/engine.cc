@@ -9,7 +9,10 @@ Engine& Engine::Get() {
   return *engine;
 }
 
-Engine::Engine() : worker_([this] { Loop(); }) {}
+Engine::Engine() : worker_([this] { Loop(); }) {
+  // Set before any work is queued; the pool calls it on the worker when it closes its devices.
+  pool_.SetBeforeClose([this] { runner_.Clear(); });
+}
 
 Engine::~Engine() {
   {

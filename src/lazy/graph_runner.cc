@@ -132,7 +132,8 @@ absl::Status GraphRunner::RunOrFail(GraphTask& task, DevicePool& pool) {
         argument = const_cast<exec::ShardedBuffer*>(buffer);  // Not donated: only read.
       }
     }
-    const bool aliased = input.donate && compiled->aliased_parameters.count(static_cast<int64_t>(p)) > 0;
+    const bool aliased =
+        input.donate && compiled->aliased_parameters.count(static_cast<int64_t>(p)) > 0;
     if (aliased) {
       donated_bytes +=
           spmd::ByteSize(argument->shard_shape()) * static_cast<int64_t>(argument->shard_count());
@@ -141,11 +142,10 @@ absl::Status GraphRunner::RunOrFail(GraphTask& task, DevicePool& pool) {
     donate.push_back(aliased);
   }
   auto start = std::chrono::steady_clock::now();
-  VKSPMD_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<exec::ShardedBuffer>> results,
-                          compiled->executable->RunSharded(arguments, donate,
-                                                           compiled->result_shapes,
-                                                           compiled->result_shardings,
-                                                           placement.local_mesh));
+  VKSPMD_ASSIGN_OR_RETURN(
+      std::vector<std::unique_ptr<exec::ShardedBuffer>> results,
+      compiled->executable->RunSharded(arguments, donate, compiled->result_shapes,
+                                       compiled->result_shardings, placement.local_mesh));
   debug::RecordDonation(std::count(donate.begin(), donate.end(), true), donated_bytes);
   const double seconds = SecondsSince(start);
   double collective_seconds = 0;

@@ -50,7 +50,7 @@ class GraphRunner {
     std::vector<spmd::AxisSharding> parameter_shardings;
     std::vector<spmd::AxisSharding> result_shardings;
     std::vector<ir::Shape> result_shapes;
-    int64_t collective_bytes = 0;  // Per run, all devices together.
+    int64_t collective_bytes = 0;          // Per run, all devices together.
     std::set<int64_t> aliased_parameters;  // Of the compiled program's input_output_alias.
   };
 

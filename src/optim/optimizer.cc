@@ -35,9 +35,9 @@ Optimizer::Optimizer(std::vector<Tensor> params, double lr)
                   "optimizer parameter " + std::to_string(i) + " is an undefined tensor");
     }
     if (params_[i].dtype() != float32) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "optimizer parameter " + std::to_string(i) + " is " +
-                      dtype_name(params_[i].dtype()) + "; only float32 tensors can be optimized");
+      throw Error(ErrorCode::kInvalidArgument, "optimizer parameter " + std::to_string(i) + " is " +
+                                                   dtype_name(params_[i].dtype()) +
+                                                   "; only float32 tensors can be optimized");
     }
     for (size_t j = 0; j < i; ++j) {
       if (params_[j].is_same(params_[i])) {
@@ -62,9 +62,9 @@ Tensor Optimizer::ZerosLikeParam(size_t i) const {
 
 void Optimizer::step(const std::vector<Tensor>& grads) {
   if (grads.size() != params_.size()) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "optimizer step: " + std::to_string(grads.size()) + " gradients for " +
-                    std::to_string(params_.size()) + " parameters");
+    throw Error(ErrorCode::kInvalidArgument, "optimizer step: " + std::to_string(grads.size()) +
+                                                 " gradients for " +
+                                                 std::to_string(params_.size()) + " parameters");
   }
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!grads[i].defined()) continue;

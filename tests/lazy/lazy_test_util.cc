@@ -61,6 +61,15 @@ std::string CompareWithReference(const HostTensor& actual, const ir::Literal& re
   return "";
 }
 
+std::string ThrownMessage(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
 int64_t CloseDevicesAndCountValidationMessages() { return lazy::Engine::Get().CloseDevices(); }
 
 }  // namespace vkspmd::testing

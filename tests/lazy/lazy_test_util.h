@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ ir::Literal ReferenceValue(const Tensor& tensor);
 // integers and booleans. "" when equal, else the first difference.
 std::string CompareWithReference(const HostTensor& actual, const ir::Literal& reference,
                                  double relative = 1e-5);
+
+// The message of the vkspmd::Error that `call` throws, or "no error".
+std::string ThrownMessage(const std::function<void()>& call);
 
 // The validation message count of the lazy runtime's devices after closing them.
 int64_t CloseDevicesAndCountValidationMessages();

@@ -116,12 +116,12 @@ std::vector<Case> Cases() {
                    {MakeInput({4, 6}, {"dp", None}, 5), MakeInput({6, 4}, {None, "tp"}, 6)}});
   // layer_norm with weight and bias, then gelu (erf form) and a weighted sum.
   Tensor c = Constant({4, 8}, 7);
-  cases.push_back({"layer_norm_gelu",
-                   [c](const std::vector<Tensor>& t) {
-                     return (gelu(layer_norm(t[0], {8}, t[1], t[2])) * c).sum();
-                   },
-                   {MakeInput({4, 8}, {"dp", None}, 8), MakeInput({8}, {"tp"}, 9),
-                    MakeInput({8}, {}, 10)}});
+  cases.push_back(
+      {"layer_norm_gelu",
+       [c](const std::vector<Tensor>& t) {
+         return (gelu(layer_norm(t[0], {8}, t[1], t[2])) * c).sum();
+       },
+       {MakeInput({4, 8}, {"dp", None}, 8), MakeInput({8}, {"tp"}, 9), MakeInput({8}, {}, 10)}});
   // embedding rows (repeated indices accumulate), gelu's tanh form, log_softmax.
   std::vector<int32_t> indices = {3, 0, 3, 7, 1, 5};
   Tensor ids = tensor(indices, {6});
@@ -164,8 +164,8 @@ TEST_P(GradientTest, MatchesCentralDifferencesOnA2x2Mesh) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Losses, GradientTest, ::testing::Range(0, 5),
-                         [](const ::testing::TestParamInfo<int>& param_info) {
-                           return std::string(Cases()[param_info.param].name);
+                         [](const ::testing::TestParamInfo<int>& param) {
+                           return std::string(Cases()[param.param].name);
                          });
 
 TEST(GradTest, IntermediatesUnusedAndRepeatedInputs) {
@@ -185,6 +185,25 @@ TEST(GradTest, IntermediatesUnusedAndRepeatedInputs) {
   EXPECT_EQ(g[2].to_vector<float>(), g[3].to_vector<float>());
   // The loss itself may be an input: its own gradient is one.
   EXPECT_EQ(grad(loss, {loss})[0].item(), 1.0);
+}
+
+TEST(GradTest, ThroughAShardingConstraintOnAnIntermediate) {
+  // mark_sharding of an intermediate traces a Sharding custom-call; its gradient is the identity
+  // under the same constraint, and the result equals the unsharded one.
+  Mesh mesh({2, 2}, {}, {"dp", "tp"});
+  auto gradient = [&](bool sharded) {
+    Tensor x = Constant({4, 6}, 50);
+    Tensor w = Constant({6, 4}, 51);
+    if (sharded) mark_sharding(x, mesh, {"dp", None});
+    Tensor h = matmul(x, w);
+    if (sharded) mark_sharding(h, mesh, {"dp", "tp"});
+    std::vector<Tensor> g = grad((tanh(h) * h).mean(), {x, w});
+    return std::make_pair(g[0].to_vector<float>(), g[1].to_vector<float>());
+  };
+  auto [sharded_x, sharded_w] = gradient(true);
+  auto [single_x, single_w] = gradient(false);
+  for (size_t k = 0; k < single_x.size(); ++k) EXPECT_NEAR(sharded_x[k], single_x[k], 1e-6);
+  for (size_t k = 0; k < single_w.size(); ++k) EXPECT_NEAR(sharded_w[k], single_w[k], 1e-6);
 }
 
 TEST(BackwardTest, SetsGradOfFlaggedTensorsAndOverwrites) {
@@ -214,34 +233,29 @@ TEST(BackwardTest, SetsGradOfFlaggedTensorsAndOverwrites) {
 TEST(GradTest, Errors) {
   Tensor w = Constant({4, 2}, 40);
   Tensor x = Constant({3, 4}, 41);
-  auto message = [](const std::function<void()>& call) -> std::string {
-    try {
-      call();
-    } catch (const Error& error) {
-      return error.what();
-    }
-    return "no error";
-  };
-  EXPECT_NE(message([&] { grad(matmul(x, w), {w}); }).find("must be a scalar (0-d) tensor; it is "
-                                                           "f32[3,2]"),
+  EXPECT_NE(ThrownMessage([&] { grad(matmul(x, w), {w}); })
+                .find("must be a scalar (0-d) tensor; it is "
+                      "f32[3,2]"),
             std::string::npos);
   std::vector<int32_t> ints = {1, 2, 3};
   Tensor i = tensor(ints, {3});
-  EXPECT_NE(message([&] { grad(i.sum(), {w}); }).find("the loss must be floating-point"),
+  EXPECT_NE(ThrownMessage([&] { grad(i.sum(), {w}); }).find("the loss must be floating-point"),
             std::string::npos);
-  EXPECT_NE(message([&] { grad(w.sum(), {i}); }).find("input 0 is s32[3]"), std::string::npos);
-  EXPECT_NE(message([&] { grad(Tensor(), {w}); }), "no error");
-  EXPECT_NE(message([&] { i.requires_grad_(); }).find("only floating-point tensors"),
+  EXPECT_NE(ThrownMessage([&] { grad(w.sum(), {i}); }).find("input 0 is s32[3]"),
             std::string::npos);
-  EXPECT_NE(message([&] { backward(w.sum()); }).find("no tensor with requires_grad"),
+  EXPECT_NE(ThrownMessage([&] { grad(Tensor(), {w}); }), "no error");
+  EXPECT_NE(ThrownMessage([&] { i.requires_grad_(); }).find("only floating-point tensors"),
             std::string::npos);
-  // An op without a gradient rule is named (no public op lacks one: a custom-call made here).
+  EXPECT_NE(ThrownMessage([&] { backward(w.sum()); }).find("no tensor with requires_grad"),
+            std::string::npos);
+  // An op without a gradient rule is named (no public op lacks one: an all-reduce made here).
   ir::InstructionAttributes attributes;
-  attributes.custom_call_target = "MyKernel";
-  Tensor custom = lazy::Wrap(lazy::MakeOp(ir::Opcode::kCustomCall, {lazy::NodeOf(w)}, attributes));
-  EXPECT_NE(message([&] { grad(custom.sum(), {w}); })
-                .find("no gradient rule for custom-call \"MyKernel\""),
-            std::string::npos);
+  attributes.to_apply = lazy::TraceReducer(ir::Opcode::kAdd, ir::DType::kF32);
+  Tensor reduced = lazy::Wrap(lazy::MakeOp(ir::Opcode::kAllReduce, {lazy::NodeOf(w)}, attributes));
+  EXPECT_NE(
+      ThrownMessage([&] { grad(reduced.sum(), {w}); }).find("no gradient rule for all-reduce"),
+      std::string::npos)
+      << ThrownMessage([&] { grad(reduced.sum(), {w}); });
 }
 
 }  // namespace
