@@ -23,8 +23,24 @@ constexpr double kLossRelative = 1e-4;
 // relative error of small gradients, so 20 steps can move a weight by 20 * lr * (relative error
 // of its gradient). 1e-3 leaves room for gradient errors of ~5e-3 relative on the smallest
 // gradients while still catching a wrong update (one step of a wrong gradient moves a weight by
-// ~lr = 1e-2).
+// ~lr = 1e-2). Measured: at most ~1e-7 (MLP) and ~1e-5 (transformer).
 constexpr double kParameterTolerance = 1e-3;
+
+// Except the attention's key biases under AdamW. softmax(q (k + b)^T) adds the same q.b to every
+// score of a query, so the loss does not depend on b and its exact gradient is 0: the computed one
+// is rounding noise (~1e-9), which AdamW normalises into steps of about lr whose signs the noise
+// decides, differently in every run (PyTorch with another thread count would differ as much). Both
+// runs leave them within lr * steps of where they started (measured: 1.3e-3 apart after 20
+// steps); the losses, which do not depend on them, are still compared at 1e-4.
+bool LossIgnores(const std::string& parameter) { return parameter.ends_with("attention.key.bias"); }
+
+ParameterTolerance ToleranceFor(OptimizerKind optimizer, int64_t steps) {
+  return [=](const std::string& name) {
+    return optimizer == OptimizerKind::kAdamW && LossIgnores(name)
+               ? 2 * LearningRate(optimizer) * static_cast<double>(steps)
+               : kParameterTolerance;
+  };
+}
 
 struct Family {
   ModelKind model;
@@ -81,11 +97,14 @@ TEST_P(TrainingEquivalenceTest, ShardedTrainingEqualsOneDevice) {
     const TrainingRun actual =
         Train(family.model, family.optimizer, kSteps, cases[i].strategy, &meshes[i]);
     EXPECT_EQ(actual.step_compilations, 1);
-    EXPECT_EQ(CompareRuns(actual, expected, kLossRelative, kParameterTolerance), "");
-    const RunDifference difference = MeasureDifference(actual, expected);
-    fmt::print("{} {}: largest loss difference {:.3g} relative, parameter {:.3g} ({})\n",
-               family.name, CaseName(cases[i]), difference.loss, difference.parameter,
-               difference.worst_parameter);
+    EXPECT_EQ(CompareRuns(actual, expected, kLossRelative, ToleranceFor(family.optimizer, kSteps)),
+              "");
+    const RunDifference difference = MeasureDifference(actual, expected, LossIgnores);
+    fmt::print(
+        "{} {}: largest loss difference {:.3g} relative, parameter {:.3g} ({}; key biases "
+        "left out)\n",
+        family.name, CaseName(cases[i]), difference.loss, difference.parameter,
+        difference.worst_parameter);
   }
 }
 

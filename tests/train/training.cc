@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 #include <span>
+#include <utility>
 
 #include "fmt/format.h"
 
@@ -98,35 +99,54 @@ TrainingRun Train(ModelKind model_kind, OptimizerKind optimizer_kind, int64_t st
   return run;
 }
 
-RunDifference MeasureDifference(const TrainingRun& actual, const TrainingRun& expected) {
+namespace {
+
+// The largest difference of one parameter relative to max(1, |expected|), and where it is.
+std::pair<double, size_t> WorstElement(const std::vector<float>& actual,
+                                       const std::vector<float>& expected) {
+  std::pair<double, size_t> worst{0, 0};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const double error =
+        std::fabs(actual[i] - expected[i]) / std::max(1.0, std::fabs(double{expected[i]}));
+    if (!(error <= worst.first)) worst = {error, i};  // NaN counts as the worst.
+  }
+  return worst;
+}
+
+double LossDifference(double actual, double expected) {
+  return std::fabs(actual - expected) / std::fabs(expected);
+}
+
+}  // namespace
+
+RunDifference MeasureDifference(const TrainingRun& actual, const TrainingRun& expected,
+                                const std::function<bool(const std::string& name)>& skip) {
   RunDifference difference;
   for (size_t step = 0; step < std::min(actual.losses.size(), expected.losses.size()); ++step) {
     difference.loss =
-        std::max(difference.loss, std::fabs(actual.losses[step] - expected.losses[step]) /
-                                      std::fabs(expected.losses[step]));
+        std::max(difference.loss, LossDifference(actual.losses[step], expected.losses[step]));
   }
   for (const auto& [name, values] : expected.parameters) {
     const auto found = actual.parameters.find(name);
-    if (found == actual.parameters.end() || found->second.size() != values.size()) continue;
-    for (size_t i = 0; i < values.size(); ++i) {
-      const double error =
-          std::fabs(found->second[i] - values[i]) / std::max(1.0, std::fabs(double{values[i]}));
-      if (error > difference.parameter) {
-        difference.parameter = error;
-        difference.worst_parameter = name;
-      }
+    if ((skip && skip(name)) || found == actual.parameters.end() ||
+        found->second.size() != values.size()) {
+      continue;
+    }
+    const double worst = WorstElement(found->second, values).first;
+    if (worst > difference.parameter) {
+      difference.parameter = worst;
+      difference.worst_parameter = name;
     }
   }
   return difference;
 }
 
 std::string CompareRuns(const TrainingRun& actual, const TrainingRun& expected,
-                        double loss_relative, double parameter_tolerance) {
-  std::string differences;
+                        double loss_relative, const ParameterTolerance& parameter_tolerance) {
   if (actual.losses.size() != expected.losses.size()) return "different step counts";
+  std::string differences;
   for (size_t step = 0; step < expected.losses.size(); ++step) {
-    const double error =
-        std::fabs(actual.losses[step] - expected.losses[step]) / std::fabs(expected.losses[step]);
+    const double error = LossDifference(actual.losses[step], expected.losses[step]);
     if (!(error < loss_relative)) {
       differences += fmt::format("loss of step {}: {:.9g} vs {:.9g} (relative {:.3g})\n", step,
                                  actual.losses[step], expected.losses[step], error);
@@ -138,19 +158,11 @@ std::string CompareRuns(const TrainingRun& actual, const TrainingRun& expected,
       differences += fmt::format("parameter {}: missing or of another size\n", name);
       continue;
     }
-    double worst = 0;
-    size_t worst_index = 0;
-    for (size_t i = 0; i < values.size(); ++i) {
-      const double error =
-          std::fabs(found->second[i] - values[i]) / std::max(1.0, std::fabs(double{values[i]}));
-      if (!(error <= worst)) {
-        worst = error;
-        worst_index = i;
-      }
-    }
-    if (!(worst <= parameter_tolerance)) {
-      differences += fmt::format("parameter {}[{}]: {:.9g} vs {:.9g}\n", name, worst_index,
-                                 found->second[worst_index], values[worst_index]);
+    const auto [worst, index] = WorstElement(found->second, values);
+    if (!(worst <= parameter_tolerance(name))) {
+      differences +=
+          fmt::format("parameter {}[{}]: {:.9g} vs {:.9g} (tolerance {:.3g})\n", name, index,
+                      found->second[index], values[index], parameter_tolerance(name));
     }
   }
   return differences;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -67,17 +68,21 @@ struct TrainingRun {
 TrainingRun Train(ModelKind model, OptimizerKind optimizer, int64_t steps,
                   const std::string& strategy = "", const Mesh* mesh = nullptr);
 
+// A parameter's tolerance after training, relative to max(1, |expected|), by dotted name.
+using ParameterTolerance = std::function<double(const std::string& name)>;
+
 // The largest relative difference of the losses, and of the parameters (relative to
-// max(1, |expected|)).
+// max(1, |expected|)) with the parameter that has it, leaving out those `skip` names.
 struct RunDifference {
   double loss = 0, parameter = 0;
   std::string worst_parameter;
 };
-RunDifference MeasureDifference(const TrainingRun& actual, const TrainingRun& expected);
+RunDifference MeasureDifference(const TrainingRun& actual, const TrainingRun& expected,
+                                const std::function<bool(const std::string& name)>& skip = {});
 
-// "" when the runs' losses agree within `loss_relative` and every parameter within
-// `parameter_tolerance` (relative to max(1, |expected|)), else the first differences.
+// "" when the runs' losses agree within `loss_relative` and every parameter within its
+// tolerance, else the differences.
 std::string CompareRuns(const TrainingRun& actual, const TrainingRun& expected,
-                        double loss_relative, double parameter_tolerance);
+                        double loss_relative, const ParameterTolerance& parameter_tolerance);
 
 }  // namespace vkspmd::testing
