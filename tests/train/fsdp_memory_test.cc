@@ -20,7 +20,11 @@ namespace {
 // batch-splitting strategy divides: fc1.weight [512, 128], fc2.weight [128, 512] and the biases
 // are P = 131,712 floats (515 KiB); the activations of a batch of 8 are 8 x 512 floats (16 KiB).
 // Every parameter's largest dim (512 or 128) divides by 4, so FSDP's shards are exactly a
-// quarter and its persistent share is 0.25, not more.
+// quarter and its persistent share is 0.25, not more. Measured on lavapipe: one device keeps
+// 1.58 MB (3 P) and peaks at 6.17 MB, the step's planned buffers (gradients, AdamW's
+// temporaries) adding 4.6 MB; FSDP keeps 0.40 MB per device and peaks at 1.88 MB, its step
+// adding 1.48 MB (2.8 P: the all-gathered full weights and the full-size partial weight
+// gradients before their reduce-scatter), a peak ratio of 0.30.
 constexpr int64_t kIn = 128, kHidden = 512, kOut = 128, kBatch = 8;
 constexpr int kSteps = 3;  // The first compiles; the peaks are of the two after it.
 

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 
 #include "fmt/format.h"
 #include "tests/train/training.h"
@@ -27,6 +28,8 @@ struct PeerRun {
   OptimizerKind optimizer;
   std::string name;
 };
+
+void PrintTo(const PeerRun& run, std::ostream* out) { *out << run.name; }
 
 std::string RunJson(const PeerRun& run) {
   const std::string config =
