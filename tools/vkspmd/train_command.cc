@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "fmt/format.h"
+#include "src/spmd/mesh.h"
 #include "tools/train/loss_curve.h"
 #include "tools/train/progress.h"
 #include "tools/train/text_corpus.h"
@@ -46,23 +47,17 @@ struct TrainOptions {
   int64_t log_every = 10;
 };
 
+// The shape of --mesh; the strategy names the axes (nn::strategy_mesh).
 std::vector<int64_t> ParseMeshShape(const std::string& text) {
-  std::vector<int64_t> shape;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t end = std::min(text.find('x', start), text.size());
-    const std::string part = text.substr(start, end - start);
-    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("--mesh {}: expected sizes joined by x, e.g. 2x2 or 4", text));
-    }
-    shape.push_back(std::stoll(part));
-    if (shape.back() < 1) {
-      throw Error(ErrorCode::kInvalidArgument, fmt::format("--mesh {}: sizes must be >= 1", text));
-    }
-    start = end + 1;
+  absl::StatusOr<spmd::Mesh> mesh = spmd::Mesh::Parse(text);
+  if (!mesh.ok() || !mesh->axis_names().empty()) {
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        fmt::format("--mesh {}: {}", text,
+                    mesh.ok() ? "give only the shape (e.g. 2x2); the strategy names the axes"
+                              : std::string(mesh.status().message())));
   }
-  return shape;
+  return mesh->shape();
 }
 
 std::string MemoryText(uint64_t bytes) {
