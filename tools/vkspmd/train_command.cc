@@ -131,7 +131,20 @@ class RegressionTask : public Task {
   std::unique_ptr<nn::MlpRegressor> model_;
 };
 
+// Graphs run on the lazy runtime's worker thread after mark_step returns. Leaving main while one
+// still runs (an error thrown after the initial mark_step) would tear down the drivers' and
+// the validation layer's statics under it, so every way out of Train waits for them first.
+struct WaitForDevicesOnReturn {
+  ~WaitForDevicesOnReturn() {
+    try {
+      wait_device_ops();
+    } catch (...) {  // The error that got us here is the one to report.
+    }
+  }
+};
+
 int Train(const TrainOptions& options) {
+  const WaitForDevicesOnReturn wait_for_devices;
   if (options.model != "transformer" && options.model != "mlp") {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("--model {}: expected mlp or transformer", options.model));
