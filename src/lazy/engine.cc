@@ -1,8 +1,6 @@
 // The worker thread and its queue.
 #include "src/lazy/engine.h"
 
-#include <cstdlib>
-
 namespace vkspmd::lazy {
 
 Engine& Engine::Get() {
@@ -14,10 +12,6 @@ Engine& Engine::Get() {
 Engine::Engine() : worker_([this] { Loop(); }) {
   // Set before any work is queued; the pool calls it on the worker when it closes its devices.
   pool_.SetBeforeClose([this] { runner_.Clear(); });
-  // The engine outlives main, but what its worker uses (the process's other statics, the
-  // drivers') does not: a program leaving while a launched graph still runs (an exception after
-  // mark_step, say) would tear them down under the worker. Exit waits for the work first.
-  std::atexit([] { Get().WaitIdle(); });
 }
 
 Engine::~Engine() {
