@@ -16,12 +16,21 @@ absl::StatusOr<Mesh> Mesh::Create(std::vector<int64_t> shape, std::vector<int64_
                                   std::vector<std::string> axis_names,
                                   std::optional<int64_t> available_devices) {
   if (shape.empty()) return absl::InvalidArgumentError("a mesh needs at least one axis");
+  if (shape.size() > kMaxMeshAxes) {
+    return absl::InvalidArgumentError(
+        fmt::format("mesh has {} axes; at most {} are allowed", shape.size(), kMaxMeshAxes));
+  }
   int64_t count = 1;
   for (int64_t size : shape) {
     if (size <= 0) {
       return absl::InvalidArgumentError(
           fmt::format("mesh shape [{}] has an axis of size {}; sizes must be positive",
                       absl::StrJoin(shape, ","), size));
+    }
+    // Both factors are at most kMaxMeshDevices here, so the product cannot overflow.
+    if (size > kMaxMeshDevices || count * size > kMaxMeshDevices) {
+      return absl::InvalidArgumentError(fmt::format("mesh shape [{}] holds more than {} devices",
+                                                    absl::StrJoin(shape, ","), kMaxMeshDevices));
     }
     count *= size;
   }
@@ -86,7 +95,12 @@ absl::StatusOr<Mesh> Mesh::Parse(std::string_view text) {
   }
   std::vector<std::string> names;
   if (parts.size() == 2) names = absl::StrSplit(parts[1], ',');
-  return Create(std::move(shape), {}, std::move(names));
+  absl::StatusOr<Mesh> mesh = Create(std::move(shape), {}, std::move(names));
+  if (!mesh.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("mesh '{}': {}", spelled, std::string(mesh.status().message())));
+  }
+  return mesh;
 }
 
 bool Mesh::IsIota() const {

@@ -12,9 +12,15 @@
 
 namespace vkspmd::spmd {
 
+// The most devices a mesh may hold (the IR's bound on replica_count x num_partitions) and the
+// most axes it may have; larger meshes are refused before anything is allocated for them.
+inline constexpr int64_t kMaxMeshDevices = int64_t{1} << 16;
+inline constexpr size_t kMaxMeshAxes = 16;
+
 class Mesh {
  public:
-  // Checks that the shape is positive, its product equals the number of ids, the ids are unique
+  // Checks that the shape is positive with at most kMaxMeshAxes axes and kMaxMeshDevices devices,
+  // its product equals the number of ids, the ids are unique
   // and below `available_devices` (when given), and the names are unique and one per axis (or
   // none). Empty `device_ids` means 0..N-1 in order.
   static absl::StatusOr<Mesh> Create(std::vector<int64_t> shape,

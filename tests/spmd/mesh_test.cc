@@ -185,6 +185,22 @@ TEST(MeshTest, EachInvalidMeshHasItsOwnError) {
   EXPECT_EQ(Mesh::Parse("2x4:dp,tp")->axis_names(), (std::vector<std::string>{"dp", "tp"}));
 }
 
+// Sizes whose product overflows int64 (or is merely huge) are refused before any allocation.
+TEST(MeshTest, RefusesMeshesBeyondTheDeviceBound) {
+  EXPECT_EQ(std::string(Mesh::Parse("4294967296x4294967296").status().message()),
+            "mesh '4294967296x4294967296': mesh shape [4294967296,4294967296] holds more than "
+            "65536 devices");
+  EXPECT_EQ(std::string(Mesh::Parse("3037000500x3037000500").status().message()),
+            "mesh '3037000500x3037000500': mesh shape [3037000500,3037000500] holds more than "
+            "65536 devices");
+  EXPECT_EQ(MeshError({256, 257}, {}, {}), "mesh shape [256,257] holds more than 65536 devices");
+  EXPECT_EQ(MeshError({int64_t{1} << 62, 4}, {}, {}),
+            "mesh shape [4611686018427387904,4] holds more than 65536 devices");
+  EXPECT_EQ(MeshError(std::vector<int64_t>(17, 1), {}, {}),
+            "mesh has 17 axes; at most 16 are allowed");
+  EXPECT_EQ(MeshError({256, 256}, {}, {}), "ok");
+}
+
 TEST(PartitionSpecTest, EachInvalidSpecHasItsOwnError) {
   const Mesh mesh = MakeMesh({2, 2}, {"dp", "tp"});
   EXPECT_EQ(ShardingText("(dp,)", mesh, 2),
