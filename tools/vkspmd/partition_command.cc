@@ -3,12 +3,12 @@
 // the per-device program; prints the propagated or partitioned module, then the collectives
 // (kind, mesh axes, elements, bytes sent per device), the total bytes per device and every
 // fallback to replication.
-#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "fmt/format.h"
 #include "src/ir/printer.h"
+#include "src/spmd/mesh_search.h"
 #include "src/spmd/partition_spec.h"
 #include "src/spmd/partitioner.h"
 #include "tools/vkspmd/command.h"
@@ -27,26 +27,6 @@ struct PartitionOptions {
 int Fail(int code, std::string_view message) {
   fmt::print(stderr, "vkspmd partition: {}\n", message);
   return code;
-}
-
-// Meshes to try when none is given: one axis over every partition, then the prime factors of
-// the partition count in every order (so that 2-D and 3-D annotations over iota device arrays
-// are expressible).
-std::vector<spmd::Mesh> DefaultMeshes(int64_t devices) {
-  std::vector<spmd::Mesh> meshes = {*spmd::Mesh::Create({devices})};
-  std::vector<int64_t> factors;
-  for (int64_t n = devices, p = 2; n > 1; ++p) {
-    while (n % p == 0) {
-      factors.push_back(p);
-      n /= p;
-    }
-  }
-  if (factors.size() < 2) return meshes;
-  std::sort(factors.begin(), factors.end());
-  do {
-    meshes.push_back(*spmd::Mesh::Create(factors));
-  } while (std::next_permutation(factors.begin(), factors.end()));
-  return meshes;
 }
 
 void PrintReport(const spmd::PartitionResult& result, const spmd::Mesh& mesh) {
@@ -78,7 +58,7 @@ int RunPartition(const PartitionOptions& options) {
     if (!mesh.ok()) return Fail(kExitUsageError, std::string(mesh.status().message()));
     meshes.push_back(*mesh);
   } else {
-    meshes = DefaultMeshes((*module)->partition_count());
+    meshes = spmd::CandidateMeshes(**module);
   }
   absl::Status last = absl::OkStatus();
   for (const spmd::Mesh& mesh : meshes) {
@@ -98,7 +78,10 @@ int RunPartition(const PartitionOptions& options) {
     PrintReport(*result, mesh);
     return kExitOk;
   }
-  return Fail(kExitRuntimeError, std::string(last.message()));
+  if (meshes.size() == 1) return Fail(kExitRuntimeError, std::string(last.message()));
+  return Fail(kExitRuntimeError,
+              fmt::format("{} (the last of {} meshes tried; give one with --mesh)",
+                          std::string(last.message()), meshes.size()));
 }
 
 }  // namespace
@@ -112,7 +95,8 @@ void RegisterPartitionCommand(CLI::App& app) {
   command->add_option("file", options->path, "HLO text file")->required();
   command->add_option("--mesh", options->mesh,
                       "Mesh shape, optionally with axis names: 2x4 or 2x4:dp,tp (default: the "
-                      "module's num_partitions as one axis, or its prime factors)");
+                      "module's num_partitions as one axis, the shapes of its annotations, or its "
+                      "prime factors; at most 24 meshes are tried)");
   command->add_option("--spec", options->specs,
                       "NAME=SPEC: shard instruction NAME by a partition spec, e.g. "
                       "x=\"(dp, None)\"");
