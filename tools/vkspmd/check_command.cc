@@ -1,5 +1,6 @@
 // `vkspmd check FILE.hlo`: parses and verifies an HLO module and prints it back in the canonical
-// printed form, or prints the errors (FILE:LINE:COLUMN: message) and exits 1.
+// printed form, or prints the errors (FILE:LINE:COLUMN: message) and exits 1 (2 when the file
+// cannot be used at all: missing, not a regular file, too large).
 #include <cctype>
 #include <cstdio>
 #include <string>
@@ -23,7 +24,7 @@ int RunCheck(const CheckOptions& options) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ReadModuleFile(options.path);
   if (!module.ok()) {
     fmt::print(stderr, "{}\n", std::string(module.status().message()));
-    return kExitRuntimeError;
+    return IsUnusableFile(module.status()) ? kExitUsageError : kExitRuntimeError;
   }
   fmt::print("{}", ir::PrintModule(**module));
   if (options.print_hash)

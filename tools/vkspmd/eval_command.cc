@@ -28,7 +28,7 @@ int RunEval(const EvalOptions& options) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ReadModuleFile(options.path);
   if (!module.ok()) {
     fmt::print(stderr, "{}\n", std::string(module.status().message()));
-    return kExitRuntimeError;
+    return IsUnusableFile(module.status()) ? kExitUsageError : kExitRuntimeError;
   }
   absl::StatusOr<std::vector<ir::Literal>> arguments =
       BuildArguments(*(*module)->entry(), options.inputs, options.random_seed);
@@ -41,7 +41,14 @@ int RunEval(const EvalOptions& options) {
   absl::StatusOr<std::vector<ir::Literal>> results =
       interp::EvaluateOnDevices(**module, std::vector<std::vector<ir::Literal>>(devices, filled));
   if (!results.ok()) return Fail(kExitRuntimeError, std::string(results.status().message()));
-  if (!options.output_dir.empty()) std::filesystem::create_directories(options.output_dir);
+  if (!options.output_dir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(options.output_dir, error);
+    if (error) {
+      return Fail(kExitRuntimeError, fmt::format("cannot create --output-dir {}: {}",
+                                                 options.output_dir, error.message()));
+    }
+  }
   for (int64_t d = 0; d < devices; ++d) {
     const std::string stem = devices == 1 ? "output" : fmt::format("device{}.output", d);
     PrintSummary(stem, (*results)[d]);

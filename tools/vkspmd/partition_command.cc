@@ -51,7 +51,10 @@ int RunPartition(const PartitionOptions& options) {
     return Fail(kExitUsageError, "--print must be propagated or partitioned");
   }
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ReadModuleFile(options.path);
-  if (!module.ok()) return Fail(kExitRuntimeError, std::string(module.status().message()));
+  if (!module.ok()) {
+    return Fail(IsUnusableFile(module.status()) ? kExitUsageError : kExitRuntimeError,
+                std::string(module.status().message()));
+  }
   std::vector<spmd::Mesh> meshes;
   if (!options.mesh.empty()) {
     absl::StatusOr<spmd::Mesh> mesh = spmd::Mesh::Parse(options.mesh);

@@ -1,11 +1,15 @@
 // Program input and output for the CLI.
 #include "tools/vkspmd/program_io.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
@@ -61,12 +65,49 @@ int64_t FindParameter(const ir::Computation& entry, std::string name) {
 
 }  // namespace
 
+absl::StatusOr<std::string> ReadInputFile(const std::string& path, int64_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below as non-regular.
+  const int descriptor = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (descriptor < 0) {
+    return absl::NotFoundError(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  }
+  struct FileCloser {
+    int descriptor;
+    ~FileCloser() { close(descriptor); }
+  } closer{descriptor};
+  struct stat status {};
+  if (fstat(descriptor, &status) != 0 || !S_ISREG(status.st_mode)) {
+    return absl::FailedPreconditionError(
+        fmt::format("{} is not a regular file (a directory, device or pipe cannot be read)", path));
+  }
+  if (status.st_size > max_bytes) {
+    return absl::FailedPreconditionError(
+        fmt::format("{} has {} bytes; input files of this kind may have at most {}", path,
+                    status.st_size, max_bytes));
+  }
+  std::string contents(static_cast<size_t>(status.st_size), '\0');
+  size_t filled = 0;
+  while (filled < contents.size()) {
+    const ssize_t count = read(descriptor, contents.data() + filled, contents.size() - filled);
+    if (count < 0 && errno == EINTR) continue;
+    if (count < 0) {
+      return absl::NotFoundError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+    }
+    if (count == 0) break;  // the file shrank while it was read
+    filled += static_cast<size_t>(count);
+  }
+  contents.resize(filled);
+  return contents;
+}
+
+bool IsUnusableFile(const absl::Status& status) {
+  return absl::IsNotFound(status) || absl::IsFailedPrecondition(status);
+}
+
 absl::StatusOr<std::unique_ptr<ir::Module>> ReadModuleFile(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) return absl::NotFoundError(fmt::format("cannot open {}", path));
-  std::stringstream text;
-  text << file.rdbuf();
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text.str());
+  absl::StatusOr<std::string> text = ReadInputFile(path, kMaxModuleFileBytes);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(*text);
   if (!module.ok()) {
     return absl::Status(module.status().code(),
                         fmt::format("{}:{}", path, std::string(module.status().message())));
@@ -88,8 +129,17 @@ absl::StatusOr<std::vector<ir::Literal>> BuildArguments(const ir::Computation& e
       return absl::InvalidArgumentError(fmt::format(
           "--input {}: the entry has no parameter named {}", input, input.substr(0, equals)));
     }
-    absl::StatusOr<ir::Literal> literal = interp::ReadNpyFile(input.substr(equals + 1));
-    if (!literal.ok()) return absl::DataLossError(std::string(literal.status().message()));
+    const std::string file = input.substr(equals + 1);
+    absl::StatusOr<std::string> bytes = ReadInputFile(file, kMaxNpyFileBytes);
+    if (!bytes.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("--input {}: {}", input, std::string(bytes.status().message())));
+    }
+    absl::StatusOr<ir::Literal> literal = interp::ParseNpy(*bytes);
+    if (!literal.ok()) {
+      return absl::DataLossError(
+          fmt::format("{}: {}", file, std::string(literal.status().message())));
+    }
     arguments[number] = std::move(*literal);
   }
   std::mt19937_64 generator(random_seed.value_or(0));
