@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
 
@@ -58,17 +60,40 @@ std::string Border(const char* left, const char* junction, const char* right, si
   return line + "\n";
 }
 
-// A stable colour index per distinct device list, in order of first appearance.
-int ColorIndex(const std::vector<std::vector<TileCell>>& grid, const TileCell& cell) {
-  std::vector<std::string> seen;
+// A stable colour index per distinct device list, in order of first appearance: one pass, so
+// that drawing stays linear in the number of tiles.
+std::vector<std::vector<int>> ColorIndices(const std::vector<std::vector<TileCell>>& grid) {
+  absl::flat_hash_map<std::string, int> first_seen;
+  std::vector<std::vector<int>> colors;
   for (const auto& row : grid) {
-    for (const TileCell& other : row) {
-      const std::string label = Label(other);
-      if (std::find(seen.begin(), seen.end(), label) == seen.end()) seen.push_back(label);
+    std::vector<int>& row_colors = colors.emplace_back();
+    for (const TileCell& cell : row) {
+      const auto [entry, added] =
+          first_seen.try_emplace(Label(cell), static_cast<int>(first_seen.size()));
+      row_colors.push_back(entry->second % kColorCount);
     }
   }
-  return static_cast<int>(std::find(seen.begin(), seen.end(), Label(cell)) - seen.begin()) %
-         kColorCount;
+  return colors;
+}
+
+// Fills in the cell of one tile: the tile's index has one coordinate per tile-assignment dim.
+void AddToCell(const ir::Sharding& sharding, const ir::Shape& full,
+               const std::vector<int64_t>& index, int64_t device,
+               std::vector<std::vector<TileCell>>& grid) {
+  const int64_t rank = full.rank();
+  for (int64_t d = 2; d < rank; ++d) {
+    if (index[d] != 0) return;  // only tiles at index 0 of dims beyond the first two
+  }
+  const int64_t row = rank >= 2 ? index[0] : 0;
+  const int64_t column = rank >= 2 ? index[1] : (rank == 1 ? index[0] : 0);
+  TileCell& cell = grid[row][column];
+  cell.devices.push_back(device);
+  if (!cell.ranges.empty()) return;
+  const std::vector<int64_t> start = sharding.TileOffsetForIndex(full, index);
+  const std::vector<int64_t> limit = sharding.TileLimitForIndex(full, index);
+  for (int64_t d = 0; d < std::min<int64_t>(rank, 2); ++d) {
+    cell.ranges.emplace_back(start[d], limit[d]);
+  }
 }
 
 }  // namespace
@@ -94,22 +119,21 @@ absl::StatusOr<std::vector<std::vector<TileCell>>> ShardingGrid(
   const int64_t columns = rank >= 2 ? tiles_on(1) : tiles_on(0);
   std::vector<std::vector<TileCell>> grid(rows, std::vector<TileCell>(columns));
   const ir::Shape full(ir::DType::kF32, shape);
-  for (int64_t device : devices) {
-    if (!sharding.UsesDevice(device)) continue;
-    std::vector<int64_t> index = tiled ? *sharding.TileIndexForDevice(device)
-                                       : std::vector<int64_t>(std::max<int64_t>(rank, 1), 0);
-    bool shown = true;  // only tiles at index 0 of dims beyond the first two
-    for (int64_t d = 2; d < rank; ++d) shown = shown && index[d] == 0;
-    if (!shown) continue;
-    const int64_t row = rank >= 2 ? index[0] : 0;
-    const int64_t column = rank >= 2 ? index[1] : (rank == 1 ? index[0] : 0);
-    TileCell& cell = grid[row][column];
-    cell.devices.push_back(device);
-    if (cell.ranges.empty()) {
-      const std::vector<int64_t> start = sharding.TileOffsetForDevice(full, device);
-      const std::vector<int64_t> limit = sharding.TileLimitForDevice(full, device);
-      for (int64_t d = 0; d < std::min<int64_t>(rank, 2); ++d) {
-        cell.ranges.emplace_back(start[d], limit[d]);
+  if (tiled) {
+    // One walk over the tile assignment (not a search per device), limited to the mesh's devices
+    // when they are given.
+    const absl::flat_hash_set<int64_t> shown(options.devices.begin(), options.devices.end());
+    const std::vector<int64_t>& dims = sharding.tile_assignment().dimensions;
+    std::vector<int64_t> index(dims.size(), 0);
+    for (int64_t device : sharding.tile_assignment().Flatten()) {
+      if (shown.empty() || shown.contains(device)) AddToCell(sharding, full, index, device, grid);
+      ir::NextIndex(dims, index);
+    }
+  } else {
+    for (int64_t device : devices) {
+      if (sharding.UsesDevice(device)) {
+        AddToCell(sharding, full, std::vector<int64_t>(std::max<int64_t>(rank, 1), 0), device,
+                  grid);
       }
     }
   }
@@ -119,11 +143,42 @@ absl::StatusOr<std::vector<std::vector<TileCell>>> ShardingGrid(
   return grid;
 }
 
+namespace {
+
+// The part of the grid that is drawn (at most kMaxDrawnTiles rows and columns, from the first),
+// its colours, and a line saying what was left out when anything was.
+struct DrawnGrid {
+  std::vector<std::vector<TileCell>> cells;
+  std::vector<std::vector<int>> colors;
+  std::string note;
+};
+
+absl::StatusOr<DrawnGrid> Drawn(const ir::Sharding& sharding, const std::vector<int64_t>& shape,
+                                const ShardingViewOptions& options) {
+  absl::StatusOr<std::vector<std::vector<TileCell>>> grid = ShardingGrid(sharding, shape, options);
+  if (!grid.ok()) return grid.status();
+  const size_t rows = grid->size(), columns = grid->front().size();
+  DrawnGrid drawn;
+  if (rows > kMaxDrawnTiles || columns > kMaxDrawnTiles) {
+    grid->resize(std::min(rows, kMaxDrawnTiles));
+    for (auto& row : *grid) row.resize(std::min(columns, kMaxDrawnTiles));
+    drawn.note = fmt::format("showing the first {} of {} tile rows and {} of {} tile columns",
+                             grid->size(), rows, grid->front().size(), columns);
+  }
+  drawn.cells = *std::move(grid);
+  drawn.colors = ColorIndices(drawn.cells);
+  return drawn;
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> VisualizeSharding(const ir::Sharding& sharding,
                                               const std::vector<int64_t>& shape,
                                               const ShardingViewOptions& options) {
-  absl::StatusOr<std::vector<std::vector<TileCell>>> grid = ShardingGrid(sharding, shape, options);
-  if (!grid.ok()) return grid.status();
+  absl::StatusOr<DrawnGrid> drawn = Drawn(sharding, shape, options);
+  if (!drawn.ok()) return drawn.status();
+  const std::vector<std::vector<TileCell>>* grid = &drawn->cells;
+  const std::vector<std::vector<int>>& colors = drawn->colors;
   size_t width = 0;
   for (const auto& row : *grid) {
     for (const TileCell& cell : row) {
@@ -137,11 +192,11 @@ absl::StatusOr<std::string> VisualizeSharding(const ir::Sharding& sharding,
     for (const bool range_line : {false, true}) {
       if (range_line && shape.empty()) continue;
       std::string line = "│";
-      for (const TileCell& cell : (*grid)[r]) {
+      for (size_t c = 0; c < columns; ++c) {
+        const TileCell& cell = (*grid)[r][c];
         const std::string body = Centered(range_line ? RangeLabel(cell) : Label(cell), width);
         if (options.color) {
-          line += fmt::format("\x1b[30;48;5;{}m{}\x1b[0m", kTerminalColors[ColorIndex(*grid, cell)],
-                              body);
+          line += fmt::format("\x1b[30;48;5;{}m{}\x1b[0m", kTerminalColors[colors[r][c]], body);
         } else {
           line += body;
         }
@@ -152,20 +207,26 @@ absl::StatusOr<std::string> VisualizeSharding(const ir::Sharding& sharding,
     text += r + 1 == grid->size() ? Border("└", "┴", "┘", columns, width)
                                   : Border("├", "┼", "┤", columns, width);
   }
+  if (!drawn->note.empty()) text += "(" + drawn->note + ")\n";
   return text;
 }
 
 absl::StatusOr<std::string> ShardingSvg(const ir::Sharding& sharding,
                                         const std::vector<int64_t>& shape,
                                         const ShardingViewOptions& options) {
-  absl::StatusOr<std::vector<std::vector<TileCell>>> grid = ShardingGrid(sharding, shape, options);
-  if (!grid.ok()) return grid.status();
+  absl::StatusOr<DrawnGrid> drawn = Drawn(sharding, shape, options);
+  if (!drawn.ok()) return drawn.status();
+  const std::vector<std::vector<TileCell>>* grid = &drawn->cells;
+  const std::vector<std::vector<int>>& colors = drawn->colors;
   constexpr double kWidth = 480, kHeight = 320;
   const size_t rows = grid->size(), columns = grid->front().size();
   // Tile sizes from the shard extents when known, equal otherwise.
   const auto extent = [&](const TileCell& cell, size_t dim, size_t count) -> double {
     const size_t range = shape.size() >= 2 ? dim : 0;
-    if (cell.ranges.size() <= range || (shape.size() < 2 && dim == 0)) return 1.0 / count;
+    const bool truncated = !drawn->note.empty();
+    if (truncated || cell.ranges.size() <= range || (shape.size() < 2 && dim == 0)) {
+      return 1.0 / count;
+    }
     const double total = static_cast<double>(shape[range]);
     return total == 0 ? 1.0 / count
                       : (cell.ranges[range].second - cell.ranges[range].first) / total;
@@ -184,7 +245,7 @@ absl::StatusOr<std::string> ShardingSvg(const ir::Sharding& sharding,
       svg += fmt::format(
           "  <rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\" "
           "stroke=\"black\"/>\n",
-          x, y, width, height, kSvgColors[ColorIndex(*grid, cell)]);
+          x, y, width, height, kSvgColors[colors[r][c]]);
       svg += fmt::format("  <text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n",
                          x + width / 2, y + height / 2, Label(cell));
       if (!shape.empty()) {
@@ -196,6 +257,7 @@ absl::StatusOr<std::string> ShardingSvg(const ir::Sharding& sharding,
     }
     y += height;
   }
+  if (!drawn->note.empty()) svg += fmt::format("  <!-- {} -->\n", drawn->note);
   return svg + "</svg>\n";
 }
 

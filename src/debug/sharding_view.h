@@ -34,6 +34,9 @@ absl::StatusOr<std::vector<std::vector<TileCell>>> ShardingGrid(
     const ir::Sharding& sharding, const std::vector<int64_t>& shape,
     const ShardingViewOptions& options = {});
 
+// The pictures draw at most this many tile rows and columns (the first ones), and say so.
+inline constexpr size_t kMaxDrawnTiles = 64;
+
 // The grid drawn with box-drawing characters, e.g. for {devices=[2,1,2]0,1,2,3
 // last_tile_dim_replicate} over f32[4,8]:
 //   ┌───────────┐
@@ -41,6 +44,7 @@ absl::StatusOr<std::vector<std::vector<TileCell>>> ShardingGrid(
 //   │ [0:2,0:8] │
 //   ├───────────┤
 //   ...
+// Linear in the number of tiles drawn; a larger grid ends with "(showing the first 64 of ...)".
 absl::StatusOr<std::string> VisualizeSharding(const ir::Sharding& sharding,
                                               const std::vector<int64_t>& shape,
                                               const ShardingViewOptions& options = {});

@@ -148,26 +148,39 @@ Shape Sharding::TileShape(const Shape& shape) const {
   return Shape(shape.dtype(), dims);
 }
 
-std::vector<int64_t> Sharding::TileOffsetForDevice(const Shape& shape, int64_t device) const {
+std::vector<int64_t> Sharding::TileOffsetForIndex(const Shape& shape,
+                                                  const std::vector<int64_t>& index) const {
   std::vector<int64_t> offsets(shape.rank(), 0);
-  const std::optional<std::vector<int64_t>> index = TileIndexForDevice(device);
-  if (kind_ != Kind::kTiled || !index.has_value()) return offsets;
+  if (kind_ != Kind::kTiled) return offsets;
   const Shape tile = TileShape(shape);
   for (int64_t i = 0; i < TiledDataRank() && i < shape.rank(); ++i) {
-    offsets[i] = std::min((*index)[i] * tile.dimension(i), shape.dimension(i));
+    offsets[i] = std::min(index[i] * tile.dimension(i), shape.dimension(i));
   }
   return offsets;
 }
 
-std::vector<int64_t> Sharding::TileLimitForDevice(const Shape& shape, int64_t device) const {
+std::vector<int64_t> Sharding::TileLimitForIndex(const Shape& shape,
+                                                 const std::vector<int64_t>& index) const {
   if (kind_ != Kind::kTiled) return shape.dimensions();
-  std::vector<int64_t> limits = TileOffsetForDevice(shape, device);
+  std::vector<int64_t> limits = TileOffsetForIndex(shape, index);
   const Shape tile = TileShape(shape);
-  if (!TileIndexForDevice(device).has_value()) return limits;
   for (int64_t i = 0; i < shape.rank(); ++i) {
     limits[i] = std::min(limits[i] + tile.dimension(i), shape.dimension(i));
   }
   return limits;
+}
+
+std::vector<int64_t> Sharding::TileOffsetForDevice(const Shape& shape, int64_t device) const {
+  const std::optional<std::vector<int64_t>> index = TileIndexForDevice(device);
+  if (!index.has_value()) return std::vector<int64_t>(shape.rank(), 0);
+  return TileOffsetForIndex(shape, *index);
+}
+
+std::vector<int64_t> Sharding::TileLimitForDevice(const Shape& shape, int64_t device) const {
+  if (kind_ != Kind::kTiled) return shape.dimensions();
+  const std::optional<std::vector<int64_t>> index = TileIndexForDevice(device);
+  if (!index.has_value()) return std::vector<int64_t>(shape.rank(), 0);
+  return TileLimitForIndex(shape, *index);
 }
 
 int64_t Sharding::NumTiles() const {

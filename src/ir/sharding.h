@@ -64,6 +64,12 @@ class Sharding {
   Shape TileShape(const Shape& shape) const;
   std::vector<int64_t> TileOffsetForDevice(const Shape& shape, int64_t device) const;
   std::vector<int64_t> TileLimitForDevice(const Shape& shape, int64_t device) const;
+  // The same from a full tile index (as TileIndexForDevice gives), without searching the tile
+  // assignment for a device: what a walk over every tile uses.
+  std::vector<int64_t> TileOffsetForIndex(const Shape& shape,
+                                          const std::vector<int64_t>& index) const;
+  std::vector<int64_t> TileLimitForIndex(const Shape& shape,
+                                         const std::vector<int64_t>& index) const;
   // Number of distinct tiles (replication dims excluded).
   int64_t NumTiles() const;
   // Number of tile-assignment entries (replication dims included): devices that hold a tile.

@@ -69,5 +69,39 @@ TEST(ShardingViewTest, RejectsAShapeOfTheWrongRank) {
             "sharding {devices=[2,2]<=[4]} tiles 2 dims but the shape has 1");
 }
 
+// 1024x1024 tiles (2^20 devices): the grid is built in one walk over the tile assignment, and
+// the pictures draw the first 64x64 tiles and say so (it used to take minutes, quadratic in the
+// tile count, and would have printed 80 MB).
+TEST(ShardingViewTest, LargeTilingsAreDrawnQuicklyAndCapped) {
+  const ir::Sharding sharding = Parse("{devices=[1024,1024]<=[1048576]}");
+  absl::StatusOr<std::vector<std::vector<TileCell>>> grid = ShardingGrid(sharding, {2048, 1024});
+  ASSERT_TRUE(grid.ok()) << grid.status();
+  ASSERT_EQ(grid->size(), 1024u);
+  EXPECT_EQ((*grid)[1023][1023].devices, std::vector<int64_t>{1048575});
+  EXPECT_EQ((*grid)[1023][1023].ranges,
+            (std::vector<std::pair<int64_t, int64_t>>{{2046, 2048}, {1023, 1024}}));
+  absl::StatusOr<std::string> text = VisualizeSharding(sharding, {2048, 1024});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_TRUE(text->ends_with(
+      "┘\n(showing the first 64 of 1024 tile rows and 64 of 1024 tile columns)\n"));
+  EXPECT_NE(text->find(" 64575 "), std::string::npos);  // row 63, column 63
+  EXPECT_EQ(text->find(" 64576 "), std::string::npos);  // row 63, column 64
+  EXPECT_EQ(text->find(" 65536 "), std::string::npos);  // row 64, column 0
+  absl::StatusOr<std::string> svg = ShardingSvg(sharding, {1024, 1024});
+  ASSERT_TRUE(svg.ok()) << svg.status();
+  EXPECT_NE(svg->find("<!-- showing the first 64 of 1024"), std::string::npos);
+}
+
+// With mesh devices given, tiles on devices outside the mesh are left empty.
+TEST(ShardingViewTest, OnlyTheGivenDevicesAreShown) {
+  ShardingViewOptions options;
+  options.devices = {0, 1};
+  absl::StatusOr<std::vector<std::vector<TileCell>>> grid =
+      ShardingGrid(Parse("{devices=[4]0,1,2,3}"), {8}, options);
+  ASSERT_TRUE(grid.ok());
+  EXPECT_EQ((*grid)[0][1].devices, std::vector<int64_t>{1});
+  EXPECT_TRUE((*grid)[0][2].devices.empty());
+}
+
 }  // namespace
 }  // namespace vkspmd::debug
