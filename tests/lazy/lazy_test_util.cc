@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "fmt/format.h"
 #include "src/interp/evaluator.h"
 #include "src/lazy/api_support.h"
 #include "src/lazy/engine.h"
@@ -52,11 +54,33 @@ std::string CompareWithReference(const HostTensor& actual, const ir::Literal& re
   for (int64_t i = 0; i < actual.numel(); ++i) {
     const double a = actual.at<double>(i), b = reference.GetAsDouble(i);
     if (a == b || (std::isnan(a) && std::isnan(b))) continue;
-    if (actual.dtype == DType::kFloat32 &&
+    if (actual.dtype == DType::kFloat32 && std::isfinite(a) && std::isfinite(b) &&
         std::fabs(a - b) <= relative * std::max(1.0, std::fabs(b))) {
       continue;
     }
     return absl::StrCat("element ", i, ": ", a, ", reference ", b);
+  }
+  return "";
+}
+
+std::string CompareWithExpected(const HostTensor& actual, const HostTensor& expected,
+                                double relative, double absolute) {
+  if (actual.shape != expected.shape) {
+    return absl::StrCat("shape [", absl::StrJoin(actual.shape, ","),
+                        "] differs from the expected [", absl::StrJoin(expected.shape, ","), "]");
+  }
+  if (actual.dtype != expected.dtype) {
+    return absl::StrCat("dtype ", dtype_name(actual.dtype), " differs from the expected ",
+                        dtype_name(expected.dtype));
+  }
+  for (int64_t i = 0; i < actual.numel(); ++i) {
+    const double a = actual.at<double>(i), b = expected.at<double>(i);
+    if (a == b || (std::isnan(a) && std::isnan(b))) continue;
+    if (actual.dtype == DType::kFloat32 && std::isfinite(a) && std::isfinite(b) &&
+        std::fabs(a - b) <= absolute + relative * std::fabs(b)) {
+      continue;
+    }
+    return fmt::format("element {}: {:.9g}, expected {:.9g}", i, a, b);
   }
   return "";
 }

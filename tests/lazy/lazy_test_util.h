@@ -23,6 +23,12 @@ ir::Literal ReferenceValue(const Tensor& tensor);
 std::string CompareWithReference(const HostTensor& actual, const ir::Literal& reference,
                                  double relative = 1e-5);
 
+// Every element of `actual` within `absolute` + `relative` * |expected| of `expected` (floats;
+// a NaN or an infinity only where `expected` has the same); exact for integers and booleans.
+// Shapes and dtypes must be equal. "" when equal, else the first difference.
+std::string CompareWithExpected(const HostTensor& actual, const HostTensor& expected,
+                                double relative, double absolute);
+
 // The message of the vkspmd::Error that `call` throws, or "no error".
 std::string ThrownMessage(const std::function<void()>& call);
 

@@ -1,10 +1,21 @@
 // Every op of the Tensor API on one device and on a 2x2 mesh with several input shardings
-// equals the reference evaluator running the traced, unpartitioned graph (odd and prime sizes, so
-// shards are uneven and padded). All ops of a configuration form one graph: one compile each.
+// equals PyTorch (tests/lazy/torch_ops.py, run by Debian's /usr/bin/python3 on the inputs as the
+// devices hold them), and so does the reference evaluator running the traced, unpartitioned graph
+// (odd and prime sizes, so shards are uneven and padded). All ops of a configuration form one
+// graph: one compile and one PyTorch process each. PyTorch missing is a failure, not a skip.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 
+#include "fmt/format.h"
+#include "src/lazy/api_support.h"
 #include "tests/lazy/lazy_test_util.h"
 #include "vkspmd/vkspmd.h"
 
@@ -107,7 +118,76 @@ std::vector<std::pair<std::string, Tensor>> AllOps(const Inputs& in) {
   };
 }
 
-// Builds every op, takes the references, syncs once and compares.
+namespace fs = std::filesystem;
+
+// f32 on the device (transcendentals within a few ulp, other summation orders) against PyTorch's
+// float64 value rounded to f32.
+constexpr double kRelative = 1e-5;
+constexpr double kAbsolute = 1e-6;
+
+// A directory of this process for one test case, removed afterwards.
+class TemporaryDirectory {
+ public:
+  TemporaryDirectory() {
+    const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = fs::path(::testing::TempDir()) /
+            fmt::format("vkspmd_lazy_ops_{}_{}", test->name(), ::getpid());
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TemporaryDirectory() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// The inputs by the names tests/lazy/torch_ops.py reads.
+std::vector<std::pair<std::string, Tensor>> NamedInputs(const Inputs& in) {
+  return {{"a", in.a},
+          {"b", in.b},
+          {"c", in.c},
+          {"v", in.v},
+          {"a3", in.a3},
+          {"w3", in.w3},
+          {"indices", in.indices},
+          {"condition", in.condition}};
+}
+
+// The largest |actual - expected| as a fraction of the tolerance (floats only; 0 for others).
+double ToleranceUsed(const HostTensor& actual, const HostTensor& expected) {
+  double worst = 0;
+  if (actual.dtype != DType::kFloat32 || actual.shape != expected.shape) return worst;
+  for (int64_t i = 0; i < actual.numel(); ++i) {
+    const double a = actual.at<double>(i), b = expected.at<double>(i);
+    if (a != b) worst = std::max(worst, std::fabs(a - b) / (kAbsolute + kRelative * std::fabs(b)));
+  }
+  return worst;
+}
+
+// Writes the inputs and the op names into `directory` and runs tests/lazy/torch_ops.py there;
+// "" on success, else the command and its output.
+std::string RunTorch(const fs::path& directory, const Inputs& in,
+                     const std::vector<std::pair<std::string, Tensor>>& ops) {
+  for (const auto& [name, value] : NamedInputs(in)) {
+    value.to_npy((directory / (name + ".npy")).string());
+  }
+  {
+    std::ofstream names(directory / "ops.txt");
+    for (const auto& [name, t] : ops) names << name << "\n";
+  }
+  const fs::path log = directory / "torch.log";
+  const std::string command = fmt::format("{} {} {} > {} 2>&1", VKSPMD_TORCH_PYTHON,
+                                          VKSPMD_TORCH_OPS, directory.string(), log.string());
+  if (std::system(command.c_str()) == 0) return "";
+  std::ifstream log_stream(log);
+  return command + "\n" + std::string(std::istreambuf_iterator<char>(log_stream), {}) +
+         "(PyTorch is part of the test set-up: Debian's python3-torch and python3-numpy, see "
+         "tools/setup.sh)";
+}
+
+// Builds every op, takes the reference evaluator's values, syncs once, asks PyTorch and compares
+// both the devices' and the evaluator's values with PyTorch's.
 void CheckAllOps(const std::function<void(Inputs&)>& shard) {
   Inputs in = MakeInputs();
   shard(in);
@@ -115,10 +195,25 @@ void CheckAllOps(const std::function<void(Inputs&)>& shard) {
   std::vector<ir::Literal> references;
   for (const auto& [name, t] : ops) references.push_back(ReferenceValue(t));
   sync();
+  TemporaryDirectory directory;
+  const std::string torch_error = RunTorch(directory.path(), in, ops);
+  ASSERT_TRUE(torch_error.empty()) << torch_error;
+  std::pair<double, std::string> worst = {0, ""};
   for (size_t k = 0; k < ops.size(); ++k) {
-    EXPECT_EQ(CompareWithReference(ops[k].second.to_host(), references[k], 2e-5), "")
-        << ops[k].first;
+    const std::string& name = ops[k].first;
+    const HostTensor expected = from_npy((directory.path() / (name + ".npy")).string()).to_host();
+    const HostTensor actual = ops[k].second.to_host();
+    EXPECT_EQ(CompareWithExpected(actual, expected, kRelative, kAbsolute), "")
+        << name << " on the devices against PyTorch";
+    worst = std::max(worst, {ToleranceUsed(actual, expected), name});
+    EXPECT_EQ(
+        CompareWithExpected(lazy::ToHostTensor(references[k]), expected, kRelative, kAbsolute), "")
+        << name << " in the reference evaluator against PyTorch";
   }
+  fmt::print(
+      "{} ops against PyTorch; the largest device difference, {}, is {:.2f} of the "
+      "tolerance\n",
+      ops.size(), worst.second, worst.first);
 }
 
 TEST(OpsTest, OneDevice) {
