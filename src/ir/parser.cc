@@ -230,16 +230,23 @@ class ModuleParser {
     std::vector<Instruction*> operands;
     if (reader_.TryConsume(")")) return operands;
     do {
-      // XLA prints "f32[8]{0} %x"; newer XLA prints just "x".
+      // XLA prints "f32[8]{0} %x"; newer XLA prints just "x". The annotation must be right.
+      const Token shape_token = reader_.current();
+      std::optional<Shape> annotated;
       if (reader_.IsPunct("(") || (reader_.current().kind == TokenKind::kWord &&
                                    DTypeFromName(reader_.current().text).has_value())) {
-        VKSPMD_RETURN_IF_ERROR(reader_.ReadShape().status());
+        VKSPMD_ASSIGN_OR_RETURN(annotated, reader_.ReadShape());
       }
       const Token operand_token = reader_.current();
       VKSPMD_ASSIGN_OR_RETURN(std::string operand_name, reader_.ReadName());
       auto found = names_.find(operand_name);
       if (found == names_.end()) {
         return reader_.ErrorAt(operand_token, fmt::format("unknown operand %{}", operand_name));
+      }
+      if (annotated.has_value() && *annotated != found->second->shape()) {
+        return reader_.ErrorAt(
+            shape_token, fmt::format("operand %{} is annotated {} but is {}", operand_name,
+                                     annotated->ToString(), found->second->shape().ToString()));
       }
       operands.push_back(found->second);
     } while (reader_.TryConsume(","));
@@ -422,22 +429,31 @@ absl::Status ModuleParser::ParseAttribute(Instruction& instruction) {
   return absl::OkStatus();
 }
 
+// Every message of the public entry points may quote the input: escape what it quotes.
+absl::Status Escaped(const absl::Status& status) {
+  return absl::Status(status.code(), EscapeControlBytes(std::string(status.message())));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Module>> ParseModule(std::string_view text) {
-  return ModuleParser(text).Parse();
+  absl::StatusOr<std::unique_ptr<Module>> module = ModuleParser(text).Parse();
+  if (!module.ok()) return Escaped(module.status());
+  return module;
 }
 
 absl::StatusOr<std::unique_ptr<Module>> ParseAndVerifyModule(std::string_view text) {
   VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, ParseModule(text));
-  VKSPMD_RETURN_IF_ERROR(VerifyModule(*module));
+  absl::Status verified = VerifyModule(*module);
+  if (!verified.ok()) return Escaped(verified);
   return module;
 }
 
 absl::StatusOr<Sharding> ParseSharding(std::string_view text) {
   TextReader reader(text);
-  VKSPMD_ASSIGN_OR_RETURN(Sharding sharding, reader.ReadSharding());
-  if (!reader.AtEnd()) return reader.Expected("end of input");
+  absl::StatusOr<Sharding> sharding = reader.ReadSharding();
+  if (sharding.ok() && !reader.AtEnd()) sharding = reader.Expected("end of input");
+  if (!sharding.ok()) return Escaped(sharding.status());
   return sharding;
 }
 

@@ -1,5 +1,6 @@
 // Parses HLO text (what XLA prints, and what PrintModule prints) into a Module. Errors are
-// InvalidArgument statuses starting with "line:column:".
+// InvalidArgument statuses starting with "line:column:"; input bytes they quote that are not
+// printable ASCII are escaped as \xNN.
 #pragma once
 
 #include <memory>

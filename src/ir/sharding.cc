@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
 
@@ -44,6 +45,17 @@ absl::Status DeviceArray::Validate() const {
       return absl::InvalidArgumentError(fmt::format("device array [{}] needs {} device ids, got {}",
                                                     absl::StrJoin(dimensions, ","), count,
                                                     device_ids.size()));
+    }
+    absl::flat_hash_set<int64_t> seen;
+    for (int64_t id : device_ids) {
+      if (id < 0) {
+        return absl::InvalidArgumentError(fmt::format(
+            "device array [{}] has a negative device id {}", absl::StrJoin(dimensions, ","), id));
+      }
+      if (!seen.insert(id).second) {
+        return absl::InvalidArgumentError(fmt::format("device array [{}] lists device {} twice",
+                                                      absl::StrJoin(dimensions, ","), id));
+      }
     }
     return absl::OkStatus();
   }
@@ -256,6 +268,40 @@ absl::Status Sharding::ValidateForShape(const Shape& shape) const {
                     TiledDataRank(), shape.ToString(), shape.IsTuple() ? 0 : shape.rank()));
   }
   return absl::OkStatus();
+}
+
+absl::Status Sharding::ValidateDevices(int64_t device_count) const {
+  const auto out_of_range = [&](int64_t device) {
+    return absl::InvalidArgumentError(
+        fmt::format("sharding {} uses device {}, but the module has num_partitions={} (devices "
+                    "0..{})",
+                    ToString(), device, device_count, device_count - 1));
+  };
+  switch (kind_) {
+    case Kind::kMaximal:
+      if (maximal_device_ < 0 || maximal_device_ >= device_count) {
+        return out_of_range(maximal_device_);
+      }
+      return absl::OkStatus();
+    case Kind::kTiled: {
+      if (!tile_assignment_.is_iota) {
+        for (int64_t device : tile_assignment_.device_ids) {
+          if (device < 0 || device >= device_count) return out_of_range(device);
+        }
+      } else if (Product(tile_assignment_.dimensions) > device_count) {
+        return out_of_range(Product(tile_assignment_.dimensions) - 1);
+      }
+      return tile_assignment_.Validate();
+    }
+    case Kind::kTuple:
+      for (const Sharding& element : tuple_elements_) {
+        absl::Status status = element.ValidateDevices(device_count);
+        if (!status.ok()) return status;
+      }
+      return absl::OkStatus();
+    default:
+      return absl::OkStatus();
+  }
 }
 
 std::string Sharding::ToString() const {

@@ -90,6 +90,9 @@ class Sharding {
 
   // Checks that a sharding fits a value of `shape` (tile rank, tuple arity).
   absl::Status ValidateForShape(const Shape& shape) const;
+  // Checks that every device id is one of 0..device_count-1 (the module's partitions) and that a
+  // tile assignment lists each at most once.
+  absl::Status ValidateDevices(int64_t device_count) const;
 
   // XLA's text form including braces: "{devices=[2,1]0,1}", "{{replicated}, {manual}}".
   std::string ToString() const;

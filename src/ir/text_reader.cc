@@ -31,6 +31,20 @@ class NestingGuard {
 
 }  // namespace
 
+std::string EscapeControlBytes(std::string_view text) {
+  std::string escaped;
+  escaped.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte >= 0x7f) {
+      escaped += fmt::format("\\x{:02x}", byte);
+    } else {
+      escaped += c;
+    }
+  }
+  return escaped;
+}
+
 absl::Status TextReader::EnterNesting() {
   if (++depth_ > kMaxNesting) return Error("nesting is too deep");
   return absl::OkStatus();
@@ -379,7 +393,9 @@ absl::StatusOr<Sharding> TextReader::ReadShardingBody(int depth) {
     if (!IsWord("device")) return Expected("'device='");
     Advance();
     VKSPMD_RETURN_IF_ERROR(ExpectPunct("="));
+    const Token device_token = current_;
     VKSPMD_ASSIGN_OR_RETURN(int64_t device, ReadInteger());
+    if (device < 0) return ErrorAt(device_token, "maximal device must not be negative");
     sharding = Sharding::Maximal(device);
   } else if (kind == "devices") {
     VKSPMD_RETURN_IF_ERROR(ExpectPunct("="));

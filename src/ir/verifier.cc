@@ -38,6 +38,11 @@ absl::Status VerifyInstruction(const Instruction& instruction,
   }
   if (instruction.sharding().has_value()) {
     absl::Status status = instruction.sharding()->ValidateForShape(instruction.shape());
+    // A module that declares no num_partitions (1) leaves the device ids to the mesh it is
+    // partitioned over.
+    if (status.ok() && context.partition_count > 1) {
+      status = instruction.sharding()->ValidateDevices(context.partition_count);
+    }
     if (!status.ok()) return InstructionError(instruction, std::string(status.message()));
   }
   return absl::OkStatus();

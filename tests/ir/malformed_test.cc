@@ -471,6 +471,66 @@ ENTRY %m (p: f32[4], q: f32[4]) -> f32[3] {
 }
 )hlo",
      "6:8: %add.3: shape f32[3] does not match the inferred shape f32[4]"},
+    {"operand_shape_contradicts_the_operand",
+     R"hlo(HloModule m
+
+ENTRY %m (x: f32[8]) -> f32[8] {
+  %x = f32[8]{0} parameter(0)
+  ROOT %a = f32[8]{0} add(f32[4]{0} %x, f32[8]{0} %x)
+}
+)hlo",
+     "5:27: operand %x is annotated f32[4] but is f32[8]"},
+    {"sharding_device_listed_twice",
+     R"hlo(HloModule m
+
+ENTRY %m (p: f32[4]) -> f32[4] {
+  ROOT %p = f32[4]{0} parameter(0), sharding={devices=[2]1,1}
+}
+)hlo",
+     "4:55: device array [2] lists device 1 twice"},
+    {"sharding_device_negative",
+     R"hlo(HloModule m
+
+ENTRY %m (p: f32[4]) -> f32[4] {
+  ROOT %p = f32[4]{0} parameter(0), sharding={devices=[2]0,-1}
+}
+)hlo",
+     "4:55: device array [2] has a negative device id -1"},
+    {"sharding_device_out_of_range",
+     R"hlo(HloModule m, num_partitions=2
+
+ENTRY %m (p: f32[4]) -> f32[4] {
+  ROOT %p = f32[4]{0} parameter(0), sharding={devices=[2]0,5}
+}
+)hlo",
+     "4:8: %p: sharding {devices=[2]0,5} uses device 5, but the module has num_partitions=2 "
+     "(devices 0..1)"},
+    {"sharding_iota_beyond_the_partitions",
+     R"hlo(HloModule m, num_partitions=2
+
+ENTRY %m (p: f32[4,4]) -> f32[4,4] {
+  ROOT %p = f32[4,4]{1,0} parameter(0), sharding={devices=[2,2]<=[4]}
+}
+)hlo",
+     "4:8: %p: sharding {devices=[2,2]<=[4]} uses device 3, but the module has num_partitions=2 "
+     "(devices 0..1)"},
+    {"sharding_maximal_beyond_the_partitions",
+     R"hlo(HloModule m, num_partitions=4
+
+ENTRY %m (p: f32[4]) -> f32[4] {
+  ROOT %p = f32[4]{0} parameter(0), sharding={maximal device=77}
+}
+)hlo",
+     "4:8: %p: sharding {maximal device=77} uses device 77, but the module has num_partitions=4 "
+     "(devices 0..3)"},
+    {"sharding_maximal_negative",
+     R"hlo(HloModule m
+
+ENTRY %m (p: f32[4]) -> f32[4] {
+  ROOT %p = f32[4]{0} parameter(0), sharding={maximal device=-2}
+}
+)hlo",
+     "4:62: maximal device must not be negative"},
     {"verify_sharding_rank",
      R"hlo(HloModule m
 
@@ -512,6 +572,20 @@ INSTANTIATE_TEST_SUITE_P(Inputs, MalformedTest, testing::ValuesIn(kCases),
                          [](const testing::TestParamInfo<MalformedCase>& param) {
                            return param.param.name;
                          });
+
+// Bytes that are not printable ASCII are echoed escaped, never raw (a NUL or an escape sequence
+// would otherwise reach the terminal).
+TEST(MalformedTest, ControlBytesInMessagesAreEscaped) {
+  constexpr char kText[] =
+      "HloModule m\n\nENTRY %m () -> f32[] {\n  ROOT %c = f32[] constant(1)\x00\x1b\n}\n";
+  const std::string text(kText, sizeof(kText) - 1);
+  absl::StatusOr<std::unique_ptr<Module>> module = ParseAndVerifyModule(text);
+  ASSERT_FALSE(module.ok());
+  EXPECT_EQ(std::string(module.status().message()), "4:30: expected a name, got '\\x00'");
+  absl::StatusOr<Sharding> sharding = ParseSharding(std::string("{replicated}\x07", 13));
+  ASSERT_FALSE(sharding.ok());
+  EXPECT_EQ(std::string(sharding.status().message()), "1:13: expected end of input, got '\\x07'");
+}
 
 TEST(MalformedTest, HasAtLeastThirtyCases) { EXPECT_GE(std::size(kCases), 30u); }
 
