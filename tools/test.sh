@@ -21,5 +21,7 @@ cmake --build --preset ci
 if [ -x tests/fuzz/run_fuzzer.sh ]; then
   echo "== Fuzzing the HLO parser for ${VKSPMD_FUZZ_SECONDS:-60} seconds"
   tests/fuzz/run_fuzzer.sh "${VKSPMD_FUZZ_SECONDS:-60}"
+  echo "== Fuzzing the SPMD partitioner against the reference for ${VKSPMD_FUZZ_SECONDS:-60} seconds"
+  tests/fuzz/run_fuzzer.sh "${VKSPMD_FUZZ_SECONDS:-60}" spmd_differential_fuzzer
 fi
 ctest --preset ci

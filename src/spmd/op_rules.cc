@@ -167,11 +167,13 @@ OpRule ReshapeRule(const Instruction& instruction) {
     left_j = j < to.rank() ? to.dimension(j) : 1;
   };
   while (i < from.rank() || j < to.rank()) {
+    // A size-1 dim is on one side only: split, it holds its element on one device and padding on
+    // the others, which the other side has no dim to carry, so it must be whole.
     if (i < from.rank() && from.dimension(i) == 1) {
-      operand_dims[i].push_back(rule.AddFactor(1));
+      operand_dims[i].push_back(Unsplittable(rule, 1));
       next_i();
     } else if (j < to.rank() && to.dimension(j) == 1) {
-      result_dims[j].push_back(rule.AddFactor(1));
+      result_dims[j].push_back(Unsplittable(rule, 1));
       next_j();
     } else if (i >= from.rank() || j >= to.rank()) {
       break;  // only size-0 dims can leave one side unfinished

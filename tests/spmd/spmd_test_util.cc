@@ -218,6 +218,8 @@ absl::StatusOr<EquivalenceOutcome> RunEquivalence(const ir::Module& module, cons
     actual = ir::Literal::Tuple(std::move(elements));
   }
   VKSPMD_ASSIGN_OR_RETURN(outcome.difference, RelativeDifference(actual, expected));
+  outcome.actual = std::move(actual);
+  outcome.expected = std::move(expected);
   return outcome;
 }
 
