@@ -205,7 +205,9 @@ std::string PartBlock(const std::string& block, const BufferPlan& buffer, uint32
 }
 
 // GLSL selecting `access` (using `data` for the part's array and `j` for the index in it) in
-// the part holding element `i` of a buffer split into several bindings.
+// the part holding element `i` of a buffer split into several bindings. Exactly one part runs the
+// access (an if/else chain): a store must not also reach a later part at the same index, where
+// another invocation stores its own element.
 std::string PartDispatch(const std::string& block, const BufferPlan& buffer,
                          const std::string& access) {
   if (buffer.parts() == 1) {
@@ -216,10 +218,11 @@ std::string PartDispatch(const std::string& block, const BufferPlan& buffer,
                                   buffer.part_elements, "u;\n");
   for (uint32_t part = 0; part < buffer.parts(); ++part) {
     std::string data = PartBlock(block, buffer, part) + ".data";
-    absl::StrAppend(
-        &code,
-        part + 1 < buffer.parts() ? absl::StrCat("  if (part == ", part, "u) ") : std::string("  "),
-        absl::StrReplaceAll(access, {{"data", data}}), ";\n");
+    std::string condition = part == 0 ? std::string("  if (part == 0u) ")
+                            : part + 1 < buffer.parts()
+                                ? absl::StrCat("  else if (part == ", part, "u) ")
+                                : std::string("  else ");
+    absl::StrAppend(&code, condition, "{ ", absl::StrReplaceAll(access, {{"data", data}}), "; }\n");
   }
   return code;
 }

@@ -16,39 +16,13 @@
 #include "src/interp/evaluator.h"
 #include "src/interp/npy.h"
 #include "src/ir/parser.h"
+#include "tests/exec/literal_compare.h"
 #include "tests/exec/random_module.h"
 #include "tests/exec/testdata_programs.h"
 #include "tests/support/device_test.h"
 
 namespace vkspmd::testing {
 namespace {
-
-std::string CompareResults(const ir::Literal& got, const ir::Literal& want) {
-  if (got.shape().IsTuple()) {
-    for (size_t k = 0; k < got.tuple_elements().size(); ++k) {
-      std::string difference = CompareResults(got.tuple_elements()[k], want.tuple_elements()[k]);
-      if (!difference.empty()) return absl::StrCat("element ", k, " of the tuple: ", difference);
-    }
-    return "";
-  }
-  if (got.shape() != want.shape()) {
-    return absl::StrCat("shape ", got.shape().ToString(), " != ", want.shape().ToString());
-  }
-  for (int64_t i = 0; i < got.ElementCount(); ++i) {
-    if (ir::IsFloat(want.dtype())) {
-      double a = got.GetAsDouble(i), b = want.GetAsDouble(i);
-      if (std::isnan(a) && std::isnan(b)) continue;
-      if (a == b) continue;
-      if (!(std::fabs(a - b) <= 1e-4 * std::max(1.0, std::fabs(b)))) {
-        return absl::StrCat("element ", i, ": device ", a, ", reference ", b);
-      }
-    } else if (got.GetAsUint64(i) != want.GetAsUint64(i)) {
-      return absl::StrCat("element ", i, ": device ", got.GetAsInt64(i), ", reference ",
-                          want.GetAsInt64(i));
-    }
-  }
-  return "";
-}
 
 // The stored .npy inputs of a testdata program where they exist, random values otherwise.
 std::vector<ir::Literal> Arguments(const ir::Module& module, const std::string& base,
@@ -81,7 +55,7 @@ class ExecutableTest : public DeviceTest {
     ASSERT_TRUE(executable.ok()) << executable.status();
     absl::StatusOr<ir::Literal> result = (*executable)->Run(arguments);
     ASSERT_TRUE(result.ok()) << result.status();
-    EXPECT_EQ(CompareResults(*result, *reference), "");
+    EXPECT_EQ(CompareLiterals(*result, *reference), "");
   }
 };
 
@@ -486,7 +460,7 @@ ENTRY %main (w: f32[31,7], g: f32[31,7]) -> (f32[31,7], f32[]) {
     absl::StatusOr<ir::Literal> reference = interp::Evaluate(**module, arguments);
     ASSERT_TRUE(reference.ok()) << reference.status();
     VKSPMD_ASSERT_OK_AND_ASSIGN(ir::Literal result, executable->Run(arguments));
-    EXPECT_EQ(CompareResults(result, *reference), "") << "run with seed " << seed;
+    EXPECT_EQ(CompareLiterals(result, *reference), "") << "run with seed " << seed;
   }
 
   // A transpose reads other elements than it writes: no donation, and still correct.
