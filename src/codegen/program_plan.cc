@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -23,6 +24,8 @@ using ir::Opcode;
 // split into passes, which keeps every invocation far below llvmpipe's 65,535-iteration limit.
 constexpr int64_t kMaxElementsPerInvocation = 4096;
 constexpr uint32_t kLocalSize = 64;
+// The most instructions one kernel computes inline (see SplitLongFusions).
+constexpr int64_t kMaxFusedInstructions = 128;
 
 // GLSL for a reduction's initial value, written into the kernel that applies it.
 using InitCode = std::function<absl::StatusOr<std::string>(KernelWriter&)>;
@@ -71,6 +74,7 @@ class Planner {
         needs_buffer.insert(instruction);
       }
     }
+    SplitLongFusions(entry, needs_buffer);
     row_fusions_ =
         PlanRowFusions(entry, needs_buffer, output_set, Lanes(), kMaxElementsPerInvocation);
     for (const auto& owned : entry.instructions()) {
@@ -156,6 +160,30 @@ class Planner {
     return absl::OkStatus();
   }
 
+  // Gives a buffer to every instruction that would otherwise be the kMaxFusedInstructions-th
+  // (or later) instruction computed inline by one kernel, counted over its operands not read from
+  // buffers. A chain of 100,000 elementwise ops thus becomes kernels of at most that many
+  // functions each: planning and writing stay linear, their recursion shallow, and every shader
+  // small enough to compile quickly. One pass in definition order.
+  static void SplitLongFusions(const ir::Computation& entry,
+                               std::set<const Instruction*>& needs_buffer) {
+    std::map<const Instruction*, int64_t> inline_count;  // 0 for instructions with buffers.
+    for (const auto& owned : entry.instructions()) {
+      const Instruction* instruction = owned.get();
+      if (needs_buffer.count(instruction) || instruction == entry.root()) {
+        inline_count[instruction] = 0;
+        continue;
+      }
+      int64_t count = 1;
+      for (const Instruction* operand : instruction->operands()) count += inline_count[operand];
+      if (count >= kMaxFusedInstructions) {
+        needs_buffer.insert(instruction);
+        count = 0;
+      }
+      inline_count[instruction] = count;
+    }
+  }
+
   // Values every user may recompute instead of reading a buffer: constants, iota, and broadcasts
   // or reshapes of a parameter, a constant or an iota (one read or one expression per element).
   static bool CheapToRecompute(const Instruction& instruction) {
@@ -217,9 +245,16 @@ class Planner {
     }
   }
 
-  // Kernels binding more buffers (counting each part of a split one) than the device allows are
-  // clear errors.
+  // Kernels binding more buffers (counting each part of a split one) than the device allows, and
+  // buffers too long for the kernels' 32-bit element index, are clear errors.
   absl::Status CheckLimits() const {
+    for (const BufferPlan& buffer : plan_.buffers) {
+      if (buffer.element_count() > std::numeric_limits<uint32_t>::max()) {
+        return absl::UnimplementedError(absl::StrCat(
+            "%", buffer.name, " (", buffer.shape.ToString(), ") has ", buffer.element_count(),
+            " elements; device kernels index at most 2^32 - 1"));
+      }
+    }
     for (const KernelPlan& kernel : plan_.kernels) {
       if (kernel.collective != nullptr) continue;
       uint64_t bindings = plan_.buffers[kernel.output].parts();

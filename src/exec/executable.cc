@@ -7,7 +7,10 @@
 #include <map>
 #include <mutex>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "src/codegen/shader_compiler.h"
 #include "src/ir/status_macros.h"
 #include "src/runtime/transfers.h"
@@ -15,19 +18,33 @@
 namespace vkspmd::exec {
 namespace {
 
+// The GLSL without its whole-line comments, which name the instructions each function computes:
+// kernels that differ only there (the pieces of a long chain split into equal kernels, the same
+// layer repeated) compile to the same SPIR-V and share one pipeline.
+std::string WithoutCommentLines(const std::string& glsl) {
+  std::string code;
+  code.reserve(glsl.size());
+  for (absl::string_view line : absl::StrSplit(glsl, '\n')) {
+    if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(line), "//")) continue;
+    absl::StrAppend(&code, line, "\n");
+  }
+  return code;
+}
+
 // Generated kernels by GLSL source: a shape sweep or a recompiled module reuses them.
 absl::StatusOr<std::vector<uint32_t>> CompileCached(const std::string& glsl,
                                                     const std::string& name) {
   static std::mutex mutex;
   static auto* cache = new std::map<std::string, std::vector<uint32_t>>();
+  std::string code = WithoutCommentLines(glsl);
   {
     std::lock_guard<std::mutex> lock(mutex);
-    if (auto found = cache->find(glsl); found != cache->end()) return found->second;
+    if (auto found = cache->find(code); found != cache->end()) return found->second;
   }
   absl::StatusOr<std::vector<uint32_t>> spirv = codegen::CompileComputeShader(glsl, name);
   if (!spirv.ok()) return spirv.status();
   std::lock_guard<std::mutex> lock(mutex);
-  (*cache)[glsl] = *spirv;
+  (*cache)[std::move(code)] = *spirv;
   return spirv;
 }
 
@@ -140,9 +157,10 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
     for (int input : kernel.inputs) bind(input, runtime::BindingAccess::kRead);
     bind(kernel.output, runtime::BindingAccess::kWrite);
     spec.push_constant_bytes = static_cast<uint32_t>(kernel.push_constants.size() * 4);
-    // Kernels with the same source and bindings share one pipeline on the device, across
-    // executables: a sweep over shapes whose sizes are push constants compiles once.
-    std::string key = kernel.glsl;
+    // Kernels with the same source (comments aside) and bindings share one pipeline on the
+    // device, across executables: a sweep over shapes whose sizes are push constants compiles
+    // once, and so does a long chain split into equal kernels.
+    std::string key = WithoutCommentLines(kernel.glsl);
     for (runtime::BindingAccess access : spec.bindings) {
       key += static_cast<char>('0' + static_cast<int>(access));
     }
