@@ -1,5 +1,8 @@
-# Runs the command after -P ... and checks its exit code (EXPECT_CODE) and that its output
-# contains EXPECT_TEXT. Usage: cmake -DEXPECT_CODE=N -DEXPECT_TEXT=... -P expect_exit.cmake CMD...
+# Runs the command after -P ... and checks it the way ctest's own regular expressions cannot:
+# the exit code must be EXPECT_CODE (default 0), the output (stdout and stderr together) must
+# contain EXPECT_TEXT and match EXPECT_REGEX where given, and it must contain no validation
+# message, sanitizer report or uncaught-exception abort whatever the exit code.
+# Usage: cmake [-DEXPECT_CODE=N] [-DEXPECT_TEXT=...] [-DEXPECT_REGEX=...] -P expect_exit.cmake CMD...
 set(command "")
 set(collect OFF)
 math(EXPR last "${CMAKE_ARGC} - 1")
@@ -10,12 +13,28 @@ foreach(index RANGE ${last})
     set(collect ON)
   endif()
 endforeach()
-execute_process(COMMAND ${command} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
-message("exit code ${code}\n${out}${err}")
-if(NOT code EQUAL EXPECT_CODE)
+if(NOT DEFINED EXPECT_CODE)
+  set(EXPECT_CODE 0)
+endif()
+# One variable for both pipes: their output merged in the order the command wrote it.
+execute_process(COMMAND ${command} RESULT_VARIABLE code OUTPUT_VARIABLE output
+                ERROR_VARIABLE output)
+message("exit code ${code}\n${output}")
+if(NOT code STREQUAL "${EXPECT_CODE}")
   message(FATAL_ERROR "expected exit code ${EXPECT_CODE}, got ${code}")
 endif()
-string(FIND "${out}${err}" "${EXPECT_TEXT}" found)
-if(found EQUAL -1)
-  message(FATAL_ERROR "expected the output to contain: ${EXPECT_TEXT}")
+if(DEFINED EXPECT_TEXT)
+  string(FIND "${output}" "${EXPECT_TEXT}" found)
+  if(found EQUAL -1)
+    message(FATAL_ERROR "expected the output to contain: ${EXPECT_TEXT}")
+  endif()
 endif()
+if(DEFINED EXPECT_REGEX AND NOT output MATCHES "${EXPECT_REGEX}")
+  message(FATAL_ERROR "expected the output to match: ${EXPECT_REGEX}")
+endif()
+foreach(forbidden "\\[vulkan validation" "AddressSanitizer" "UndefinedBehaviorSanitizer"
+                  "LeakSanitizer" "terminate called" "Segmentation fault" "core dumped")
+  if(output MATCHES "${forbidden}")
+    message(FATAL_ERROR "the output has a forbidden message: ${forbidden}")
+  endif()
+endforeach()

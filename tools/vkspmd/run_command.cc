@@ -15,6 +15,7 @@
 #include "src/exec/mesh_executable.h"
 #include "src/exec/sharded_value.h"
 #include "src/interp/evaluator.h"
+#include "src/interp/result_comparison.h"
 #include "src/ir/status_macros.h"
 #include "src/runtime/device_set.h"
 #include "src/spmd/partitioner.h"
@@ -31,6 +32,8 @@ struct RunOptions {
   int device = 0;
   int repeat = 1;
   bool compare = false;
+  double rtol = 1e-4;  // --compare's tolerance: |got - ref| <= atol + rtol * |ref|.
+  double atol = 1e-5;
   std::string dump_kernels;        // Directory for the generated GLSL, one file per kernel.
   std::string mesh;                // "2x2[:x,y]": partition over this mesh and run on its devices.
   int devices = 0;                 // N: the same over a 1-D mesh of N devices.
@@ -45,31 +48,6 @@ int Fail(int code, absl::string_view message) {
 double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values.empty() ? 0 : values[values.size() / 2];
-}
-
-// Largest absolute and relative difference over every array of two equally shaped literals. The
-// relative difference of an element is taken against the larger of its reference value and a
-// thousandth of the array's largest magnitude, so reference values that cancel to nearly zero (a
-// long sum of mixed signs) do not make an accurate result look wrong.
-void MaxError(const ir::Literal& got, const ir::Literal& want, double& absolute, double& relative) {
-  if (got.shape().IsTuple()) {
-    for (size_t k = 0; k < got.tuple_elements().size(); ++k) {
-      MaxError(got.tuple_elements()[k], want.tuple_elements()[k], absolute, relative);
-    }
-    return;
-  }
-  double scale = 0;
-  for (int64_t i = 0; i < want.ElementCount(); ++i) {
-    const double b = want.GetAsDouble(i);
-    if (std::isfinite(b)) scale = std::max(scale, std::fabs(b));
-  }
-  for (int64_t i = 0; i < got.ElementCount(); ++i) {
-    double a = got.GetAsDouble(i), b = want.GetAsDouble(i);
-    if (std::isnan(a) && std::isnan(b)) continue;
-    double difference = a == b ? 0 : std::fabs(a - b);
-    absolute = std::max(absolute, difference);
-    relative = std::max(relative, difference / std::max({std::fabs(b), 1e-3 * scale, 1e-30}));
-  }
 }
 
 // Writes each kernel's GLSL to DIR/NN-NAME.comp, numbered in execution order.
@@ -140,19 +118,32 @@ absl::StatusOr<MeshRun> RunOnDevices(const ir::Module& module, runtime::DeviceSe
   return run;
 }
 
-// Prints the largest errors of `results` against the CPU reference's values; the exit code.
+// Prints the largest errors of `results` against the CPU reference's values; the exit code: 1
+// when any element is outside --rtol/--atol.
 int ReportComparison(const std::vector<const ir::Literal*>& results,
-                     const absl::StatusOr<std::vector<ir::Literal>>& reference) {
+                     const absl::StatusOr<std::vector<ir::Literal>>& reference,
+                     const RunOptions& options) {
   if (!reference.ok()) return Fail(kExitRuntimeError, reference.status().message());
-  double absolute = 0, relative = 0;
+  interp::Comparison comparison;
   for (size_t k = 0; k < results.size(); ++k) {
-    MaxError(*results[k], (*reference)[k], absolute, relative);
+    interp::Compare(*results[k], (*reference)[k], options.rtol, options.atol,
+                    results.size() == 1 ? "output" : fmt::format("output {}", k), comparison);
   }
   fmt::print(
       "compare: max abs error {:.3g}, max rel error {:.3g} (against max(|ref|, 1e-3 max|ref|)) "
-      "against the CPU reference\n",
-      absolute, relative);
-  return kExitOk;
+      "against the CPU reference; {}\n",
+      comparison.max_absolute, comparison.max_relative,
+      comparison.beyond == 0
+          ? fmt::format("all {} elements within rtol {:g}, atol {:g}", comparison.elements,
+                        options.rtol, options.atol)
+          : fmt::format("{} of {} elements beyond rtol {:g}, atol {:g}", comparison.beyond,
+                        comparison.elements, options.rtol, options.atol));
+  if (comparison.beyond == 0) return kExitOk;
+  return Fail(kExitRuntimeError,
+              fmt::format("the results differ from the CPU reference: {} of {} elements beyond "
+                          "rtol {:g}, atol {:g}; first at {}",
+                          comparison.beyond, comparison.elements, options.rtol, options.atol,
+                          comparison.first_beyond));
 }
 
 // The reference's single result as a one-element list, for ReportComparison.
@@ -201,7 +192,7 @@ int RunPerDeviceProgram(const RunOptions& options, const ir::Module& module) {
   if (!options.compare) return kExitOk;
   std::vector<const ir::Literal*> results;
   for (const ir::Literal& result : run->results) results.push_back(&result);
-  return ReportComparison(results, interp::EvaluateOnDevices(module, arguments));
+  return ReportComparison(results, interp::EvaluateOnDevices(module, arguments), options);
 }
 
 // The module partitioned over the mesh (GSPMD), its per-device program on each mesh device with
@@ -257,7 +248,7 @@ int RunOnMesh(const RunOptions& options, ir::Module& module,
              partition->BytesPerDevice(), run->executable->executable(0).kernel_count(),
              run->compile_seconds, options.repeat, run->median_wall_ms);
   if (!options.compare) return kExitOk;
-  return ReportComparison({&output}, AsList(interp::Evaluate(module, arguments)));
+  return ReportComparison({&output}, AsList(interp::Evaluate(module, arguments)), options);
 }
 
 int RunRun(const RunOptions& options) {
@@ -314,7 +305,7 @@ int RunRun(const RunOptions& options) {
              options.path, (*executable)->kernel_count(), device.label(), compile_seconds,
              options.repeat, Median(wall_ms), Median(gpu_ms));
   if (!options.compare) return kExitOk;
-  return ReportComparison({&*result}, AsList(interp::Evaluate(**module, *arguments)));
+  return ReportComparison({&*result}, AsList(interp::Evaluate(**module, *arguments)), options);
 }
 
 }  // namespace
@@ -345,7 +336,14 @@ void RegisterRunCommand(CLI::App& app) {
                       "NAME=SPEC: shard the instruction NAME with a partition spec over the mesh, "
                       "e.g. x='(0, None)' (repeatable)");
   command->add_flag("--compare", options->compare,
-                    "Also run the CPU reference and print the largest error");
+                    "Also run the CPU reference, print the largest error, and exit 1 when an "
+                    "element is beyond --rtol/--atol (a NaN or Inf mismatch always is)");
+  command->add_option("--rtol", options->rtol, "--compare's relative tolerance")
+      ->check(CLI::Range(0.0, 1e300))
+      ->capture_default_str();
+  command->add_option("--atol", options->atol, "--compare's absolute tolerance")
+      ->check(CLI::Range(0.0, 1e300))
+      ->capture_default_str();
   command->callback([options] { CommandExitCode() = RunRun(*options); });
 }
 
