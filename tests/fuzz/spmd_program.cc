@@ -130,7 +130,9 @@ class ProgramMaker {
     const Shape& shape = x->shape();
     const int64_t rank = shape.rank();
     const bool is_float = shape.dtype() == DType::kF32;
-    switch (bytes_.Below(14)) {
+    // A scalar (a reduce over every dim) only meets elementwise ops and broadcasts.
+    const int64_t choice = bytes_.Below(14);
+    switch (rank == 0 && choice > 3 ? 9 : choice) {
       case 0:  // unary; exp only of a bounded value
         if (!is_float) return builder_.Unary(Opcode::kNegate, x);
         if (bytes_.Below(2) == 0) {
