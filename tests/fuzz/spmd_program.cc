@@ -206,12 +206,13 @@ class ProgramMaker {
         return builder_.Reduce(x, init, reduced,
                                maximum ? max_f32_ : (is_float ? add_f32_ : add_s32_));
       }
-      case 11: {  // dot: x·xᵀ over the last dim, batched over the first of rank 3
+      case 11: {  // dot: x·yᵀ over the last dim, batched over the first of rank 3
         if (rank < 2) return nullptr;
         ir::DotDimensions dimensions;
         dimensions.lhs_contracting = dimensions.rhs_contracting = {rank - 1};
         if (rank == 3) dimensions.lhs_batch = dimensions.rhs_batch = {0};
-        return builder_.Dot(x, x, dimensions);
+        VKSPMD_ASSIGN_OR_RETURN(Instruction * y, Partner(x));
+        return builder_.Dot(x, y, dimensions);
       }
       case 12: {  // add an iota along one dim
         ir::InstructionAttributes attributes;
@@ -220,14 +221,27 @@ class ProgramMaker {
                                 builder_.Add(Opcode::kIota, {}, attributes, shape));
         return builder_.Binary(Opcode::kAdd, x, iota);
       }
-      default: {  // dynamic-slice at constant indices (clamped by the op when out of range)
+      default: {  // dynamic-slice, or dynamic-update-slice with a slice of a partner, at constant
+                  // indices (clamped by the op when out of range)
         ir::InstructionAttributes attributes;
-        std::vector<Instruction*> operands = {x};
+        std::vector<Instruction*> indices;
         for (int64_t size : shape.dimensions()) {
           attributes.dynamic_slice_sizes.push_back(1 + bytes_.Below(size));
-          operands.push_back(ScalarConstant(DType::kS32, static_cast<double>(bytes_.Below(9))));
+          indices.push_back(ScalarConstant(DType::kS32, static_cast<double>(bytes_.Below(9))));
         }
-        return builder_.Add(Opcode::kDynamicSlice, operands, attributes);
+        std::vector<Instruction*> operands = {x};
+        if (bytes_.Below(2) == 0) {
+          operands.insert(operands.end(), indices.begin(), indices.end());
+          return builder_.Add(Opcode::kDynamicSlice, operands, attributes);
+        }
+        VKSPMD_ASSIGN_OR_RETURN(Instruction * partner, Partner(x));
+        std::vector<Instruction*> slice_operands = {partner};
+        slice_operands.insert(slice_operands.end(), indices.begin(), indices.end());
+        VKSPMD_ASSIGN_OR_RETURN(Instruction * update,
+                                builder_.Add(Opcode::kDynamicSlice, slice_operands, attributes));
+        operands.push_back(update);
+        operands.insert(operands.end(), indices.begin(), indices.end());
+        return builder_.Add(Opcode::kDynamicUpdateSlice, operands);
       }
     }
   }
@@ -242,11 +256,20 @@ class ProgramMaker {
   ir::Computation* add_s32_ = nullptr;
 };
 
+// 1-D, or 2-D with an axis of 2 (first or second); the partitions in any order over the mesh.
 absl::StatusOr<spmd::Mesh> MakeMesh(ByteSource& bytes) {
   const int64_t devices = 1 + bytes.Below(8);
-  if (bytes.Below(2) == 0) return spmd::Mesh::Create({devices});
-  const int64_t first = devices % 2 == 0 && bytes.Below(2) == 0 ? 2 : 1;
-  return spmd::Mesh::Create({first, devices / first});
+  std::vector<int64_t> shape = {devices};
+  if (devices % 2 == 0 && bytes.Below(2) == 0) {
+    shape = bytes.Below(2) == 0 ? std::vector<int64_t>{2, devices / 2}
+                                : std::vector<int64_t>{devices / 2, 2};
+  }
+  std::vector<int64_t> ids(devices);
+  for (int64_t i = 0; i < devices; ++i) ids[i] = i;
+  if (bytes.Below(3) == 0) {
+    for (int64_t i = devices - 1; i > 0; --i) std::swap(ids[i], ids[bytes.Below(i + 1)]);
+  }
+  return spmd::Mesh::Create(shape, ids);
 }
 
 // Exact for integers and predicates; floats to a relative 1e-4 (partial sums are added in

@@ -1,5 +1,7 @@
-// The differential SPMD fuzzer's programs in the ordinary CPU build: every reproducer kept in
-// tests/fuzz/spmd_corpus (one per bug found and fixed), then random byte strings from fixed seeds.
+// The differential SPMD fuzzer's programs in the ordinary CPU build: the inputs kept in
+// tests/fuzz/spmd_corpus (the fuzzer's seeds), random byte strings from fixed seeds, and each
+// finding reduced to HLO text. A kept input decodes to the program that found its bug only with
+// the generator of that day, so the HLO text is the lasting regression test.
 // tests/fuzz/run_fuzzer.sh runs the same check under libFuzzer with coverage guidance.
 #include <filesystem>
 #include <fstream>
@@ -14,7 +16,7 @@
 namespace vkspmd::fuzz {
 namespace {
 
-TEST(SpmdDifferentialFuzzTest, ReproducersOfFixedBugsStayFixed) {
+TEST(SpmdDifferentialFuzzTest, KeptInputsPartitionToTheSameResult) {
   int checked = 0;
   for (const auto& entry : std::filesystem::directory_iterator(VKSPMD_SPMD_CORPUS)) {
     std::ifstream file(entry.path(), std::ios::binary);
