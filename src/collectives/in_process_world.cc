@@ -302,7 +302,8 @@ absl::Status InProcessWorld::Run(const Call& call) {
       for (size_t position = 0; position < n; ++position) {
         (rendezvous->calls[position] ? arrived : missing).push_back(call.members[position]);
       }
-      rendezvous->status = absl::DeadlineExceededError(absl::StrCat(
+      // ABORTED: a peer failed to arrive (the caller's exit code 3), not this device's timeout.
+      rendezvous->status = absl::AbortedError(absl::StrCat(
           KindName(call.kind), " #", rendezvous->sequence, " over ranks ", group,
           ": timed out after ", timeout_.count(), " ms waiting for rank(s) ",
           absl::StrJoin(missing, ", "), " (arrived: ", absl::StrJoin(arrived, ", "), ")"));

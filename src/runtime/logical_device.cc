@@ -110,9 +110,10 @@ void LogicalDevice::MarkFailed(const absl::Status& reason, bool work_may_run) {
 absl::Status LogicalDevice::CheckUsable() const {
   if (!failed_) return absl::OkStatus();
   std::lock_guard<std::mutex> lock(failure_mutex_);
-  return absl::FailedPreconditionError(
-      absl::StrCat(label_, " failed earlier and accepts no more work (", failure_.message(),
-                   "); restart the process to recover"));
+  // UNAVAILABLE, like the device loss itself: callers tell a lost device from their own mistakes.
+  return absl::UnavailableError(absl::StrCat(label_, " failed earlier and accepts no more work (",
+                                             failure_.message(),
+                                             "); restart the process to recover"));
 }
 
 absl::StatusOr<std::shared_ptr<const ComputePipeline>> LogicalDevice::SharedPipeline(

@@ -50,7 +50,7 @@ class LogicalDevice {
   void MarkFailed(const absl::Status& reason, bool work_may_run);
   bool failed() const { return failed_.load(); }
   bool must_not_free() const { return must_not_free_.load(); }
-  // OK, or FAILED_PRECONDITION saying the device failed earlier and why.
+  // OK, or UNAVAILABLE saying the device failed earlier and why.
   absl::Status CheckUsable() const;
 
   // A pipeline shared by every user of the device under `key` (the caller's identity for it,

@@ -79,19 +79,46 @@ TEST(ProgressTest, LinesCarryStepLossThroughputAndEta) {
   EXPECT_EQ(FormatDuration(3725), "1:02:05");
 }
 
-TEST(LossCurveTest, CsvHasOneRowPerStepAndSvgIsAPlot) {
-  const std::string csv = TempPath("loss.csv");
-  ASSERT_TRUE(WriteLossCsv(csv, {3.0, 2.5, 2.25}).ok());
-  std::ifstream in(csv);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(text, "step,loss\n1,3\n2,2.5\n3,2.25\n");
-  std::filesystem::remove(csv);
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+TEST(LossCurveTest, CsvRowsAreOnDiskAsSoonAsAppendedAndSvgIsAPlot) {
+  const std::string directory = TempPath("loss-dir");
+  absl::StatusOr<LossLog> log = LossLog::Open(directory);
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ(ReadAll(log->path()), "step,loss\n") << "the header is written before any step";
+  ASSERT_TRUE(log->Append(1, 3.0).ok());
+  ASSERT_TRUE(log->Append(2, 2.5).ok());
+  // Read while the log is still open: a killed run keeps every finished step.
+  EXPECT_EQ(ReadAll(log->path()), "step,loss\n1,3\n2,2.5\n");
   const std::string svg = LossSvg({3.0, 2.5, 2.25}, "mlp <dp>");
   EXPECT_NE(svg.find("<polyline points=\""), std::string::npos);
   EXPECT_NE(svg.find("mlp &lt;dp&gt;"), std::string::npos);
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
-  EXPECT_EQ(WriteLossCsv("/nonexistent/dir/loss.csv", {1.0}).code(),
-            absl::StatusCode::kPermissionDenied);
+  const std::string svg_path = directory + "/loss.svg";
+  ASSERT_TRUE(WriteLossSvg(svg_path, {3.0, 2.5}, "first").ok());
+  ASSERT_TRUE(WriteLossSvg(svg_path, {3.0, 2.5, 2.25}, "second").ok());
+  EXPECT_NE(ReadAll(svg_path).find("second"), std::string::npos) << "replaced";
+  int files = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(directory)) ++files;
+  EXPECT_EQ(files, 2) << "no temporary file is left behind";
+  std::filesystem::remove_all(directory);
+}
+
+TEST(LossCurveTest, UnwritableDirectoriesAreErrorsNamingThePathAndTheOsError) {
+  absl::Status status = LossLog::Open("/proc/vkspmd-loss").status();
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("/proc/vkspmd-loss"), std::string::npos) << status;
+  const std::string file = TempPath("not-a-directory");
+  std::ofstream(file) << "x";
+  status = LossLog::Open(file).status();
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("Not a directory"), std::string::npos) << status;
+  std::filesystem::remove(file);
+  status = WriteLossSvg("/nonexistent/dir/loss.svg", {1.0}, "t");
+  EXPECT_NE(status.message().find("No such file or directory"), std::string::npos) << status;
 }
 
 }  // namespace

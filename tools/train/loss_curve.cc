@@ -1,8 +1,13 @@
 // CSV and SVG output of a loss curve.
 #include "tools/train/loss_curve.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -11,12 +16,12 @@
 namespace vkspmd::train {
 namespace {
 
-absl::Status WriteText(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
+// The error of a failed file operation on `path`, with the OS's reason.
+absl::Status FileError(const std::string& what, const std::string& path, int error) {
+  const std::string message = absl::StrCat("cannot ", what, " ", path, ": ", std::strerror(error));
+  return error == EACCES || error == EPERM || error == EROFS
+             ? absl::PermissionDeniedError(message)
+             : absl::FailedPreconditionError(message);
 }
 
 std::string Escape(const std::string& text) {
@@ -41,10 +46,26 @@ std::string Escape(const std::string& text) {
 
 }  // namespace
 
-absl::Status WriteLossCsv(const std::string& path, const std::vector<double>& losses) {
-  std::string text = "step,loss\n";
-  for (size_t i = 0; i < losses.size(); ++i) text += fmt::format("{},{:.9g}\n", i + 1, losses[i]);
-  return WriteText(path, text);
+absl::StatusOr<LossLog> LossLog::Open(const std::string& directory) {
+  std::error_code error;
+  std::filesystem::create_directories(directory, error);
+  if (error) return FileError("create the directory", directory, error.value());
+  std::string path = directory + "/loss.csv";
+  std::FILE* file = std::fopen(path.c_str(), "w");
+  if (file == nullptr) return FileError("write", path, errno);
+  LossLog log(std::move(path), file);
+  if (std::fputs("step,loss\n", file) < 0 || std::fflush(file) != 0) {
+    return FileError("write", log.path_, errno);
+  }
+  return log;
+}
+
+absl::Status LossLog::Append(int64_t step, double loss) {
+  const std::string row = fmt::format("{},{:.9g}\n", step, loss);
+  if (std::fputs(row.c_str(), file_.get()) < 0 || std::fflush(file_.get()) != 0) {
+    return FileError("write", path_, errno);
+  }
+  return absl::OkStatus();
 }
 
 std::string LossSvg(const std::vector<double>& losses, const std::string& title) {
@@ -99,7 +120,24 @@ std::string LossSvg(const std::vector<double>& losses, const std::string& title)
 
 absl::Status WriteLossSvg(const std::string& path, const std::vector<double>& losses,
                           const std::string& title) {
-  return WriteText(path, LossSvg(losses, title));
+  const std::string temporary = absl::StrCat(path, ".tmp-", getpid());
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) return FileError("write", temporary, errno);
+    out << LossSvg(losses, title);
+    out.close();
+    if (!out) {
+      const int error = errno;
+      std::remove(temporary.c_str());
+      return FileError("write", temporary, error);
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    std::remove(temporary.c_str());
+    return FileError("replace", path, error);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace vkspmd::train

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "fmt/format.h"
 
@@ -25,11 +26,18 @@ enum ExitCode : int {
   kExitUsageError = 2,
   kExitPeerFailure = 3,
   kExitDeviceLost = 4,
+  kExitDiverged = 5,  // `vkspmd train`: the loss became NaN or infinite.
   kExitNoDevice = 77,
 };
 
 // A subcommand's callback stores its exit code here; main returns it.
 int& CommandExitCode();
+
+// The exit code of an error the library reported with `code`: INVALID_ARGUMENT is a usage
+// error, ABORTED a peer or collective failure, UNAVAILABLE and DEADLINE_EXCEEDED a lost or hung
+// device (it is marked failed), NOT_FOUND from opening devices no device or driver; anything else
+// a runtime error.
+int ExitCodeFor(absl::StatusCode code, bool opening_devices = false);
 
 // One per subcommand, each in its own <name>_command.cc.
 void RegisterDevicesCommand(CLI::App& app);

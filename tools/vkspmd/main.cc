@@ -1,5 +1,7 @@
 // The vkspmd command-line tool: parses the command line and runs one subcommand.
 #include <cstdio>
+#include <exception>
+#include <new>
 
 #include "tools/vkspmd/command.h"
 
@@ -8,6 +10,24 @@ namespace vkspmd::cli {
 int& CommandExitCode() {
   static int exit_code = kExitOk;
   return exit_code;
+}
+
+int ExitCodeFor(absl::StatusCode code, bool opening_devices) {
+  switch (code) {
+    case absl::StatusCode::kOk:
+      return kExitOk;
+    case absl::StatusCode::kInvalidArgument:
+      return kExitUsageError;
+    case absl::StatusCode::kAborted:
+      return kExitPeerFailure;
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+      return kExitDeviceLost;
+    case absl::StatusCode::kNotFound:
+      return opening_devices ? kExitNoDevice : kExitRuntimeError;
+    default:
+      return kExitRuntimeError;
+  }
 }
 
 }  // namespace vkspmd::cli
@@ -34,6 +54,14 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& error) {
     app.exit(error);
     return kExitUsageError;
+  } catch (const std::bad_alloc&) {
+    // A subcommand asked for more host memory than there is (a huge shape or batch): no
+    // exception escapes main, every failure is a message and an exit code.
+    std::fprintf(stderr, "vkspmd: out of host memory\n");
+    return kExitRuntimeError;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "vkspmd: internal error: %s\n", error.what());
+    return kExitRuntimeError;
   }
   return CommandExitCode();
 }

@@ -182,7 +182,7 @@ int RunPerDeviceProgram(const RunOptions& options, const ir::Module& module) {
   if (devices == nullptr) return exit_code;
   absl::StatusOr<MeshRun> run = RunOnDevices(module, *devices, n, arguments, options.repeat,
                                              std::chrono::steady_clock::now());
-  if (!run.ok()) return Fail(kExitRuntimeError, run.status().message());
+  if (!run.ok()) return Fail(ExitCodeFor(run.status().code()), run.status().message());
   for (int64_t d = 0; d < n; ++d) PrintSummary(fmt::format("device {}", d), run->results[d]);
   fmt::print(stderr,
              "{}: per-device program on {} devices; {} kernel(s) per device; compiled in {:.3f} "
@@ -223,7 +223,7 @@ int RunOnMesh(const RunOptions& options, ir::Module& module,
   if (devices == nullptr) return exit_code;
   absl::StatusOr<MeshRun> run =
       RunOnDevices(*partition->module, *devices, n, per_device, options.repeat, compile_start);
-  if (!run.ok()) return Fail(kExitRuntimeError, run.status().message());
+  if (!run.ok()) return Fail(ExitCodeFor(run.status().code()), run.status().message());
   const ir::Shape& shape = module.entry()->root()->shape();
   std::vector<ir::Literal> leaves;
   const size_t leaf_count = shape.IsTuple() ? shape.tuple_elements().size() : 1;
@@ -287,7 +287,7 @@ int RunRun(const RunOptions& options) {
   for (int run = 0; run < options.repeat; ++run) {
     auto start = std::chrono::steady_clock::now();
     result = (*executable)->Run(*arguments);
-    if (!result.ok()) return Fail(kExitRuntimeError, result.status().message());
+    if (!result.ok()) return Fail(ExitCodeFor(result.status().code()), result.status().message());
     wall_ms.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());

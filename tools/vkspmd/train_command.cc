@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -143,6 +144,50 @@ struct WaitForDevicesOnReturn {
   }
 };
 
+// The loss became NaN or infinite: training stops there (exit kExitDiverged).
+struct Diverged {
+  int64_t step;
+  double loss;
+};
+
+// Refuses options no run could use, before any work: non-finite or negative learning rates, and
+// sizes that are not positive or beyond what one step could hold in memory.
+void CheckOptions(const TrainOptions& options) {
+  if (!std::isfinite(options.lr) || options.lr < 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--lr {}: expected a finite, non-negative learning rate", options.lr));
+  }
+  constexpr int64_t kMaxSize = int64_t{1} << 20;
+  const std::pair<const char*, int64_t> sizes[] = {{"--steps", options.steps},
+                                                   {"--batch", options.batch},
+                                                   {"--seq", options.seq},
+                                                   {"--d-model", options.d_model},
+                                                   {"--heads", options.heads},
+                                                   {"--layers", options.layers},
+                                                   {"--hidden", options.hidden},
+                                                   {"--features", options.features},
+                                                   {"--log-every", options.log_every}};
+  for (const auto& [flag, value] : sizes) {
+    if (value < 1 || (value > kMaxSize && std::string(flag) != "--steps")) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{} {}: expected 1 to {}", flag, value, kMaxSize));
+    }
+  }
+  // The transformer's activations are at least batch x seq x d_model floats per step; the MLP's
+  // batch x max(hidden, features). Past 2^28 elements (1 GiB) a step is not a "small model".
+  constexpr int64_t kMaxActivation = int64_t{1} << 28;
+  const bool transformer = options.model == "transformer";
+  const int64_t width = transformer ? options.d_model : std::max(options.hidden, options.features);
+  const int64_t rows = transformer ? options.batch * options.seq : options.batch;
+  if (rows > kMaxActivation / width) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--batch {}{} with width {}: one activation would hold more than 2^28 "
+                            "values; use a smaller batch",
+                            options.batch,
+                            transformer ? fmt::format(" x --seq {}", options.seq) : "", width));
+  }
+}
+
 int Train(const TrainOptions& options) {
   const WaitForDevicesOnReturn wait_for_devices;
   if (options.model != "transformer" && options.model != "mlp") {
@@ -153,8 +198,12 @@ int Train(const TrainOptions& options) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("--optimizer {}: expected adamw or sgd", options.optimizer));
   }
-  if (options.steps < 1 || options.batch < 1 || options.seq < 1) {
-    throw Error(ErrorCode::kInvalidArgument, "--steps, --batch and --seq must be at least 1");
+  CheckOptions(options);
+  // Before any work: an unwritable --out is reported now, not after the last step.
+  absl::StatusOr<train::LossLog> loss_log = train::LossLog::Open(options.out);
+  if (!loss_log.ok()) {
+    throw Error(static_cast<ErrorCode>(loss_log.status().code()),
+                fmt::format("--out: {}", loss_log.status().message()));
   }
   const Mesh mesh = nn::strategy_mesh(options.strategy, ParseMeshShape(options.mesh));
   manual_seed(options.seed);
@@ -204,8 +253,20 @@ int Train(const TrainOptions& options) {
   // The loss of step k is read after step k+1 is launched, so tracing and launching the next
   // step overlaps the devices' work on this one.
   Tensor pending_loss;
+  const std::string title = fmt::format("{} on {} ({}), lr {}", options.model, options.mesh,
+                                        options.strategy, options.lr);
   auto report = [&](const Tensor& loss) {
     losses.push_back(loss.item());
+    const int64_t step = static_cast<int64_t>(losses.size());
+    if (absl::Status appended = loss_log->Append(step, losses.back()); !appended.ok()) {
+      throw Error(static_cast<ErrorCode>(appended.code()), std::string(appended.message()));
+    }
+    if (!std::isfinite(losses.back())) {
+      progress.Finish();
+      // The curve up to the step that diverged, for looking at what happened.
+      (void)train::WriteLossSvg(options.out + "/loss.svg", losses, title);
+      throw Diverged{step, losses.back()};
+    }
     const auto now = std::chrono::steady_clock::now();
     const int64_t done = static_cast<int64_t>(losses.size());
     double step_seconds = 0;
@@ -264,14 +325,9 @@ int Train(const TrainOptions& options) {
                MemoryText(device.parameter_bytes), MemoryText(device.optimizer_state_bytes),
                MemoryText(device.peak_bytes));
   }
-  std::error_code error;
-  std::filesystem::create_directories(options.out, error);
-  const std::string title = fmt::format("{} on {} ({}), lr {}", options.model, options.mesh,
-                                        options.strategy, options.lr);
-  for (const absl::Status& written :
-       {train::WriteLossCsv(options.out + "/loss.csv", losses),
-        train::WriteLossSvg(options.out + "/loss.svg", losses, title)}) {
-    if (!written.ok()) throw Error(ErrorCode::kInvalidArgument, std::string(written.message()));
+  if (absl::Status written = train::WriteLossSvg(options.out + "/loss.svg", losses, title);
+      !written.ok()) {
+    throw Error(static_cast<ErrorCode>(written.code()), std::string(written.message()));
   }
   fmt::print("  loss curve: {0}/loss.csv, {0}/loss.svg\n", options.out);
   return kExitOk;
@@ -316,10 +372,17 @@ void RegisterTrainCommand(CLI::App& app) {
   command->callback([options] {
     try {
       CommandExitCode() = Train(*options);
+    } catch (const Diverged& diverged) {
+      fmt::print(stderr,
+                 "vkspmd train: the loss became {} at step {}; stopped (try a smaller --lr). The "
+                 "curve so far is in {}/loss.csv\n",
+                 std::isnan(diverged.loss) ? "NaN" : (diverged.loss > 0 ? "+inf" : "-inf"),
+                 diverged.step, options->out);
+      CommandExitCode() = kExitDiverged;
     } catch (const Error& error) {
       fmt::print(stderr, "vkspmd train: {}\n", error.what());
       CommandExitCode() =
-          error.code() == ErrorCode::kInvalidArgument ? kExitUsageError : kExitRuntimeError;
+          ExitCodeFor(static_cast<absl::StatusCode>(error.code()), /*opening_devices=*/true);
     }
   });
 }
