@@ -156,15 +156,22 @@ class ProgramMaker {
         return builder_.Convert(x, is_float ? DType::kS32 : DType::kF32);
       case 4:
         return builder_.Transpose(x, Permutation(rank));
-      case 5: {  // reshape: flatten, or split the first dim
-        if (rank > 1 || bytes_.Below(2) == 0) return builder_.Reshape(x, {shape.ElementCount()});
-        const int64_t first = shape.dimension(0);
-        for (const int64_t factor : {2, 3}) {
-          if (first % factor == 0 && first > factor) {
-            return builder_.Reshape(x, {factor, first / factor});
-          }
+      case 5: {  // reshape: flatten, merge two adjacent dims, or split a dim by 2 or 3
+        const int64_t kind = bytes_.Below(3);
+        std::vector<int64_t> dims = shape.dimensions();
+        const int64_t d = bytes_.Below(rank);
+        if (kind == 0) return builder_.Reshape(x, {shape.ElementCount()});
+        if (kind == 1 && d + 1 < rank) {
+          dims[d] *= dims[d + 1];
+          dims.erase(dims.begin() + d + 1);
+          return builder_.Reshape(x, dims);
         }
-        return builder_.Reshape(x, {1, first});
+        if (rank >= 3) return nullptr;
+        const int64_t factor = dims[d] % 2 == 0 ? 2 : 3;
+        if (dims[d] % factor != 0) return builder_.Reshape(x, {shape.ElementCount()});
+        dims[d] /= factor;
+        dims.insert(dims.begin() + d + (bytes_.Below(2) == 0 ? 0 : 1), factor);
+        return builder_.Reshape(x, dims);
       }
       case 6: {  // strided slice
         ir::InstructionAttributes attributes;
