@@ -90,6 +90,13 @@ int64_t DevicePool::ValidationMessageCount() {
   return closed_messages_ + devices_->validation_messages()->count();
 }
 
+bool DevicePool::WorkMayStillRun() {
+  for (runtime::MeshDevice* device : OpenDevices()) {
+    if (device->device().must_not_free()) return true;
+  }
+  return false;
+}
+
 void DevicePool::Close() {
   if (devices_ == nullptr) return;
   // Executables still holding descriptor pools and pipelines of these devices must go first

@@ -30,6 +30,9 @@ class DevicePool {
   // Validation messages so far, of closed devices too (0 unless VKSPMD_VALIDATION=1); closing
   // the devices first makes teardown messages count.
   int64_t ValidationMessageCount();
+  // Whether a device failed while work submitted to it may still run (see
+  // runtime::LogicalDevice::must_not_free).
+  bool WorkMayStillRun();
   // Runs `before_close` (the owner's clean-up of objects made on these devices: the graph
   // cache's executables), then closes the devices.
   void Close();

@@ -1,6 +1,12 @@
 // The worker thread and its queue.
 #include "src/lazy/engine.h"
 
+#include <stdlib.h>  // on_exit
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+
 namespace vkspmd::lazy {
 
 Engine& Engine::Get() {
@@ -50,7 +56,30 @@ void Engine::Loop() {
 
 void Engine::Launch(GraphTask task) {
   auto shared = std::make_shared<GraphTask>(std::move(task));
-  Post([this, shared] { runner_.Run(*shared, pool_); });
+  Post([this, shared] {
+    runner_.Run(*shared, pool_);
+    GuardExit();
+  });
+}
+
+void Engine::GuardExit() {
+  if (pool_.generation() == guarded_generation_ && runner_.cached() == guarded_graphs_) return;
+  guarded_generation_ = pool_.generation();
+  guarded_graphs_ = runner_.cached();
+  if (pool_.generation() == 0) return;  // No device opened yet: nothing loaded to protect.
+  on_exit(&Engine::AtExit, this);
+}
+
+void Engine::AtExit(int status, void* engine) {
+  static std::atomic<bool> ran{false};
+  if (ran.exchange(true)) return;  // The latest registration did the work.
+  Engine& self = *static_cast<Engine*>(engine);
+  const bool idle = self.WaitIdleFor(std::chrono::minutes(1));
+  // With the worker idle, its pool is not in use.
+  if (!idle || self.pool_.WorkMayStillRun()) {
+    std::fflush(nullptr);
+    std::_Exit(status);
+  }
 }
 
 absl::Status Engine::Call(const std::function<absl::Status(DevicePool&)>& work) {
@@ -60,6 +89,7 @@ absl::Status Engine::Call(const std::function<absl::Status(DevicePool&)>& work) 
   absl::Status status;
   Post([&] {
     status = work(pool_);
+    GuardExit();
     std::lock_guard<std::mutex> lock(done_mutex);
     done = true;
     done_changed.notify_all();
@@ -72,6 +102,11 @@ absl::Status Engine::Call(const std::function<absl::Status(DevicePool&)>& work) 
 void Engine::WaitIdle() {
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait(lock, [&] { return queue_.empty() && !busy_; });
+}
+
+bool Engine::WaitIdleFor(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return changed_.wait_for(lock, timeout, [&] { return queue_.empty() && !busy_; });
 }
 
 int64_t Engine::CloseDevices() {

@@ -4,6 +4,7 @@
 // cache.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -27,6 +28,8 @@ class Engine {
   // Runs `work` on the worker after everything queued so far, and waits for its result.
   absl::Status Call(const std::function<absl::Status(DevicePool&)>& work);
   void WaitIdle();
+  // WaitIdle for at most `timeout`; whether the queue ran empty.
+  bool WaitIdleFor(std::chrono::milliseconds timeout);
   // Waits, then closes the devices and empties the graph cache (tests check validation
   // messages of the teardown this way). Returns the validation message count.
   int64_t CloseDevices();
@@ -35,6 +38,16 @@ class Engine {
   Engine();
   void Post(std::function<void()> work);
   void Loop();
+  // On the worker, after work that may have loaded driver or validation-layer code: registers
+  // the exit guard again when devices opened or a graph compiled since the last registration.
+  void GuardExit();
+  // The exit guard (glibc's on_exit, which passes the exit status). Exit handlers run in the
+  // reverse order of registration, so the latest registration runs before the static
+  // destructors of everything the devices loaded so far. It lets launched graphs finish (at most
+  // a minute), then, if a device failed while its work may still run (lavapipe's threads keep
+  // compiling and running a lost device's commands), leaves at once with the exit status and
+  // flushed stdio instead of destroying statics those threads use.
+  static void AtExit(int status, void* engine);
 
   std::mutex mutex_;
   std::condition_variable changed_;
@@ -44,6 +57,9 @@ class Engine {
   DevicePool pool_;
   GraphRunner runner_;
   std::thread worker_;
+  // What the exit guard was last registered after (worker only).
+  int64_t guarded_generation_ = -1;
+  size_t guarded_graphs_ = 0;
 };
 
 }  // namespace vkspmd::lazy

@@ -40,6 +40,7 @@ class GraphRunner {
   // Never fails itself: an error goes to every output (and the value uploads) of the task.
   void Run(GraphTask& task, DevicePool& pool);
   void Clear() { cache_.clear(); }
+  size_t cached() const { return cache_.size(); }
 
  private:
   struct Compiled {

@@ -19,8 +19,16 @@ void DeviceTest::OpenDevices(int count,
   ASSERT_NE(devices_->validation_messages(), nullptr);
 }
 
+std::atomic<bool>& DeviceTest::WorkMayStillRun() {
+  static std::atomic<bool> may_run{false};
+  return may_run;
+}
+
 void DeviceTest::TearDown() {
   if (!devices_) return;
+  for (const auto& logical : devices_->logical_devices()) {
+    if (logical->must_not_free()) WorkMayStillRun() = true;
+  }
   devices_->CloseDevices();
   runtime::ValidationMessages& messages = *devices_->validation_messages();
   EXPECT_EQ(messages.count(), 0) << "validation messages:\n"

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -16,6 +17,12 @@
 namespace vkspmd::testing {
 
 class DeviceTest : public ::testing::Test {
+ public:
+  // Set once a test left a failed device whose work may still run (lavapipe keeps running a
+  // timed-out or lost submission): main then leaves without destroying the statics that work
+  // may still use.
+  static std::atomic<bool>& WorkMayStillRun();
+
  protected:
   // Opens `count` mesh devices; `adjust` may change the configuration read from the environment.
   void OpenDevices(int count, const std::function<void(runtime::RuntimeConfig&)>& adjust = nullptr);

@@ -2,8 +2,11 @@
 // caller already set it, so a test binary run by hand behaves as under ctest.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
+
+#include "tests/support/device_test.h"
 
 int main(int argc, char** argv) {
   for (const char* assignment : {VKSPMD_TEST_DEFAULT_ENVIRONMENT}) {
@@ -13,5 +16,10 @@ int main(int argc, char** argv) {
     setenv(text.substr(0, equals).c_str(), text.substr(equals + 1).c_str(), /*overwrite=*/0);
   }
   ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
+  const int result = RUN_ALL_TESTS();
+  if (vkspmd::testing::DeviceTest::WorkMayStillRun()) {
+    std::fflush(nullptr);
+    std::_Exit(result);
+  }
+  return result;
 }
