@@ -3,6 +3,7 @@
 // VKSPMD_DEBUG analysis names the cause, graph and the caller's line.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -142,6 +143,23 @@ TEST(RuntimeTest, DebugAnalysisNamesCauseGraphAndSourceLine) {
   }
   EXPECT_NE(log.find("compilation analysis"), std::string::npos);
   EXPECT_NE(log.find("graph inputs: 1\n  graph outputs: 1\n"), std::string::npos) << log;
+}
+
+TEST(RuntimeTest, AHundredThousandTracedOpsRun) {
+  // 6,000 traced tanh used to overflow the stack in kernel generation. The oracle is the same
+  // chain in double precision.
+  const std::vector<float> start = {-1.5f, -0.25f, 0.0f, 0.5f, 2.0f};
+  Tensor y = tensor(start);
+  std::vector<double> expected(start.begin(), start.end());
+  for (int k = 0; k < 100000; ++k) {
+    y = k % 2 ? tanh(y) : -y;
+    for (double& value : expected) value = k % 2 ? std::tanh(value) : -value;
+  }
+  const std::vector<float> actual = y.to_vector<float>();
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    EXPECT_NEAR(actual[i], expected[i], 1e-5) << "element " << i;
+  }
 }
 
 }  // namespace
