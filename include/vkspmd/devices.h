@@ -36,11 +36,14 @@ struct MeshDeviceInfo {
 // Every physical device the Vulkan loader reports. Throws vkspmd::Error.
 std::vector<PhysicalDevice> ListPhysicalDevices();
 
-// A set of mesh devices, held open for as long as the object lives.
+// The mesh devices tensors run on. They belong to the runtime (one owner for the process): Open
+// opens them if they are not open yet, and they stay open until vkspmd::shutdown() or exit,
+// whatever happens to this object, which only describes them.
 class DeviceSet {
  public:
-  // `count` mesh devices; 0 takes VKSPMD_DEVICES, or one per usable physical device. The rest of
-  // the configuration comes from the VKSPMD_* environment. Throws vkspmd::Error.
+  // At least `count` mesh devices; 0 takes VKSPMD_DEVICES, or one per usable physical device.
+  // The rest of the configuration comes from the VKSPMD_* environment. Throws vkspmd::Error
+  // (also when tensors already live on fewer devices than `count`).
   static DeviceSet Open(int count = 0);
   ~DeviceSet();
   DeviceSet(DeviceSet&&) noexcept;

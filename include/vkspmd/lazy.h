@@ -19,6 +19,13 @@ void sync(std::source_location where = std::source_location::current());
 void mark_step(std::source_location where = std::source_location::current());
 // Blocks until every launched graph has finished.
 void wait_device_ops();
+// Ends the runtime in a defined order: waits for launched graphs, frees every tensor's device
+// value (reading such a tensor later is an error saying so; host tensors and pending graphs that
+// do not read freed values are unaffected), empties the graph cache, closes the mesh devices and
+// stops the worker thread. The next device use opens devices again. Exit does the same (after
+// letting launched graphs finish), so calling it is only needed to free the devices earlier.
+// Call it while no other thread uses tensors.
+void shutdown();
 
 struct Metrics {
   int64_t compile_count = 0;

@@ -16,3 +16,4 @@
 #include "vkspmd/sharded_tensor.h"
 #include "vkspmd/sharding.h"
 #include "vkspmd/tensor.h"
+#include "vkspmd/version.h"

@@ -17,6 +17,8 @@ void mark_step(std::source_location where) {
 
 void wait_device_ops() { lazy::Engine::Get().WaitIdle(); }
 
+void shutdown() { lazy::Engine::Get().Shutdown(); }
+
 Metrics metrics() {
   wait_device_ops();
   const debug::MetricsSnapshot snapshot = debug::ReadMetrics();

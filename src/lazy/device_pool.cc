@@ -90,6 +90,16 @@ int64_t DevicePool::ValidationMessageCount() {
   return closed_messages_ + devices_->validation_messages()->count();
 }
 
+absl::StatusOr<runtime::DeviceSet*> DevicePool::OpenAtLeast(int64_t count) {
+  if (count == 0) {
+    VKSPMD_ASSIGN_OR_RETURN(count, AvailableDeviceCount());
+  }
+  if (count < 1) return absl::InvalidArgumentError(absl::StrCat("cannot open ", count, " devices"));
+  VKSPMD_RETURN_IF_ERROR(NoteMeshDevices(count));
+  if (devices_ == nullptr || devices_->size() < count) VKSPMD_RETURN_IF_ERROR(Open(count));
+  return devices_.get();
+}
+
 bool DevicePool::WorkMayStillRun() {
   for (runtime::MeshDevice* device : OpenDevices()) {
     if (device->device().must_not_free()) return true;

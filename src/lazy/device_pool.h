@@ -24,6 +24,9 @@ class DevicePool {
 
   // The mesh devices of a placement, by local id. Not thread-safe: the engine's worker calls it.
   absl::StatusOr<std::vector<runtime::MeshDevice*>> DevicesFor(const Placement& placement);
+  // Opens the devices if they are not open, with at least `count` mesh devices (0: what
+  // VKSPMD_DEVICES or the usable physical devices give). The public DeviceSet::Open.
+  absl::StatusOr<runtime::DeviceSet*> OpenAtLeast(int64_t count);
   int64_t generation() const { return generation_; }
   // The open mesh devices (none before first use).
   std::vector<runtime::MeshDevice*> OpenDevices();

@@ -2,20 +2,52 @@
 #include "src/lazy/device_value.h"
 
 #include <atomic>
+#include <set>
 
 namespace vkspmd::lazy {
 namespace {
 
 std::atomic<int64_t> live_buffers{0};
 
+// Every DeviceValue alive, so shutdown can free their buffers before the devices close. Never
+// destroyed: tensors in static storage unregister during exit, after any destructor order.
+std::mutex& RegistryMutex() {
+  static auto* mutex = new std::mutex();
+  return *mutex;
+}
+std::set<DeviceValue*>& Registry() {
+  static auto* values = new std::set<DeviceValue*>();
+  return *values;
+}
+
 }  // namespace
 
 DeviceValue::DeviceValue(PlacementPtr placement, ir::Shape shape,
                          std::optional<spmd::AxisSharding> sharding)
-    : placement_(std::move(placement)), shape_(std::move(shape)), sharding_(std::move(sharding)) {}
+    : placement_(std::move(placement)), shape_(std::move(shape)), sharding_(std::move(sharding)) {
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  Registry().insert(this);
+}
 
 DeviceValue::~DeviceValue() {
+  {
+    std::lock_guard<std::mutex> lock(RegistryMutex());
+    Registry().erase(this);
+  }
   if (buffer_ != nullptr) --live_buffers;
+}
+
+void DeviceValue::ReleaseAll(const absl::Status& why) {
+  std::lock_guard<std::mutex> registry_lock(RegistryMutex());
+  for (DeviceValue* value : Registry()) {
+    std::lock_guard<std::mutex> lock(value->mutex_);
+    if (value->buffer_ != nullptr) {
+      value->buffer_.reset();
+      --live_buffers;
+    }
+    if (value->error_.ok()) value->error_ = why;
+    value->changed_.notify_all();
+  }
 }
 
 void DeviceValue::SetSharding(const spmd::AxisSharding& sharding) {

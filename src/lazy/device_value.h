@@ -41,6 +41,9 @@ class DeviceValue {
 
   // Buffers alive in the process: the engine may reopen devices only when none are.
   static int64_t LiveBufferCount();
+  // Frees the buffer of every DeviceValue alive and leaves `why` as its error for later readers
+  // (the runtime is shutting down and closes the devices next). Only while no graph runs.
+  static void ReleaseAll(const absl::Status& why);
 
  private:
   const PlacementPtr placement_;

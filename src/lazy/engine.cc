@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "src/lazy/device_value.h"
+
 namespace vkspmd::lazy {
 
 Engine& Engine::Get() {
@@ -15,26 +17,44 @@ Engine& Engine::Get() {
   return *engine;
 }
 
-Engine::Engine() : worker_([this] { Loop(); }) {
+Engine::Engine() {
   // Set before any work is queued; the pool calls it on the worker when it closes its devices.
   pool_.SetBeforeClose([this] { runner_.Clear(); });
 }
 
-Engine::~Engine() {
+Engine::~Engine() { Shutdown(); }
+
+void Engine::Post(std::function<void()> work) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(work));
+    if (!worker_.joinable()) worker_ = std::thread([this] { Loop(); });
+  }
+  changed_.notify_all();
+}
+
+void Engine::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!worker_.joinable()) return;  // Never started, or already shut down.
+  }
+  (void)Call([this](DevicePool& pool) {
+    DeviceValue::ReleaseAll(absl::FailedPreconditionError(
+        "the runtime was shut down (vkspmd::shutdown or exit): this tensor's device value was "
+        "freed"));
+    runner_.Clear();
+    pool.Close();
+    return absl::OkStatus();
+  });
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
   changed_.notify_all();
   worker_.join();
-}
-
-void Engine::Post(std::function<void()> work) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(std::move(work));
-  }
-  changed_.notify_all();
+  std::lock_guard<std::mutex> lock(mutex_);
+  worker_ = std::thread();
+  stopping_ = false;
 }
 
 void Engine::Loop() {
@@ -80,6 +100,7 @@ void Engine::AtExit(int status, void* engine) {
     std::fflush(nullptr);
     std::_Exit(status);
   }
+  self.Shutdown();
 }
 
 absl::Status Engine::Call(const std::function<absl::Status(DevicePool&)>& work) {

@@ -33,6 +33,10 @@ class Engine {
   // Waits, then closes the devices and empties the graph cache (tests check validation
   // messages of the teardown this way). Returns the validation message count.
   int64_t CloseDevices();
+  // vkspmd::shutdown(): waits for launched graphs, frees every tensor's device value (their
+  // readers get a FAILED_PRECONDITION saying so), empties the graph cache, closes the devices and
+  // stops the worker thread. The next use starts the worker and opens devices again.
+  void Shutdown();
 
  private:
   Engine();
@@ -44,9 +48,11 @@ class Engine {
   // The exit guard (glibc's on_exit, which passes the exit status). Exit handlers run in the
   // reverse order of registration, so the latest registration runs before the static
   // destructors of everything the devices loaded so far. It lets launched graphs finish (at most
-  // a minute), then, if a device failed while its work may still run (lavapipe's threads keep
-  // compiling and running a lost device's commands), leaves at once with the exit status and
-  // flushed stdio instead of destroying statics those threads use.
+  // a minute) and shuts the runtime down, so the devices close before the driver's and the
+  // validation layer's statics go: teardown in a defined order. If a device failed while its
+  // work may still run (lavapipe's threads keep compiling and running a lost device's commands),
+  // it leaves at once with the exit status and flushed stdio instead of destroying statics those
+  // threads use.
   static void AtExit(int status, void* engine);
 
   std::mutex mutex_;
@@ -56,7 +62,7 @@ class Engine {
   bool stopping_ = false;
   DevicePool pool_;
   GraphRunner runner_;
-  std::thread worker_;
+  std::thread worker_;  // Started by the first Post after construction or Shutdown.
   // What the exit guard was last registered after (worker only).
   int64_t guarded_generation_ = -1;
   size_t guarded_graphs_ = 0;

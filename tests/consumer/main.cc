@@ -8,8 +8,10 @@ int main() {
   try {
     std::vector<vkspmd::PhysicalDevice> physical = vkspmd::ListPhysicalDevices();
     vkspmd::DeviceSet devices = vkspmd::DeviceSet::Open(2);
-    std::printf("consumer: %zu physical device(s), %d mesh devices, mesh device 1 on %s\n",
-                physical.size(), devices.size(), devices.devices()[1].physical_name.c_str());
+    std::printf(
+        "consumer: vkspmd %s, %zu physical device(s), %d mesh devices, mesh device 1 on %s\n",
+        vkspmd::version(), physical.size(), devices.size(),
+        devices.devices()[1].physical_name.c_str());
     if (devices.size() != 2) return 1;
     vkspmd::Tensor t = vkspmd::arange(6).to(vkspmd::float32);
     vkspmd::mark_sharding(t, vkspmd::Mesh({2}), {0});

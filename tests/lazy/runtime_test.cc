@@ -162,5 +162,28 @@ TEST(RuntimeTest, AHundredThousandTracedOpsRun) {
   }
 }
 
+TEST(RuntimeTest, ShutdownFreesDeviceValuesAndTheNextUseReopens) {
+  // The devices the public API opens are the ones tensors run on.
+  DeviceSet devices = DeviceSet::Open(2);
+  ASSERT_GE(devices.size(), 2);
+  Mesh mesh({2});
+  Tensor kept = ones({4, 3});
+  mark_sharding(kept, mesh, {0, None});
+  Tensor doubled = kept * 2;
+  sync();
+  EXPECT_EQ(doubled.sum().item(), 24);
+  EXPECT_EQ(static_cast<int>(memory_stats().size()), devices.size());
+  HostTensor host = doubled.to_host();
+  shutdown();
+  EXPECT_NE(ThrownMessage([&] { doubled.sum().item(); }).find("the runtime was shut down"),
+            std::string::npos);
+  // Host copies stay readable, and new work opens the devices again.
+  EXPECT_EQ(host.values<float>()[0], 2);
+  Tensor fresh = ones({5}) * 3;
+  EXPECT_EQ(fresh.sum().item(), 15);
+  shutdown();
+  shutdown();  // Idempotent.
+}
+
 }  // namespace
 }  // namespace vkspmd::testing

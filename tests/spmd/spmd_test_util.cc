@@ -153,6 +153,9 @@ absl::StatusOr<double> RelativeDifference(const ir::Literal& actual, const ir::L
     const double a = actual.GetAsDouble(i), b = expected.GetAsDouble(i);
     if (std::isnan(a) != std::isnan(b)) return std::numeric_limits<double>::infinity();
     if (std::isnan(a) || a == b) continue;
+    // +inf against -inf (or an infinity against a number) would make a NaN or an infinite
+    // quotient here; either is an infinite difference, which std::max must not drop.
+    if (std::isinf(a) || std::isinf(b)) return std::numeric_limits<double>::infinity();
     worst = std::max(worst, std::abs(a - b) / (1 + std::abs(b)));
   }
   return worst;

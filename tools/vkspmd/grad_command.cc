@@ -45,7 +45,7 @@ int RunGrad(const GradOptions& options) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ReadModuleFile(options.path);
   if (!module.ok()) {
     fmt::print(stderr, "vkspmd grad: {}\n", module.status().message());
-    return kExitRuntimeError;
+    return IsUnusableFile(module.status()) ? kExitUsageError : kExitRuntimeError;
   }
   const ir::Computation& entry = *(*module)->entry();
   std::vector<int64_t> wrt;

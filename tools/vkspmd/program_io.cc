@@ -27,6 +27,18 @@ constexpr int64_t kPreviewElements = 8;
 // Deterministic values for --random-inputs: floats in [-1, 1), integers in [-10, 10] (unsigned
 // [0, 20]), pred true or false. Written with the raw generator so the values do not depend on the
 // standard library's distributions.
+// A shape's bytes, as a double so that absurd dimensions cannot overflow.
+double ShapeBytes(const ir::Shape& shape) {
+  if (shape.IsTuple()) {
+    double bytes = 0;
+    for (const ir::Shape& element : shape.tuple_elements()) bytes += ShapeBytes(element);
+    return bytes;
+  }
+  double bytes = static_cast<double>(ir::DTypeByteSize(shape.dtype()));
+  for (int64_t dimension : shape.dimensions()) bytes *= static_cast<double>(dimension);
+  return bytes;
+}
+
 ir::Literal RandomLiteral(const ir::Shape& shape, std::mt19937_64& generator) {
   if (shape.IsTuple()) {
     std::vector<ir::Literal> elements;
@@ -152,6 +164,13 @@ absl::StatusOr<std::vector<ir::Literal>> BuildArguments(const ir::Computation& e
             fmt::format("no input for parameter {} (%{}: {}); pass --input {}=FILE.npy "
                         "or --random-inputs SEED",
                         i, parameter.name(), parameter.shape().ToString(), parameter.name()));
+      }
+      // Refused before allocating: a parameter of 100 billion floats would otherwise abort.
+      if (const double bytes = ShapeBytes(parameter.shape()); bytes > kMaxNpyFileBytes) {
+        return absl::InvalidArgumentError(fmt::format(
+            "parameter {} (%{}: {}) would take {:.3g} bytes; --random-inputs fills at most {} "
+            "bytes per parameter",
+            i, parameter.name(), parameter.shape().ToString(), bytes, kMaxNpyFileBytes));
       }
       arguments[i] = RandomLiteral(parameter.shape(), generator);
     }

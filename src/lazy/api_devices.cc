@@ -1,7 +1,8 @@
-// The public device API (include/vkspmd/devices.h) over the runtime: statuses become
-// vkspmd::Error here and nowhere else.
+// The public device API (include/vkspmd/devices.h): the physical devices, and the mesh devices of
+// the lazy runtime, the ones tensors run on. Statuses become vkspmd::Error here.
 #include <utility>
 
+#include "src/lazy/engine.h"
 #include "src/runtime/device_set.h"
 #include "src/runtime/instance.h"
 #include "src/runtime/physical_device.h"
@@ -48,20 +49,23 @@ std::vector<PhysicalDevice> ListPhysicalDevices() {
 }
 
 struct DeviceSet::State {
-  std::unique_ptr<runtime::DeviceSet> devices;
   std::vector<MeshDeviceInfo> infos;
 };
 
 DeviceSet DeviceSet::Open(int count) {
-  runtime::RuntimeConfig config = ConfigOrThrow();
-  if (count != 0) config.mesh_device_count = count;
   auto state = std::make_unique<State>();
-  state->devices = ValueOrThrow(runtime::DeviceSet::Create(config));
-  for (const runtime::MeshDeviceSlot& slot : state->devices->slots()) {
-    state->infos.push_back({slot.mesh_index, slot.physical_index,
-                            state->devices->physical_devices()[slot.physical_index].name,
-                            slot.logical_device, slot.queue_family, slot.queue_index});
-  }
+  absl::Status opened = lazy::Engine::Get().Call([&](lazy::DevicePool& pool) -> absl::Status {
+    absl::StatusOr<runtime::DeviceSet*> devices = pool.OpenAtLeast(count);
+    if (!devices.ok()) return devices.status();
+    for (const runtime::MeshDeviceSlot& slot : (*devices)->slots()) {
+      state->infos.push_back({slot.mesh_index, slot.physical_index,
+                              (*devices)->physical_devices()[slot.physical_index].name,
+                              slot.logical_device, slot.queue_family, slot.queue_index});
+    }
+    return absl::OkStatus();
+  });
+  if (!opened.ok())
+    throw Error(static_cast<ErrorCode>(opened.code()), std::string(opened.message()));
   return DeviceSet(std::move(state));
 }
 
