@@ -1,14 +1,12 @@
-// Collectives between threads of one process sharing host memory: the default transport when one
-// process drives every mesh device. Each rank's thread reads its peers' buffers directly, so every
-// input is read once and every output written once (no staging copies between ranks).
+// The transport between threads of one process sharing host memory: the default World when one
+// process drives every mesh device. Ranks' buffers are read and written in place, so the
+// algorithms (host_communicator.h) move every byte once, with no staging copies between ranks.
 //
 // A collective meets its group at a rendezvous: the first arrival opens it, the last closes it to
-// later calls, every participant's request is checked against the others' before any data moves
-// (kind, element type, reduction, sizes), and each participant then computes a disjoint part of
-// the results (for all-reduce, a slice of the elements, combined in group order, so every rank's
-// output is bitwise identical). A participant that waits longer than the timeout fails the
-// rendezvous for everyone with DEADLINE_EXCEEDED naming the missing ranks; the next collective
-// opens a fresh rendezvous, so the world stays usable.
+// later calls and checks every member's request before any data moves. A participant that waits
+// longer than the timeout fails the rendezvous for everyone with ABORTED (a peer's failure, not
+// this rank's) naming the missing ranks; the next collective opens a fresh rendezvous, so the
+// world stays usable.
 #pragma once
 
 #include <chrono>
@@ -21,64 +19,47 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "src/collectives/communicator.h"
+#include "src/collectives/transport.h"
+#include "src/collectives/world.h"
 
 namespace vkspmd::collectives {
 
-class InProcessWorld : public std::enable_shared_from_this<InProcessWorld> {
+class InProcessWorld : public World,
+                       public Transport,
+                       public std::enable_shared_from_this<InProcessWorld> {
  public:
   // `timeout` bounds how long a participant waits for the rest of its group; without one,
   // VKSPMD_COLLECTIVE_TIMEOUT_S (seconds, default 60) is read.
   static absl::StatusOr<std::shared_ptr<InProcessWorld>> Create(
       int world_size, std::optional<std::chrono::milliseconds> timeout = std::nullopt);
 
-  // The communicator of `rank` (0 <= rank < world_size). A rank's calls must come from one
-  // thread at a time; different ranks' calls come from different threads.
-  absl::StatusOr<std::unique_ptr<Communicator>> Connect(int rank);
+  int size() const override { return world_size_; }
+  std::vector<int> local_ranks() const override;  // Every rank.
+  absl::StatusOr<std::unique_ptr<Communicator>> Connect(int rank) override;
+  void Abort(const absl::Status& status) override;
+  void Reset() override;
 
-  // Fails every collective waiting now or called later with `status` (e.g. one device of a
-  // program failed, so its peers need not wait out the timeout), until Reset.
-  void Abort(const absl::Status& status);
-  // Clears an abort and forgets every rank's collective count (after a failure ranks may have
-  // passed different numbers of collectives). Only while no collective is in flight.
-  void Reset();
+  int world_size() const override { return world_size_; }
+  absl::StatusOr<std::unique_ptr<Meeting>> Meet(const Request& request,
+                                                const Check& check) override;
 
-  int world_size() const { return world_size_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
 
-  enum class Kind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kPermute, kBroadcast };
-  // One participant's request.
-  struct Call {
-    Kind kind = Kind::kAllReduce;
-    int rank = 0;
-    ElementType type = ElementType::kF32;
-    ReduceOp op = ReduceOp::kSum;
-    int root = 0;
-    std::span<const std::byte> input;
-    std::span<std::byte> output;
-    std::vector<int> members;                // The caller's group, in position order.
-    int position = 0;                        // The caller's index in `members`.
-    std::vector<std::pair<int, int>> pairs;  // kPermute.
-  };
-  // Meets the caller's group and runs the collective (used by the communicators).
-  absl::Status Run(const Call& call);
-
  private:
+  class SharedMemoryMeeting;
   struct Rendezvous {
-    std::vector<int> members;
     uint64_t sequence = 0;
-    std::vector<const Call*> calls;  // By position; the callers' stack frames outlive the use.
+    std::vector<const Request*> requests;  // By position; the callers' frames outlive the use.
     int arrived = 0;
     int finished = 0;
     bool complete = false;  // Everyone arrived.
-    absl::Status status;    // Validation or timeout failure, the same for every participant.
+    absl::Status status;    // Check or timeout failure, the same for every participant.
   };
 
   InProcessWorld(int world_size, std::chrono::milliseconds timeout)
       : world_size_(world_size), timeout_(timeout) {}
-  absl::Status Validate(const Rendezvous& rendezvous) const;
-  // Computes this participant's share; returns after the group finished reading (see .cc).
-  void Execute(Rendezvous& rendezvous, int position, std::unique_lock<std::mutex>& lock);
+  // Waits until the group's every member has finished moving bytes.
+  void Finish(Rendezvous& rendezvous);
 
   const int world_size_;
   const std::chrono::milliseconds timeout_;
@@ -91,8 +72,5 @@ class InProcessWorld : public std::enable_shared_from_this<InProcessWorld> {
   std::map<std::string, absl::Status> failed_;  // Failed rendezvous, for their late arrivals.
   absl::Status aborted_;
 };
-
-// The collective's name as XLA spells it ("all-reduce", ...).
-const char* KindName(InProcessWorld::Kind kind);
 
 }  // namespace vkspmd::collectives

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "src/collectives/chunk_layout.h"
 #include "src/ir/collective_groups.h"
 #include "src/ir/module.h"
 #include "src/ir/status_macros.h"
@@ -11,33 +12,12 @@
 namespace vkspmd::exec {
 namespace {
 
+using collectives::ChunksAreContiguous;
 using collectives::ElementType;
+using collectives::PackChunks;
 using collectives::ReduceOp;
+using collectives::UnpackChunks;
 using ir::Opcode;
-
-// Copies chunk k of every outer row between the row-major and the chunk-major layouts.
-void Relayout(std::span<const std::byte> from, std::span<std::byte> to,
-              const std::vector<int64_t>& dims, int64_t dim, int64_t n, size_t element_bytes,
-              bool pack) {
-  const int64_t outer = ir::Product(absl::MakeConstSpan(dims).subspan(0, dim));
-  const int64_t length = dims[dim];
-  const int64_t chunk = length / n;
-  const size_t inner =
-      static_cast<size_t>(ir::Product(absl::MakeConstSpan(dims).subspan(dim + 1))) * element_bytes;
-  const size_t block = static_cast<size_t>(chunk) * inner;
-  if (block == 0) return;
-  for (int64_t k = 0; k < n; ++k) {
-    for (int64_t o = 0; o < outer; ++o) {
-      const size_t row_major = static_cast<size_t>(o * length + k * chunk) * inner;
-      const size_t chunk_major = static_cast<size_t>(k * outer + o) * block;
-      if (pack) {
-        std::memcpy(to.data() + chunk_major, from.data() + row_major, block);
-      } else {
-        std::memcpy(to.data() + row_major, from.data() + chunk_major, block);
-      }
-    }
-  }
-}
 
 absl::StatusOr<ElementType> ElementTypeOf(ir::DType type, uint32_t element_bytes) {
   switch (type) {
@@ -110,20 +90,6 @@ absl::StatusOr<ReduceOp> ReduceOpOf(const ir::Instruction& collective, ir::DType
 }
 
 }  // namespace
-
-void PackChunks(std::span<const std::byte> bytes, std::span<std::byte> packed,
-                const std::vector<int64_t>& dims, int64_t dim, int64_t n, size_t element_bytes) {
-  Relayout(bytes, packed, dims, dim, n, element_bytes, /*pack=*/true);
-}
-
-void UnpackChunks(std::span<const std::byte> packed, std::span<std::byte> bytes,
-                  const std::vector<int64_t>& dims, int64_t dim, int64_t n, size_t element_bytes) {
-  Relayout(packed, bytes, dims, dim, n, element_bytes, /*pack=*/false);
-}
-
-bool ChunksAreContiguous(const std::vector<int64_t>& dims, int64_t dim) {
-  return ir::Product(absl::MakeConstSpan(dims).subspan(0, dim)) <= 1;
-}
 
 absl::StatusOr<CollectiveStep> PlanCollectiveStep(const ir::Instruction& collective,
                                                   uint32_t element_bytes,

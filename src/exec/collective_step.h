@@ -1,7 +1,7 @@
 // A collective instruction of a per-device program, run on the host between two recorded
 // segments of kernels: the operand's bytes (as the device stores them) go through the
-// Communicator, with the re-layouts XLA's dimension semantics need (chunks along a dim other than
-// the first are not contiguous in row-major order), and come back as the result's bytes.
+// Communicator, with the re-layouts XLA's dimension semantics need (collectives/chunk_layout.h),
+// and come back as the result's bytes.
 #pragma once
 
 #include <cstddef>
@@ -49,14 +49,5 @@ absl::StatusOr<CollectiveStep> PlanCollectiveStep(const ir::Instruction& collect
 absl::Status RunCollectiveStep(const CollectiveStep& step, std::span<const std::byte> input,
                                std::span<std::byte> output,
                                collectives::Communicator* communicator);
-
-// Reorders a row-major array of `dims` (`element_bytes` each) so that its `n` equal chunks along
-// `dim` are each contiguous, in chunk order; Unpack is the inverse.
-void PackChunks(std::span<const std::byte> bytes, std::span<std::byte> packed,
-                const std::vector<int64_t>& dims, int64_t dim, int64_t n, size_t element_bytes);
-void UnpackChunks(std::span<const std::byte> packed, std::span<std::byte> bytes,
-                  const std::vector<int64_t>& dims, int64_t dim, int64_t n, size_t element_bytes);
-// Whether the chunks along `dim` already are contiguous (every dim before it has length 1).
-bool ChunksAreContiguous(const std::vector<int64_t>& dims, int64_t dim);
 
 }  // namespace vkspmd::exec

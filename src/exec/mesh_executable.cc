@@ -2,12 +2,14 @@
 #include "src/exec/mesh_executable.h"
 
 #include "absl/strings/str_cat.h"
+#include "src/collectives/in_process_world.h"
 #include "src/ir/status_macros.h"
 
 namespace vkspmd::exec {
 
 absl::StatusOr<std::unique_ptr<MeshExecutable>> MeshExecutable::Compile(
-    const ir::Module& module, const std::vector<runtime::MeshDevice*>& devices, bool timestamps) {
+    const ir::Module& module, const std::vector<runtime::MeshDevice*>& devices, bool timestamps,
+    std::shared_ptr<collectives::World> world) {
   const int64_t replicas = module.replica_count(), partitions = module.partition_count();
   if (static_cast<int64_t>(devices.size()) != replicas * partitions) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -15,8 +17,18 @@ absl::StatusOr<std::unique_ptr<MeshExecutable>> MeshExecutable::Compile(
         " partition(s) = ", replicas * partitions, " devices; ", devices.size(), " were given"));
   }
   std::unique_ptr<MeshExecutable> mesh(new MeshExecutable());
-  VKSPMD_ASSIGN_OR_RETURN(mesh->world_,
-                          collectives::InProcessWorld::Create(static_cast<int>(devices.size())));
+  const int ranks = static_cast<int>(devices.size());
+  if (world == nullptr) {
+    VKSPMD_ASSIGN_OR_RETURN(world, collectives::InProcessWorld::Create(ranks));
+  }
+  if (world->size() != ranks || static_cast<int>(world->local_ranks().size()) != ranks) {
+    // Device d's communicator is rank d; ranks in other processes need a program per process.
+    return absl::UnimplementedError(
+        absl::StrCat("the program's ", ranks, " devices need a collective world of ", ranks,
+                     " ranks all in this process; the world has ", world->size(), " rank(s), ",
+                     world->local_ranks().size(), " of them here"));
+  }
+  mesh->world_ = std::move(world);
   for (size_t d = 0; d < devices.size(); ++d) {
     VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<collectives::Communicator> communicator,
                             mesh->world_->Connect(static_cast<int>(d)));

@@ -1,7 +1,7 @@
 // A per-device (SPMD) program on every device of its replicas x partitions: one Executable per
 // device (partition-id and replica-id specialised; identical kernels share their generated
-// source), run concurrently with one long-lived host thread per device, collectives through an
-// in-process host-staged world.
+// source), run concurrently with one long-lived host thread per device, collectives through the
+// collectives::World it is given (threads of this process unless told otherwise).
 #pragma once
 
 #include <functional>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "src/collectives/in_process_world.h"
+#include "src/collectives/world.h"
 #include "src/exec/device_workers.h"
 #include "src/exec/executable.h"
 #include "src/exec/sharded_buffer.h"
@@ -19,10 +19,12 @@ namespace vkspmd::exec {
 class MeshExecutable {
  public:
   // `devices[d]` runs global device d (= replica * partition_count + partition); there must be
-  // exactly replica_count * partition_count of them. Borrowed; they must outlive the executable.
+  // exactly replica_count * partition_count of them. Borrowed; they must outlive the executable,
+  // and so must `module`. Global device d is rank d of `world`, which must have that many ranks,
+  // all in this process; without one, a new in-process world.
   static absl::StatusOr<std::unique_ptr<MeshExecutable>> Compile(
       const ir::Module& module, const std::vector<runtime::MeshDevice*>& devices,
-      bool timestamps = false);
+      bool timestamps = false, std::shared_ptr<collectives::World> world = nullptr);
 
   // `arguments[d]` are device d's arguments; returns device d's result at index d. On failure,
   // the error of the first device that failed for a reason other than a peer's absence.
@@ -56,7 +58,7 @@ class MeshExecutable {
   absl::Status OnEveryDevice(const std::function<absl::Status(size_t)>& body);
 
   std::unique_ptr<DeviceWorkers> workers_;
-  std::shared_ptr<collectives::InProcessWorld> world_;
+  std::shared_ptr<collectives::World> world_;
   std::vector<std::unique_ptr<collectives::Communicator>> communicators_;
   std::vector<std::unique_ptr<Executable>> executables_;
 };
