@@ -4,33 +4,14 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "src/codegen/dot_tiling.h"
 #include "src/codegen/kernel_writer.h"
-#include "src/codegen/program_plan.h"
 #include "src/ir/status_macros.h"
 
 namespace vkspmd::codegen {
 namespace {
 
 using ir::Instruction;
-
-// Result rows per workgroup (uniform operand reads) and columns per lane: 4 x 4 accumulators
-// fit the sixteen 256-bit registers a CPU driver has per group of lanes. On llvmpipe every
-// shape from 2 x 8 to 16 x 1 with 32 to 128 lanes measured within 10% of this one (1024^3 in
-// about 230 ms); 2 x 2 and 8-lane workgroups were slower.
-constexpr int64_t kRowsPerTile = 4;
-constexpr int64_t kColumnsPerLane = 4;
-
-std::vector<int64_t> FreeDims(const Instruction& operand, const std::vector<int64_t>& batch,
-                              const std::vector<int64_t>& contracting) {
-  std::vector<int64_t> free;
-  for (int64_t k = 0; k < operand.shape().rank(); ++k) {
-    if (std::find(batch.begin(), batch.end(), k) == batch.end() &&
-        std::find(contracting.begin(), contracting.end(), k) == contracting.end()) {
-      free.push_back(k);
-    }
-  }
-  return free;
-}
 
 // GLSL for the linear offset in `operand` of the element whose coordinates along `dims` are the
 // row-major decomposition of `index` (an index over those dims flattened).
@@ -57,18 +38,13 @@ struct Side {
   std::vector<int64_t> free;
   std::vector<int64_t> batch;
   std::vector<int64_t> contracting;
-  int64_t size() const {
-    std::vector<int64_t> sizes;
-    for (int64_t dim : free) sizes.push_back(operand->shape().dimension(dim));
-    return ir::Product(sizes);
-  }
 };
 
 }  // namespace
 
-absl::StatusOr<DotKernel> WriteDotKernel(const Instruction& dot, const std::string& lhs_value,
-                                         const std::string& rhs_value, const TargetInfo& target,
-                                         int64_t max_iterations) {
+absl::StatusOr<std::string> WriteDotKernel(const Instruction& dot, const DotTiling& tiling,
+                                           const std::string& lhs_value,
+                                           const std::string& rhs_value) {
   if (dot.shape().dtype() == ir::DType::kPred) {
     return absl::UnimplementedError("dot of pred is not supported on devices (" + dot.Describe() +
                                     ")");
@@ -79,34 +55,29 @@ absl::StatusOr<DotKernel> WriteDotKernel(const Instruction& dot, const std::stri
   Side rhs{dot.operand(1), rhs_value, {}, d.rhs_batch, d.rhs_contracting};
   lhs.free = FreeDims(*lhs.operand, d.lhs_batch, d.lhs_contracting);
   rhs.free = FreeDims(*rhs.operand, d.rhs_batch, d.rhs_contracting);
-  const int64_t rows = lhs.size(), columns = rhs.size();
+  const int64_t rows = tiling.rows, columns = tiling.columns;
   std::vector<int64_t> batch_sizes(dot.shape().dimensions().begin(),
                                    dot.shape().dimensions().begin() + d.lhs_batch.size());
   std::vector<int64_t> contracting_sizes;
   for (int64_t dim : d.lhs_contracting) {
     contracting_sizes.push_back(lhs.operand->shape().dimension(dim));
   }
-  const int64_t batch_count = ir::Product(batch_sizes);
-  const int64_t contraction = ir::Product(contracting_sizes);
-  DotKernel kernel;
-  if (dot.shape().ElementCount() == 0) return kernel;  // Nothing to compute or store.
+  const int64_t contraction = tiling.contraction;
+  std::string body;
+  if (dot.shape().ElementCount() == 0) return body;  // Nothing to compute or store.
 
-  // Lanes run along the longer free side (the result's columns unless it has fewer columns than
-  // rows and fewer than a workgroup of lanes, as in a matrix-vector product).
-  // At least 64 lanes: llvmpipe runs a workgroup's groups of 8 lanes back to back (8-lane
-  // workgroups measured 2x slower), and 64 is two warps or one wavefront on GPUs.
-  const int64_t lanes = std::max<int64_t>(64, target.subgroup_size);
-  const bool swapped = columns < lanes && columns < rows;
+  const int64_t lanes = tiling.lanes;
+  const bool swapped = tiling.swapped;
   const Side& uniform = swapped ? rhs : lhs;
   const Side& lane_side = swapped ? lhs : rhs;
   const int64_t uniform_size = swapped ? columns : rows;
   const int64_t lane_size = swapped ? rows : columns;
-  const int64_t per_lane =
-      std::clamp<int64_t>((lane_size + lanes - 1) / lanes, int64_t{1}, kColumnsPerLane);
-  const int64_t tiles = (uniform_size + kRowsPerTile - 1) / kRowsPerTile;
-  const int64_t blocks = (lane_size + lanes * per_lane - 1) / (lanes * per_lane);
-  const int64_t chunks = std::max<int64_t>((contraction + max_iterations - 1) / max_iterations, 1);
-  const int64_t groups = batch_count * tiles * blocks * chunks;
+  const int64_t per_lane = tiling.per_lane;
+  const int64_t tiles = tiling.tiles;
+  const int64_t blocks = tiling.blocks;
+  const int64_t chunks = tiling.chunks;
+  const int64_t groups = tiling.groups;
+  const int64_t max_iterations = tiling.chunk;
 
   std::vector<int64_t> batch_strides = ir::RowMajorStrides(batch_sizes);
   std::vector<int64_t> contracting_strides = ir::RowMajorStrides(contracting_sizes);
@@ -129,10 +100,6 @@ absl::StatusOr<DotKernel> WriteDotKernel(const Instruction& dot, const std::stri
     return code;
   };
 
-  kernel.local_size = static_cast<uint32_t>(lanes);
-  kernel.invocations = static_cast<uint64_t>(groups * lanes);
-  kernel.k_chunks = chunks;
-  std::string& body = kernel.body;
   absl::StrAppend(&body, "  uint w = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;\n",
                   "  if (w >= ", groups, "u) return;\n  uint lane = gl_LocalInvocationID.x;\n",
                   "  uint chunk = w % ", chunks, "u;\n  uint rest = w / ", chunks, "u;\n",
@@ -187,7 +154,7 @@ absl::StatusOr<DotKernel> WriteDotKernel(const Instruction& dot, const std::stri
                       c, ");\n");
     }
   }
-  return kernel;
+  return body;
 }
 
 }  // namespace vkspmd::codegen

@@ -2,36 +2,27 @@
 // on CPU drivers such as llvmpipe, and caches serve the reuse on GPUs).
 //
 // A workgroup of `lanes` invocations computes kRowsPerTile rows of the [M, N] result of one batch
-// element and kColumnsPerLane * lanes columns. The rows' operand reads depend only on the
-// workgroup, so compilers see them as uniform (one scalar load for all lanes); the lanes read
-// consecutive columns. Any batch, contracting and free dims, in any operand layout, are handled
-// through index arithmetic, so transposed operands are never materialized. Contractions longer
-// than the per-invocation iteration bound are split into chunks (split-K) whose partial sums a
-// following reduction adds.
+// element and kColumnsPerLane * lanes columns (the tiling, dot_tiling.h, is planned). The rows'
+// operand reads depend only on the workgroup, so compilers see them as uniform (one scalar load
+// for all lanes); the lanes read consecutive columns. Any batch, contracting and free dims, in any
+// operand layout, are handled through index arithmetic, so transposed operands are never
+// materialized. Contractions longer than the per-invocation iteration bound are split into chunks
+// (split-K) whose partial sums a following reduction adds.
 #pragma once
 
-#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "src/codegen/target_info.h"
+#include "src/codegen/kernel_plan.h"
 #include "src/ir/instruction.h"
 
 namespace vkspmd::codegen {
 
-struct DotKernel {
-  std::string body;  // main()'s body; calls store().
-  uint64_t invocations = 0;
-  uint32_t local_size = 1;
-  // With more than one chunk, the body stores chunk c's partial result at
-  // c * (result elements) + index; the caller sums the chunks.
-  int64_t k_chunks = 1;
-};
-
-// `lhs_value`/`rhs_value` name the GLSL functions returning the operands' elements by linear
-// index. `max_iterations` bounds the contraction loop of one invocation.
-absl::StatusOr<DotKernel> WriteDotKernel(const ir::Instruction& dot, const std::string& lhs_value,
-                                         const std::string& rhs_value, const TargetInfo& target,
-                                         int64_t max_iterations);
+// main()'s body, which calls store(). `lhs_value`/`rhs_value` name the GLSL functions returning
+// the operands' elements by linear index. With more than one chunk, the body stores chunk c's
+// partial result at c * (result elements) + index; a following reduction sums the chunks.
+absl::StatusOr<std::string> WriteDotKernel(const ir::Instruction& dot, const DotTiling& tiling,
+                                           const std::string& lhs_value,
+                                           const std::string& rhs_value);
 
 }  // namespace vkspmd::codegen

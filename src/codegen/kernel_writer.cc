@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "src/codegen/fused_ops.h"
 #include "src/codegen/glsl_preamble.h"
 #include "src/ir/status_macros.h"
 
@@ -87,25 +88,6 @@ const std::map<Opcode, const char*> kInfixOperators = {
     {Opcode::kAdd, "+"}, {Opcode::kSubtract, "-"}, {Opcode::kMultiply, "*"},
     {Opcode::kAnd, "&"}, {Opcode::kOr, "|"},       {Opcode::kXor, "^"},
 };
-
-}  // namespace
-
-std::string WrapToWidth(DType type, const std::string& value) {
-  switch (type) {
-    case DType::kS8:
-      return absl::StrCat("bitfieldExtract(int(", value, "), 0, 8)");
-    case DType::kS16:
-      return absl::StrCat("bitfieldExtract(int(", value, "), 0, 16)");
-    case DType::kU8:
-      return absl::StrCat("((", value, ") & 0xffu)");
-    case DType::kU16:
-      return absl::StrCat("((", value, ") & 0xffffu)");
-    default:
-      return value;
-  }
-}
-
-namespace {
 
 std::string Unsupported(const Instruction& instruction, const std::string& what) {
   return absl::StrCat("the device compiler does not support ", what, " (", instruction.Describe(),
@@ -190,11 +172,14 @@ std::string KernelWriter::Size(uint64_t value) {
 }
 
 int KernelWriter::Bind(int buffer_id) {
-  for (size_t slot = 0; slot < inputs_.size(); ++slot) {
-    if (inputs_[slot] == buffer_id) return static_cast<int>(slot);
+  const std::vector<int>& inputs = kernel_.inputs;
+  auto slot = std::find(inputs.begin(), inputs.end(), buffer_id);
+  if (slot == inputs.end()) {
+    unplanned_.insert(buffer_id);
+    return 0;
   }
-  inputs_.push_back(buffer_id);
-  return static_cast<int>(inputs_.size()) - 1;
+  bound_.insert(buffer_id);
+  return static_cast<int>(slot - inputs.begin());
 }
 
 namespace {
@@ -245,8 +230,10 @@ std::string KernelWriter::ReadBuffer(int buffer_id) {
 }
 
 absl::StatusOr<std::string> KernelWriter::Value(const Instruction* instruction, bool compute) {
-  auto materialized = materialized_.find(instruction);
-  if (!compute && materialized != materialized_.end()) return ReadBuffer(materialized->second);
+  auto materialized = plan_.materialized.find(instruction);
+  if (!compute && materialized != plan_.materialized.end()) {
+    return ReadBuffer(materialized->second);
+  }
   auto key = std::make_pair(instruction, compute);
   if (auto found = names_.find(key); found != names_.end()) return found->second;
   if (instruction->shape().IsTuple()) {
@@ -278,12 +265,6 @@ std::string KernelWriter::AddShared(const std::string& type, uint32_t count) {
   std::string name = absl::StrCat("shared", next_variable_++);
   absl::StrAppend(&functions_, "shared ", type, " ", name, "[", count, "];\n");
   return name;
-}
-
-bool IsFusedElementwise(Opcode opcode) {
-  return ir::IsElementwiseUnary(opcode) || ir::IsElementwiseBinary(opcode) ||
-         opcode == Opcode::kCompare || opcode == Opcode::kSelect || opcode == Opcode::kClamp ||
-         opcode == Opcode::kConvert || opcode == Opcode::kCopy;
 }
 
 absl::StatusOr<std::string> KernelWriter::Compute(const Instruction& instruction,
@@ -513,9 +494,16 @@ absl::StatusOr<std::string> KernelWriter::IndexMapping(const Instruction& instru
       Unsupported(instruction, std::string(ir::OpcodeName(instruction.opcode()))));
 }
 
-std::string KernelWriter::Finish(int output_buffer, const std::string& main_body,
-                                 uint32_t local_size) {
-  // A buffer's storage type: its GLSL type, or uint8_t for one-byte predicates.
+absl::StatusOr<std::string> KernelWriter::Finish(const std::string& main_body) {
+  if (!unplanned_.empty() || bound_.size() != kernel_.inputs.size()) {
+    return absl::InternalError(absl::StrCat("kernel ", kernel_.name, " reads buffers {",
+                                            absl::StrJoin(bound_, ", "), "} and unplanned {",
+                                            absl::StrJoin(unplanned_, ", "), "}; its plan binds {",
+                                            absl::StrJoin(kernel_.inputs, ", "), "}"));
+  }
+  const int output_buffer = kernel_.output;
+  const uint32_t local_size = kernel_.local_size;
+  const std::vector<int>& inputs = kernel_.inputs;
   // A buffer's storage type: its GLSL type, or the narrow type its elements have in memory.
   auto storage = [&](int buffer) {
     const BufferPlan& planned = plan_.buffers[buffer];
@@ -526,7 +514,7 @@ std::string KernelWriter::Finish(int output_buffer, const std::string& main_body
   };
   bool bytes = plan_.buffers[output_buffer].element_bytes == 1;
   bool shorts = plan_.buffers[output_buffer].element_bytes == 2;
-  for (int input : inputs_) shorts |= plan_.buffers[input].element_bytes == 2;
+  for (int input : inputs) shorts |= plan_.buffers[input].element_bytes == 2;
   std::string declarations;
   int binding = 0;
   auto declare = [&](int buffer, const std::string& qualifier, const std::string& block) {
@@ -537,9 +525,9 @@ std::string KernelWriter::Finish(int output_buffer, const std::string& main_body
                       ";\n");
     }
   };
-  for (size_t slot = 0; slot < inputs_.size(); ++slot) {
-    bytes |= plan_.buffers[inputs_[slot]].element_bytes == 1;
-    declare(inputs_[slot], "readonly", absl::StrCat("in", slot));
+  for (size_t slot = 0; slot < inputs.size(); ++slot) {
+    bytes |= plan_.buffers[inputs[slot]].element_bytes == 1;
+    declare(inputs[slot], "readonly", absl::StrCat("in", slot));
   }
   declare(output_buffer, "writeonly", "out_buffer");
   const std::string output_type = *GlslType(plan_.buffers[output_buffer].shape.dtype());

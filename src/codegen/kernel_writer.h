@@ -1,6 +1,7 @@
 // Writes the GLSL of one kernel: buffer declarations, one function per fused instruction
 // (`T vN(uint i)` returns the instruction's element at linear index i, calling its operands'
-// functions at the indices its index mapping gives), and the kernel's main().
+// functions at the indices its index mapping gives), and the kernel's main(). It binds the buffers
+// its KernelPlan lists, and is an error if the code reads any other.
 #pragma once
 
 #include <map>
@@ -9,17 +10,16 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "src/codegen/program_plan.h"
+#include "src/codegen/glsl_types.h"
+#include "src/codegen/kernel_plan.h"
 #include "src/ir/instruction.h"
 
 namespace vkspmd::codegen {
 
 class KernelWriter {
  public:
-  // `materialized` maps instructions that live in buffers to their buffer ids; `plan` is
-  // borrowed for buffer shapes.
-  KernelWriter(const std::map<const ir::Instruction*, int>& materialized, const ProgramPlan& plan)
-      : materialized_(materialized), plan_(plan) {}
+  // Writes `kernel` of `plan`; both are borrowed.
+  KernelWriter(const ProgramPlan& plan, const KernelPlan& kernel) : plan_(plan), kernel_(kernel) {}
 
   // The name of a function returning `instruction`'s element at a linear index: a buffer read for
   // materialized instructions (unless `compute` is set), otherwise the fused computation.
@@ -30,10 +30,10 @@ class KernelWriter {
   static std::string Coordinates(const std::string& prefix, const std::string& index,
                                  const std::vector<int64_t>& dimensions);
 
-  // The complete shader: preamble, bindings (inputs in first-use order, then the output), the
+  // The complete shader: preamble, bindings (the kernel's inputs, then its output), the
   // functions, and `main_body` inside main() where `uint i` is the invocation's linear index.
-  std::string Finish(int output_buffer, const std::string& main_body, uint32_t local_size);
-  const std::vector<int>& inputs() const { return inputs_; }
+  // INTERNAL if the code read buffers other than exactly the planned inputs.
+  absl::StatusOr<std::string> Finish(const std::string& main_body);
 
   // Declares a private variable that main() sets to `instruction`'s value for the row the
   // invocation computes, and makes Value(instruction) read it (row fusion). Returns its name.
@@ -58,11 +58,12 @@ class KernelWriter {
   absl::StatusOr<std::string> IndexMapping(const ir::Instruction& instruction);
   int Bind(int buffer_id);
 
-  const std::map<const ir::Instruction*, int>& materialized_;
   const ProgramPlan& plan_;
+  const KernelPlan& kernel_;
   std::map<std::pair<const ir::Instruction*, bool>, std::string> names_;
   std::map<int, std::string> buffer_reads_;
-  std::vector<int> inputs_;
+  std::set<int> bound_;      // Planned inputs the code reads.
+  std::set<int> unplanned_;  // Buffers the code reads that the plan does not bind.
   std::string functions_;
   int next_function_ = 0;
   int next_variable_ = 0;
@@ -70,12 +71,5 @@ class KernelWriter {
   std::set<ir::DType> types_;
   std::vector<uint32_t> sizes_;
 };
-
-// `value` (a 32-bit GLSL integer) wrapped to `type`'s width: sign-extended from its low bits for
-// s8/s16, masked for u8/u16; unchanged for other types.
-std::string WrapToWidth(ir::DType type, const std::string& value);
-
-// Elementwise ops whose element i reads their operands' elements i (scalars at 0).
-bool IsFusedElementwise(ir::Opcode opcode);
 
 }  // namespace vkspmd::codegen

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <functional>
 
-#include "src/codegen/kernel_writer.h"
+#include "src/codegen/fused_ops.h"
 
 namespace vkspmd::codegen {
 namespace {

@@ -1,0 +1,129 @@
+// The plan of a program for one device, as plain data: its buffers, and its kernels in execution
+// order with the buffers each binds. Planning (planner.h) fills all of it but the kernels' GLSL and
+// push constants, which writing (program_writer.h) then adds; nothing here calls either.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "src/ir/module.h"
+
+namespace vkspmd::codegen {
+
+enum class BufferOrigin { kParameter, kConstant, kIntermediate };
+
+struct BufferPlan {
+  ir::Shape shape;             // An array shape.
+  uint32_t element_bytes = 4;  // 4, or 1 for pred on devices with byte predicates.
+  BufferOrigin origin = BufferOrigin::kIntermediate;
+  int64_t parameter_number = -1;          // kParameter.
+  const ir::Literal* constant = nullptr;  // kConstant; borrowed from the module.
+  std::string name;                       // The instruction's name, for errors and dumps.
+  // Elements per binding: a buffer larger than the device's maxStorageBufferRange is bound as
+  // several consecutive ranges of this many elements (a power of two), else one range.
+  uint64_t part_elements = 0;
+  uint64_t byte_size() const { return element_bytes * static_cast<uint64_t>(shape.ElementCount()); }
+  uint64_t element_count() const { return static_cast<uint64_t>(shape.ElementCount()); }
+  // How many bindings the buffer takes (at least one).
+  uint32_t parts() const {
+    return element_count() <= part_elements
+               ? 1
+               : static_cast<uint32_t>((element_count() + part_elements - 1) / part_elements);
+  }
+};
+
+// What a kernel computes, which decides how its GLSL is written.
+enum class KernelKind {
+  kMap,         // Element i of `root`, its fused operands computed inline.
+  kRows,        // `root` row by row, the row reductions it absorbed computed first.
+  kReduction,   // One pass of a reduction (see ReductionPass).
+  kDot,         // `root`, a dot, by register tiles (see DotTiling).
+  kCollective,  // Run by the host between kernels, no shader: see KernelPlan::collective.
+};
+
+// One pass of out[o] = init ⊕ element(o, 0) ⊕ ... ⊕ element(o, inner - 1) for o < outer, each
+// result split into `chunks` chunks of `chunk` elements. With several chunks the pass writes the
+// chunks' partial results ([outer, chunks]) and a later pass combines them. `root` is the reduce,
+// or the dot whose split-K partial products the pass adds.
+struct ReductionPass {
+  int64_t outer = 1;
+  int64_t inner = 1;
+  int64_t chunk = 1;
+  int64_t chunks = 1;
+  uint32_t lanes = 1;  // Lanes of a workgroup sharing one chunk (consecutive elements), or 1.
+  // The buffer of partial results this pass reads (a previous pass's, or a dot's split-K
+  // products), or -1 when it reads the reduce's operand.
+  int partials = -1;
+  bool final() const { return chunks == 1; }
+};
+
+// How a dot kernel divides [batch, rows, columns] over workgroups: a workgroup of `lanes`
+// invocations computes kRowsPerTile rows ("uniform" side) of one batch element and
+// per_lane * lanes columns (the "lane" side; swapped: the sides are the lhs's free dims and the
+// rhs's the other way round), over one chunk of `chunk` contraction steps.
+struct DotTiling {
+  int64_t rows = 0;     // The lhs's free elements.
+  int64_t columns = 0;  // The rhs's free elements.
+  int64_t lanes = 1;
+  bool swapped = false;
+  int64_t per_lane = 1;
+  int64_t tiles = 1;
+  int64_t blocks = 1;
+  int64_t chunk = 1;   // Contraction steps per invocation.
+  int64_t chunks = 1;  // Chunks of the contraction: more than one writes partial products.
+  int64_t groups = 0;  // Workgroups.
+  int64_t contraction = 1;
+};
+
+// A kernel computing its output row by row, with the row reductions it absorbed computed first
+// in the same workgroup (row_fusion.h): `lanes` invocations share each row.
+struct RowPlan {
+  int64_t rows = 0;
+  uint32_t lanes = 1;
+  std::vector<const ir::Instruction*> reductions;  // In execution order.
+};
+
+struct KernelPlan {
+  std::string name;
+  KernelKind kind = KernelKind::kMap;
+  const ir::Instruction* root = nullptr;  // The instruction the kernel computes (or a pass of).
+  std::vector<int> inputs;                // Buffer ids bound at 0..n-1, in first-read order.
+  int output = -1;                        // Buffer id bound last.
+  uint64_t invocations = 0;
+  uint32_t local_size = 64;
+  ReductionPass reduction;  // kReduction.
+  DotTiling dot;            // kDot.
+  RowPlan row;              // kRows.
+  // A collective between devices, run by the host between kernels instead of a shader (glsl is
+  // empty): inputs[0] holds its operand, output receives its result.
+  const ir::Instruction* collective = nullptr;
+  // Written from the rest by WriteKernels:
+  std::string glsl;
+  std::vector<uint32_t> push_constants;  // The sizes the kernel reads (KernelWriter::Size).
+};
+
+// Which device of the program's replicas x partitions a plan is for (replica-id, partition-id).
+struct DeviceIds {
+  int64_t replica = 0;
+  int64_t partition = 0;
+};
+
+struct ProgramPlan {
+  std::vector<BufferPlan> buffers;
+  std::vector<KernelPlan> kernels;  // In execution order.
+  std::vector<int> outputs;         // Buffer ids of the result (one per tuple element).
+  // (output buffer, parameter buffer) pairs from the module's input_output_alias where sharing
+  // one device buffer is safe: the output's kernel reads the parameter only at the element it
+  // writes, and no later kernel reads the parameter. Other aliases keep separate buffers.
+  std::vector<std::pair<int, int>> donations;
+  bool tuple_result = false;
+  DeviceIds ids;
+  // The instructions that live in buffers, and their buffer ids; every other instruction is
+  // computed inline by the kernels that read it.
+  std::map<const ir::Instruction*, int> materialized;
+};
+
+}  // namespace vkspmd::codegen

@@ -1,0 +1,488 @@
+// Planning: which instructions get buffers, and the kernels that compute them (see planner.h).
+#include "src/codegen/planner.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "src/codegen/dot_tiling.h"
+#include "src/codegen/fused_ops.h"
+#include "src/codegen/row_fusion.h"
+#include "src/ir/status_macros.h"
+
+namespace vkspmd::codegen {
+namespace {
+
+using ir::Instruction;
+using ir::Opcode;
+
+constexpr uint32_t kLocalSize = 64;
+
+// The buffers one kernel reads, in first-read order: materialized values it reads, and those its
+// inline computations read.
+class KernelReads {
+ public:
+  explicit KernelReads(const std::map<const Instruction*, int>& materialized)
+      : materialized_(materialized) {}
+
+  // Reads `value`: from its buffer if it has one, else by computing it inline.
+  void Read(const Instruction* value) {
+    if (auto found = materialized_.find(value); found != materialized_.end()) {
+      ReadBuffer(found->second);
+    } else {
+      Compute(value);
+    }
+  }
+  // Computes `value` inline even if it has a buffer (the kernel's own result).
+  void Compute(const Instruction* value) {
+    if (!computed_.insert(value).second) return;
+    for (int64_t k : OperandReadOrder(*value)) Read(value->operand(k));
+  }
+  void ReadBuffer(int buffer) {
+    if (std::find(inputs_.begin(), inputs_.end(), buffer) == inputs_.end()) {
+      inputs_.push_back(buffer);
+    }
+  }
+  // A value the kernel holds in a variable (a row reduction): reading it reads no buffer.
+  void Hold(const Instruction* value) { computed_.insert(value); }
+  const std::vector<int>& inputs() const { return inputs_; }
+
+ private:
+  const std::map<const Instruction*, int>& materialized_;
+  std::set<const Instruction*> computed_;
+  std::vector<int> inputs_;
+};
+
+// Whether device kernels handle values of `type` at all (the target may still lack its width).
+bool IsDeviceType(ir::DType type) {
+  switch (type) {
+    case ir::DType::kPred:
+    case ir::DType::kS8:
+    case ir::DType::kS16:
+    case ir::DType::kS32:
+    case ir::DType::kS64:
+    case ir::DType::kU8:
+    case ir::DType::kU16:
+    case ir::DType::kU32:
+    case ir::DType::kU64:
+    case ir::DType::kF32:
+    case ir::DType::kF64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+absl::Status Check(const ir::Computation& entry, const TargetInfo& target) {
+  for (const auto& instruction : entry.instructions()) {
+    const Opcode opcode = instruction->opcode();
+    if (opcode == Opcode::kTuple && instruction.get() == entry.root()) continue;
+    // Collectives run on the host (exec checks their reducers); variadic ones are not handled.
+    const bool unsupported_collective =
+        ir::IsCollective(opcode) && instruction->operand_count() != 1;
+    if (instruction->shape().IsTuple() || opcode == Opcode::kGetTupleElement ||
+        unsupported_collective || opcode == Opcode::kRngBitGenerator ||
+        opcode == Opcode::kCustomCall) {
+      return absl::UnimplementedError(absl::StrCat("the device compiler does not support ",
+                                                   std::string(ir::OpcodeName(opcode)), " yet (",
+                                                   instruction->Describe(), ")"));
+    }
+    const ir::DType type = instruction->shape().dtype();
+    if (!IsDeviceType(type)) {
+      return absl::UnimplementedError(
+          absl::StrCat("the device compiler supports pred, s8-s64, u8-u64, f32 and f64; ",
+                       instruction->Describe(), " is ", instruction->shape().ToString()));
+    }
+    const int64_t bytes = ir::DTypeByteSize(type);
+    const bool supported =
+        type == ir::DType::kPred || (bytes == 1 && target.int8_buffers) ||
+        (bytes == 2 && target.int16_buffers) || bytes == 4 ||
+        (bytes == 8 && (type == ir::DType::kF64 ? target.float64 : target.int64));
+    if (!supported) {
+      return absl::UnimplementedError(
+          absl::StrCat(instruction->Describe(), " is ", instruction->shape().ToString(),
+                       ", but the device has no ", bytes * 8, "-bit ",
+                       ir::IsFloat(type) ? "floats" : "integers", " in shaders"));
+    }
+    if (instruction->opcode() == Opcode::kReduce && instruction->operand_count() != 2) {
+      return absl::UnimplementedError(absl::StrCat(
+          "variadic reduce is not supported on devices yet (", instruction->Describe(), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Values every user may recompute instead of reading a buffer: constants, iota, and broadcasts
+// or reshapes of a parameter, a constant or an iota (one read or one expression per element).
+bool CheapToRecompute(const Instruction& instruction) {
+  const Opcode opcode = instruction.opcode();
+  if (opcode == Opcode::kConstant || opcode == Opcode::kIota) return true;
+  if (opcode != Opcode::kBroadcast && opcode != Opcode::kReshape) return false;
+  const Opcode source = instruction.operand(0)->opcode();
+  return source == Opcode::kParameter || source == Opcode::kConstant || source == Opcode::kIota;
+}
+
+// Gives a buffer to every instruction that would otherwise be the kMaxFusedInstructions-th
+// (or later) instruction computed inline by one kernel, counted over its operands not read from
+// buffers. A chain of 100,000 elementwise ops thus becomes kernels of at most that many
+// functions each: planning and writing stay linear, their recursion shallow, and every shader
+// small enough to compile quickly. One pass in definition order.
+void SplitLongFusions(const ir::Computation& entry, std::set<const Instruction*>& needs_buffer) {
+  std::map<const Instruction*, int64_t> inline_count;  // 0 for instructions with buffers.
+  for (const auto& owned : entry.instructions()) {
+    const Instruction* instruction = owned.get();
+    if (needs_buffer.count(instruction) || instruction == entry.root()) {
+      inline_count[instruction] = 0;
+      continue;
+    }
+    int64_t count = 1;
+    for (const Instruction* operand : instruction->operands()) count += inline_count[operand];
+    if (count >= kMaxFusedInstructions) {
+      needs_buffer.insert(instruction);
+      count = 0;
+    }
+    inline_count[instruction] = count;
+  }
+}
+
+// The instructions that get buffers before row fusion: parameters, dots, reduces, collectives
+// and their operands, outputs, array constants, and values used twice unless cheap to recompute.
+std::set<const Instruction*> NeedsBuffer(const ir::Computation& entry,
+                                         const std::set<const Instruction*>& outputs,
+                                         bool tuple_result) {
+  std::map<const Instruction*, int> users;
+  std::set<const Instruction*> collective_operands;  // The host reads them from buffers.
+  for (const auto& instruction : entry.instructions()) {
+    std::set<const Instruction*> distinct(instruction->operands().begin(),
+                                          instruction->operands().end());
+    for (const Instruction* operand : distinct) users[operand] += 1;
+    if (ir::IsCollective(instruction->opcode())) {
+      collective_operands.insert(instruction->operands().begin(), instruction->operands().end());
+    }
+  }
+  std::set<const Instruction*> needs_buffer;
+  for (const auto& owned : entry.instructions()) {
+    const Instruction* instruction = owned.get();
+    if (instruction == entry.root() && tuple_result) continue;
+    const Opcode opcode = instruction->opcode();
+    if (opcode == Opcode::kParameter || opcode == Opcode::kDot || opcode == Opcode::kReduce ||
+        ir::IsCollective(opcode) || collective_operands.count(instruction) > 0 ||
+        outputs.count(instruction) > 0 ||
+        (opcode == Opcode::kConstant && instruction->shape().rank() > 0) ||
+        (users[instruction] > 1 && !CheapToRecompute(*instruction))) {
+      needs_buffer.insert(instruction);
+    }
+  }
+  SplitLongFusions(entry, needs_buffer);
+  return needs_buffer;
+}
+
+// Contraction steps per invocation of a dot kernel. Chunks of 512 keep the slab of the
+// right-hand operand a workgroup streams through small enough for a CPU's cache (1024^3 on
+// llvmpipe: 236 ms with 512, 272 ms with 4096; 2048^3: 3.0 s against 4.8 s), at the price of a
+// split-K partial buffer, which may use at most 64 MiB; otherwise chunks grow up to the
+// iteration bound.
+int64_t DotChunk(const Instruction& dot) {
+  int64_t contraction = 1;
+  for (int64_t dim : dot.attributes().dot.lhs_contracting) {
+    contraction *= dot.operand(0)->shape().dimension(dim);
+  }
+  const int64_t result_bytes = dot.shape().ElementCount() * 8;
+  for (int64_t chunk = 512; chunk < kMaxElementsPerInvocation; chunk *= 2) {
+    const int64_t chunks = (contraction + chunk - 1) / chunk;
+    if (chunks == 1 || chunks * result_bytes <= (int64_t{64} << 20)) return chunk;
+  }
+  return kMaxElementsPerInvocation;
+}
+
+class Planner {
+ public:
+  Planner(const ir::Module& module, const TargetInfo& target, DeviceIds ids)
+      : module_(module), target_(target) {
+    plan_.ids = ids;
+  }
+
+  absl::StatusOr<ProgramPlan> Plan() {
+    const ir::Computation& entry = *module_.entry();
+    VKSPMD_RETURN_IF_ERROR(Check(entry, target_));
+    const Instruction* root = entry.root();
+    std::vector<const Instruction*> outputs;
+    if (root->opcode() == Opcode::kTuple) {
+      plan_.tuple_result = true;
+      outputs.assign(root->operands().begin(), root->operands().end());
+    } else {
+      outputs.push_back(root);
+    }
+    std::set<const Instruction*> output_set(outputs.begin(), outputs.end());
+    std::set<const Instruction*> needs_buffer = NeedsBuffer(entry, output_set, plan_.tuple_result);
+    row_fusions_ =
+        PlanRowFusions(entry, needs_buffer, output_set, Lanes(), kMaxElementsPerInvocation);
+    for (const auto& owned : entry.instructions()) {
+      if (needs_buffer.count(owned.get())) Materialize(*owned);
+    }
+    for (const auto& owned : entry.instructions()) {
+      const Instruction* instruction = owned.get();
+      auto found = plan_.materialized.find(instruction);
+      if (found == plan_.materialized.end()) continue;
+      const Opcode opcode = instruction->opcode();
+      if (opcode == Opcode::kParameter || opcode == Opcode::kConstant) continue;
+      if (opcode == Opcode::kDot) {
+        PlanDot(*instruction, found->second);
+      } else if (opcode == Opcode::kReduce) {
+        PlanReduce(*instruction, found->second);
+      } else if (ir::IsCollective(opcode)) {
+        KernelPlan& step =
+            AddKernel(instruction->name(), KernelKind::kCollective, *instruction, found->second,
+                      {plan_.materialized.at(instruction->operand(0))}, 0, kLocalSize);
+        step.collective = instruction;
+      } else if (row_fusions_.count(instruction)) {
+        PlanRowKernel(*instruction, found->second);
+      } else {
+        KernelReads reads(plan_.materialized);
+        reads.Compute(instruction);
+        AddKernel(instruction->name(), KernelKind::kMap, *instruction, found->second,
+                  reads.inputs(), instruction->shape().ElementCount(), kLocalSize);
+      }
+    }
+    for (const Instruction* output : outputs)
+      plan_.outputs.push_back(plan_.materialized.at(output));
+    PlanDonations(entry, outputs);
+    VKSPMD_RETURN_IF_ERROR(CheckLimits());
+    return std::move(plan_);
+  }
+
+ private:
+  // Whether `value`, computed in the kernel of `root`, reads `parameter` only at the index it is
+  // evaluated at (through elementwise ops alone), given whether the path so far kept the index.
+  bool ReadsOnlyInPlace(const Instruction* value, const Instruction* parameter, bool same_index,
+                        bool is_root) const {
+    if (value == parameter) return same_index;
+    if (!is_root && plan_.materialized.count(value)) return true;  // Read from its own buffer.
+    const bool elementwise = IsFusedElementwise(value->opcode());
+    for (const Instruction* operand : value->operands()) {
+      bool keeps_index =
+          elementwise && operand->shape().dimensions() == value->shape().dimensions();
+      if (!ReadsOnlyInPlace(operand, parameter, same_index && keeps_index, false)) return false;
+    }
+    return true;
+  }
+
+  void PlanDonations(const ir::Computation& entry, const std::vector<const Instruction*>& outputs) {
+    for (const ir::InputOutputAlias& alias : module_.input_output_aliases()) {
+      if (!alias.parameter_index.empty() || alias.output_index.size() > 1) continue;
+      size_t k = alias.output_index.empty() ? 0 : static_cast<size_t>(alias.output_index[0]);
+      if (k >= outputs.size() || alias.parameter_number >= entry.parameter_count()) continue;
+      const Instruction* output = outputs[k];
+      const Instruction* parameter = entry.parameter(alias.parameter_number);
+      const int output_buffer = plan_.materialized.at(output);
+      const int parameter_buffer = plan_.materialized.at(parameter);
+      const Opcode opcode = output->opcode();
+      if (opcode == Opcode::kParameter || opcode == Opcode::kConstant || opcode == Opcode::kDot ||
+          opcode == Opcode::kReduce || output->shape() != parameter->shape()) {
+        continue;
+      }
+      if (std::count(plan_.outputs.begin(), plan_.outputs.end(), output_buffer) != 1 ||
+          std::count(plan_.outputs.begin(), plan_.outputs.end(), parameter_buffer) != 0) {
+        continue;
+      }
+      size_t writer = plan_.kernels.size();
+      for (size_t kernel = 0; kernel < plan_.kernels.size(); ++kernel) {
+        if (plan_.kernels[kernel].output == output_buffer) writer = kernel;
+      }
+      bool read_later = false;
+      for (size_t kernel = writer + 1; kernel < plan_.kernels.size(); ++kernel) {
+        const std::vector<int>& inputs = plan_.kernels[kernel].inputs;
+        read_later |= std::find(inputs.begin(), inputs.end(), parameter_buffer) != inputs.end();
+      }
+      if (writer == plan_.kernels.size() || read_later ||
+          !ReadsOnlyInPlace(output, parameter, true, true)) {
+        continue;
+      }
+      plan_.donations.emplace_back(output_buffer, parameter_buffer);
+    }
+  }
+
+  // Kernels binding more buffers (counting each part of a split one) than the device allows, and
+  // buffers too long for the kernels' 32-bit element index, are clear errors.
+  absl::Status CheckLimits() const {
+    for (const BufferPlan& buffer : plan_.buffers) {
+      if (buffer.element_count() > std::numeric_limits<uint32_t>::max()) {
+        return absl::UnimplementedError(absl::StrCat(
+            "%", buffer.name, " (", buffer.shape.ToString(), ") has ", buffer.element_count(),
+            " elements; device kernels index at most 2^32 - 1"));
+      }
+    }
+    for (const KernelPlan& kernel : plan_.kernels) {
+      if (kernel.collective != nullptr) continue;
+      uint64_t bindings = plan_.buffers[kernel.output].parts();
+      for (int input : kernel.inputs) bindings += plan_.buffers[input].parts();
+      if (bindings > target_.max_storage_buffers_per_stage) {
+        return absl::UnimplementedError(absl::StrCat("kernel ", kernel.name, " binds ", bindings,
+                                                     " storage buffer ranges; the device allows ",
+                                                     target_.max_storage_buffers_per_stage));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // The largest power-of-two element count whose bytes one binding can cover.
+  uint64_t PartElements(uint32_t element_bytes) const {
+    uint64_t limit = std::max<uint64_t>(target_.max_storage_buffer_range / element_bytes, 1);
+    uint64_t part = 1;
+    while (part * 2 <= limit) part *= 2;
+    return part;
+  }
+
+  uint32_t ElementBytes(ir::DType type) const {
+    if (type == ir::DType::kPred) return target_.byte_predicates ? 1 : 4;
+    return static_cast<uint32_t>(ir::DTypeByteSize(type));
+  }
+
+  int AddBuffer(ir::Shape shape, const std::string& name) {
+    BufferPlan buffer;
+    buffer.shape = std::move(shape);
+    buffer.name = name;
+    buffer.element_bytes = ElementBytes(buffer.shape.dtype());
+    buffer.part_elements = PartElements(buffer.element_bytes);
+    plan_.buffers.push_back(std::move(buffer));
+    return static_cast<int>(plan_.buffers.size()) - 1;
+  }
+
+  void Materialize(const Instruction& instruction) {
+    const int id = AddBuffer(instruction.shape(), instruction.name());
+    plan_.materialized[&instruction] = id;
+    if (instruction.opcode() == Opcode::kParameter) {
+      plan_.buffers[id].origin = BufferOrigin::kParameter;
+      plan_.buffers[id].parameter_number = instruction.attributes().parameter_number;
+    } else if (instruction.opcode() == Opcode::kConstant) {
+      plan_.buffers[id].origin = BufferOrigin::kConstant;
+      plan_.buffers[id].constant = &*instruction.attributes().literal;
+    }
+  }
+
+  // Lanes that share one row of a reduction: a subgroup where shuffles exist.
+  uint32_t Lanes() const {
+    return target_.subgroup_shuffle ? std::clamp<uint32_t>(target_.subgroup_size, 1, 128) : 1;
+  }
+
+  KernelPlan& AddKernel(const std::string& name, KernelKind kind, const Instruction& root,
+                        int output, std::vector<int> inputs, uint64_t invocations,
+                        uint32_t local_size) {
+    KernelPlan kernel;
+    kernel.name = name;
+    kernel.kind = kind;
+    kernel.root = &root;
+    kernel.inputs = std::move(inputs);
+    kernel.output = output;
+    kernel.invocations = invocations;
+    kernel.local_size = local_size;
+    plan_.kernels.push_back(std::move(kernel));
+    return plan_.kernels.back();
+  }
+
+  // The passes of a reduction (see ReductionPass) whose first pass reads the buffers in `reads`
+  // and `partials` (-1: the operand of `root`, a reduce). When consecutive elements are adjacent
+  // in memory (`contiguous`), a workgroup of lanes shares each chunk; otherwise each invocation
+  // reduces its chunk alone.
+  void PlanReduction(const Instruction& root, int output, int64_t outer, int64_t inner,
+                     int partials, KernelReads& reads, bool contiguous) {
+    ReductionPass pass;
+    pass.outer = outer;
+    pass.inner = inner;
+    pass.partials = partials;
+    pass.lanes = contiguous && inner >= 4 * int64_t{Lanes()} ? Lanes() : 1;
+    pass.chunk = kMaxElementsPerInvocation * pass.lanes;
+    pass.chunks = std::max<int64_t>((inner + pass.chunk - 1) / pass.chunk, 1);
+    const std::string& name = root.name();
+    const int destination =
+        pass.final()
+            ? output
+            : AddBuffer(ir::Shape(root.shape().dtype(), {outer, pass.chunks}), name + ".partial");
+    if (pass.final() && root.opcode() == Opcode::kReduce) reads.Read(root.operand(1));
+    AddKernel(pass.final() ? name : name + ".partial", KernelKind::kReduction, root, destination,
+              reads.inputs(), outer * pass.chunks * pass.lanes,
+              pass.lanes > 1 ? pass.lanes : kLocalSize)
+        .reduction = pass;
+    if (pass.final()) return;
+    // Combine the partial results: a reduction over [outer, chunks] along the chunks.
+    KernelReads next(plan_.materialized);
+    next.ReadBuffer(destination);
+    PlanReduction(root, output, outer, pass.chunks, destination, next, /*contiguous=*/true);
+  }
+
+  void PlanReduce(const Instruction& reduce, int output) {
+    const std::vector<int64_t>& dims = reduce.operand(0)->shape().dimensions();
+    const std::vector<int64_t>& reduced = reduce.attributes().dimensions;
+    int64_t outer = 1;
+    int64_t inner = 1;
+    for (int64_t d = 0; d < static_cast<int64_t>(dims.size()); ++d) {
+      const bool is_reduced = std::find(reduced.begin(), reduced.end(), d) != reduced.end();
+      (is_reduced ? inner : outer) *= dims[d];
+    }
+    KernelReads reads(plan_.materialized);
+    reads.Read(reduce.operand(0));
+    PlanReduction(reduce, output, std::max<int64_t>(outer, 1), inner, /*partials=*/-1, reads,
+                  ReducesTrailingDims(reduce));
+  }
+
+  // A kernel computing its output row by row, with the row reductions it absorbed computed first
+  // in the same workgroup (see row_fusion.h).
+  void PlanRowKernel(const Instruction& root, int output) {
+    const RowFusion& fusion = row_fusions_.at(&root);
+    const uint32_t lanes = Lanes();
+    KernelReads reads(plan_.materialized);
+    for (const Instruction* reduce : fusion.reductions) {
+      reads.Hold(reduce);
+      reads.Read(reduce->operand(0));
+      reads.Read(reduce->operand(1));
+    }
+    reads.Compute(&root);
+    KernelPlan& kernel = AddKernel(root.name(), KernelKind::kRows, root, output, reads.inputs(),
+                                   fusion.rows * lanes, lanes > 1 ? lanes : kLocalSize);
+    kernel.row = {fusion.rows, lanes, fusion.reductions};
+  }
+
+  void PlanDot(const Instruction& dot, int output) {
+    const DotTiling tiling = TileDot(dot, target_, DotChunk(dot));
+    KernelReads reads(plan_.materialized);
+    reads.Read(dot.operand(0));
+    reads.Read(dot.operand(1));
+    const uint64_t invocations = static_cast<uint64_t>(tiling.groups * tiling.lanes);
+    const uint32_t local_size = static_cast<uint32_t>(tiling.lanes);
+    if (tiling.chunks == 1) {
+      AddKernel(dot.name(), KernelKind::kDot, dot, output, reads.inputs(), invocations, local_size)
+          .dot = tiling;
+      return;
+    }
+    // Split-K: partial products per chunk of the contraction, then their sum.
+    std::vector<int64_t> partial_dims = {tiling.chunks};
+    partial_dims.insert(partial_dims.end(), dot.shape().dimensions().begin(),
+                        dot.shape().dimensions().end());
+    const int partial =
+        AddBuffer(ir::Shape(dot.shape().dtype(), partial_dims), dot.name() + ".split_k");
+    AddKernel(dot.name() + ".split_k", KernelKind::kDot, dot, partial, reads.inputs(), invocations,
+              local_size)
+        .dot = tiling;
+    KernelReads sum(plan_.materialized);
+    sum.ReadBuffer(partial);
+    PlanReduction(dot, output, dot.shape().ElementCount(), tiling.chunks, partial, sum,
+                  /*contiguous=*/false);
+  }
+
+  const ir::Module& module_;
+  const TargetInfo& target_;
+  ProgramPlan plan_;
+  std::map<const Instruction*, RowFusion> row_fusions_;
+};
+
+}  // namespace
+
+absl::StatusOr<ProgramPlan> PlanKernels(const ir::Module& module, const TargetInfo& target,
+                                        DeviceIds ids) {
+  if (module.entry() == nullptr) return absl::InvalidArgumentError("the module has no entry");
+  return Planner(module, target, ids).Plan();
+}
+
+}  // namespace vkspmd::codegen

@@ -1,0 +1,172 @@
+// Writing the kernels of a plan (see program_writer.h).
+#include "src/codegen/program_writer.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "src/codegen/dot_kernel.h"
+#include "src/codegen/kernel_writer.h"
+#include "src/codegen/reduction_code.h"
+#include "src/ir/status_macros.h"
+
+namespace vkspmd::codegen {
+namespace {
+
+using ir::Instruction;
+using ir::Opcode;
+
+absl::StatusOr<std::string> MapBody(const KernelPlan& kernel, KernelWriter& writer) {
+  VKSPMD_ASSIGN_OR_RETURN(std::string value, writer.Value(kernel.root, /*compute=*/true));
+  return absl::StrCat("  if (i >= ", writer.Size(kernel.root->shape().ElementCount()),
+                      ") return;\n  store(i, ", value, "(i));\n");
+}
+
+// The reduce's operand element (o, r): its linear index from the kept coordinates (of o) and the
+// reduced ones (of r).
+absl::StatusOr<std::string> ReducedElement(const Instruction& reduce, KernelWriter& writer) {
+  const Instruction* operand = reduce.operand(0);
+  const std::vector<int64_t>& dims = operand->shape().dimensions();
+  const std::vector<int64_t>& reduced = reduce.attributes().dimensions;
+  std::vector<int64_t> kept;
+  for (int64_t d = 0; d < static_cast<int64_t>(dims.size()); ++d) {
+    if (std::find(reduced.begin(), reduced.end(), d) == reduced.end()) kept.push_back(d);
+  }
+  std::vector<int64_t> sorted_reduced = reduced;
+  std::sort(sorted_reduced.begin(), sorted_reduced.end());
+  std::vector<int64_t> reduced_sizes;
+  for (int64_t d : sorted_reduced) reduced_sizes.push_back(dims[d]);
+  std::vector<int64_t> kept_sizes;
+  for (int64_t d : kept) kept_sizes.push_back(dims[d]);
+  std::vector<int64_t> strides = ir::RowMajorStrides(dims);
+  std::vector<int64_t> kept_strides = ir::RowMajorStrides(kept_sizes);
+  std::vector<int64_t> reduced_strides = ir::RowMajorStrides(reduced_sizes);
+  VKSPMD_ASSIGN_OR_RETURN(std::string input, writer.Value(operand));
+  std::string index = "0u";
+  for (size_t k = 0; k < kept.size(); ++k) {
+    absl::StrAppend(&index, " + ((o / ", kept_strides[k], "u) % ", kept_sizes[k], "u) * ",
+                    strides[kept[k]], "u");
+  }
+  for (size_t k = 0; k < sorted_reduced.size(); ++k) {
+    absl::StrAppend(&index, " + ((r / ", reduced_strides[k], "u) % ", reduced_sizes[k], "u) * ",
+                    strides[sorted_reduced[k]], "u");
+  }
+  return absl::StrCat(input, "(", index, ")");
+}
+
+// One pass of a reduce, or of the sum of a dot's split-K partial products (see ReductionPass).
+absl::StatusOr<std::string> ReductionBody(const KernelPlan& kernel, KernelWriter& writer) {
+  const ReductionPass& pass = kernel.reduction;
+  const Instruction& root = *kernel.root;
+  const bool is_dot = root.opcode() == Opcode::kDot;
+  const ir::DType type = root.shape().dtype();
+  VKSPMD_ASSIGN_OR_RETURN(std::string glsl_type, GlslType(type));
+  LaneReduction reduction;
+  reduction.type = glsl_type;
+  if (pass.partials < 0) {
+    VKSPMD_ASSIGN_OR_RETURN(reduction.element, ReducedElement(root, writer));
+  } else {
+    const std::string read = writer.ReadBuffer(pass.partials);
+    reduction.element = is_dot ? absl::StrCat(read, "(r * ", pass.outer, "u + o)")
+                               : absl::StrCat(read, "(o * ", pass.inner, "u + r)");
+  }
+  if (is_dot) {
+    reduction.combine = "a + b";
+  } else {
+    VKSPMD_ASSIGN_OR_RETURN(reduction.combine, CombinerCode(root));
+  }
+  if (pass.final()) {
+    if (is_dot) {
+      reduction.init = absl::StrCat(glsl_type, "(0)");
+    } else {
+      VKSPMD_ASSIGN_OR_RETURN(std::string init, writer.Value(root.operand(1)));
+      reduction.init = absl::StrCat(init, "(0u)");
+    }
+  }
+  reduction.begin = "begin";
+  reduction.end = "end";
+  reduction.result = "result";
+  reduction.lanes = pass.lanes;
+  const uint32_t lanes = pass.lanes;
+  const int64_t chunks = pass.chunks;
+  return absl::StrCat(
+      "  uint w = i / ", lanes, "u;\n  if (w >= ", pass.outer * chunks, "u) return;\n",
+      "  uint o = w / ", chunks, "u;\n  uint begin = (w % ", chunks, "u) * ", pass.chunk, "u;\n",
+      "  uint end = min(begin + ", pass.chunk, "u, ", pass.inner, "u);\n  ", glsl_type,
+      " result;\n", LaneReductionCode(reduction, writer),
+      lanes > 1 ? "  if (gl_LocalInvocationID.x == 0u) " : "  ", "store(w, result);\n");
+}
+
+// Row by row, the row reductions first (see row_fusion.h).
+absl::StatusOr<std::string> RowsBody(const KernelPlan& kernel, KernelWriter& writer) {
+  const RowPlan& row = kernel.row;
+  const uint32_t lanes = row.lanes;
+  const std::string lane = lanes > 1 ? "gl_LocalInvocationID.x" : "0u";
+  std::string body =
+      absl::StrCat("  uint o = i / ", lanes, "u;\n  if (o >= ", row.rows, "u) return;\n");
+  for (const Instruction* reduce : row.reductions) {
+    const int64_t row_length = reduce->operand(0)->shape().ElementCount() / row.rows;
+    LaneReduction reduction;
+    VKSPMD_ASSIGN_OR_RETURN(reduction.type, GlslType(reduce->shape().dtype()));
+    VKSPMD_ASSIGN_OR_RETURN(reduction.result, writer.DeclareRowValue(reduce));
+    VKSPMD_ASSIGN_OR_RETURN(std::string element, writer.Value(reduce->operand(0)));
+    VKSPMD_ASSIGN_OR_RETURN(std::string init, writer.Value(reduce->operand(1)));
+    VKSPMD_ASSIGN_OR_RETURN(reduction.combine, CombinerCode(*reduce));
+    reduction.element = absl::StrCat(element, "(o * ", row_length, "u + r)");
+    reduction.init = init + "(0u)";
+    reduction.begin = "0u";
+    reduction.end = absl::StrCat(row_length, "u");
+    reduction.lanes = lanes;
+    absl::StrAppend(&body, LaneReductionCode(reduction, writer));
+  }
+  VKSPMD_ASSIGN_OR_RETURN(std::string value, writer.Value(kernel.root, /*compute=*/true));
+  const int64_t row_length = kernel.root->shape().ElementCount() / row.rows;
+  absl::StrAppend(&body, "  for (uint r = ", lane, "; r < ", row_length, "u; r += ", lanes,
+                  "u) {\n    uint e = o * ", row_length, "u + r;\n    store(e, ", value,
+                  "(e));\n  }\n");
+  return body;
+}
+
+absl::StatusOr<std::string> DotBody(const KernelPlan& kernel, KernelWriter& writer) {
+  const Instruction& dot = *kernel.root;
+  VKSPMD_ASSIGN_OR_RETURN(std::string lhs, writer.Value(dot.operand(0)));
+  VKSPMD_ASSIGN_OR_RETURN(std::string rhs, writer.Value(dot.operand(1)));
+  return WriteDotKernel(dot, kernel.dot, lhs, rhs);
+}
+
+absl::Status WriteKernel(const ProgramPlan& plan, KernelPlan& kernel) {
+  KernelWriter writer(plan, kernel);
+  absl::StatusOr<std::string> body;
+  switch (kernel.kind) {
+    case KernelKind::kCollective:
+      return absl::OkStatus();
+    case KernelKind::kMap:
+      body = MapBody(kernel, writer);
+      break;
+    case KernelKind::kReduction:
+      body = ReductionBody(kernel, writer);
+      break;
+    case KernelKind::kRows:
+      body = RowsBody(kernel, writer);
+      break;
+    case KernelKind::kDot:
+      body = DotBody(kernel, writer);
+      break;
+  }
+  VKSPMD_RETURN_IF_ERROR(body.status());
+  VKSPMD_ASSIGN_OR_RETURN(kernel.glsl, writer.Finish(*body));
+  kernel.push_constants = writer.sizes();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteKernels(ProgramPlan& plan) {
+  for (KernelPlan& kernel : plan.kernels) {
+    VKSPMD_RETURN_IF_ERROR(WriteKernel(plan, kernel));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace vkspmd::codegen

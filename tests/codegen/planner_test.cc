@@ -1,0 +1,317 @@
+// The planner on the CPU (no device): which instructions get buffers, how instructions fuse into
+// kernels, the buffer plan, kernel counts of testdata programs, and donations. Every expectation
+// is worked out by hand from the rules in src/codegen/planner.h and kernel_plan.h.
+#include "src/codegen/planner.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "src/ir/parser.h"
+#include "tests/codegen/codegen_test_support.h"
+
+namespace vkspmd::codegen {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+class PlannerTest : public ::testing::Test {
+ protected:
+  ProgramPlan Plan(const std::string& text, const TargetInfo& target = LavapipeTarget()) {
+    absl::StatusOr<std::unique_ptr<ir::Module>> parsed = ir::ParseAndVerifyModule(text);
+    EXPECT_TRUE(parsed.ok()) << parsed.status();
+    if (!parsed.ok()) return {};
+    module_ = std::move(*parsed);
+    absl::StatusOr<ProgramPlan> plan = PlanKernels(*module_, target);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    return plan.ok() ? std::move(*plan) : ProgramPlan{};
+  }
+  ProgramPlan PlanFile(const std::string& name) { return Plan(TestdataProgram(name)); }
+  absl::Status PlanError(const std::string& text, const TargetInfo& target) {
+    absl::StatusOr<std::unique_ptr<ir::Module>> parsed = ir::ParseAndVerifyModule(text);
+    if (!parsed.ok()) return parsed.status();
+    module_ = std::move(*parsed);
+    return PlanKernels(*module_, target).status();
+  }
+  // The buffer names, in buffer id order.
+  static std::vector<std::string> BufferNames(const ProgramPlan& plan) {
+    std::vector<std::string> names;
+    for (const BufferPlan& buffer : plan.buffers) names.push_back(buffer.name);
+    return names;
+  }
+  static std::vector<std::string> KernelNames(const ProgramPlan& plan) {
+    std::vector<std::string> names;
+    for (const KernelPlan& kernel : plan.kernels) names.push_back(kernel.name);
+    return names;
+  }
+
+  std::unique_ptr<ir::Module> module_;
+};
+
+TEST_F(PlannerTest, ElementwiseChainIsOneKernel) {
+  ProgramPlan plan = Plan(R"(HloModule chain
+ENTRY e {
+  p0 = f32[8] parameter(0)
+  p1 = f32[8] parameter(1)
+  a = f32[8] add(p0, p1)
+  b = f32[8] multiply(a, p1)
+  c = f32[8] exponential(b)
+  ROOT d = f32[8] negate(c)
+})");
+  EXPECT_THAT(BufferNames(plan), ElementsAre("p0", "p1", "d"));
+  ASSERT_EQ(plan.kernels.size(), 1u);
+  const KernelPlan& kernel = plan.kernels[0];
+  EXPECT_EQ(kernel.kind, KernelKind::kMap);
+  EXPECT_EQ(kernel.root->name(), "d");
+  EXPECT_THAT(kernel.inputs, ElementsAre(0, 1));
+  EXPECT_EQ(kernel.output, 2);
+  EXPECT_EQ(kernel.invocations, 8u);
+  EXPECT_EQ(kernel.local_size, 64u);
+  EXPECT_TRUE(kernel.glsl.empty());  // Planning writes no GLSL.
+  EXPECT_THAT(plan.outputs, ElementsAre(2));
+}
+
+TEST_F(PlannerTest, ValueUsedTwiceGetsABuffer) {
+  ProgramPlan plan = Plan(R"(HloModule twice
+ENTRY e {
+  p0 = f32[8] parameter(0)
+  a = f32[8] exponential(p0)
+  b = f32[8] negate(a)
+  c = f32[8] sqrt(a)
+  ROOT d = f32[8] add(b, c)
+})");
+  EXPECT_THAT(BufferNames(plan), ElementsAre("p0", "a", "d"));
+  EXPECT_THAT(KernelNames(plan), ElementsAre("a", "d"));
+  EXPECT_THAT(plan.kernels[1].inputs, ElementsAre(1));  // d reads a's buffer, never p0.
+}
+
+TEST_F(PlannerTest, CheapValuesUsedTwiceAreRecomputed) {
+  // A broadcast of a parameter and a scalar constant, each read twice: no buffers of their own.
+  ProgramPlan plan = Plan(R"(HloModule cheap
+ENTRY e {
+  p0 = f32[8] parameter(0)
+  q = f32[4,8] parameter(1)
+  bc = f32[4,8] broadcast(p0), dimensions={1}
+  two = f32[] constant(2)
+  two_b = f32[4,8] broadcast(two), dimensions={}
+  x = f32[4,8] add(bc, q)
+  y = f32[4,8] multiply(bc, two_b)
+  z = f32[4,8] subtract(x, two_b)
+  ROOT r = f32[4,8] add(y, z)
+})");
+  EXPECT_THAT(BufferNames(plan), ElementsAre("p0", "q", "r"));
+  ASSERT_EQ(plan.kernels.size(), 1u);
+  EXPECT_THAT(plan.kernels[0].inputs, ElementsAre(0, 1));
+}
+
+TEST_F(PlannerTest, SoftmaxIsOneRowFusedKernel) {
+  ProgramPlan plan = PlanFile("softmax");
+  EXPECT_THAT(BufferNames(plan), ElementsAre("p0", "softmax"));
+  ASSERT_EQ(plan.kernels.size(), 1u);
+  const KernelPlan& kernel = plan.kernels[0];
+  EXPECT_EQ(kernel.kind, KernelKind::kRows);
+  EXPECT_EQ(kernel.row.rows, 4);
+  EXPECT_EQ(kernel.row.lanes, 8u);  // A subgroup shares each row.
+  ASSERT_EQ(kernel.row.reductions.size(), 2u);
+  EXPECT_EQ(kernel.row.reductions[0]->name(), "row_max");
+  EXPECT_EQ(kernel.row.reductions[1]->name(), "row_sum");
+  EXPECT_EQ(kernel.invocations, 4u * 8u);
+  EXPECT_EQ(kernel.local_size, 8u);
+}
+
+TEST_F(PlannerTest, LayerNormIsOneRowFusedKernel) {
+  ProgramPlan plan = PlanFile("layer_norm");
+  EXPECT_THAT(BufferNames(plan), ElementsAre("x", "gamma", "beta", "out"));
+  ASSERT_EQ(plan.kernels.size(), 1u);
+  EXPECT_EQ(plan.kernels[0].kind, KernelKind::kRows);
+  EXPECT_EQ(plan.kernels[0].row.reductions.size(), 2u);  // sum, square_sum.
+  EXPECT_THAT(plan.kernels[0].inputs, ElementsAre(0, 1, 2));
+}
+
+TEST_F(PlannerTest, WithoutShufflesRowsAreOneInvocationEach) {
+  TargetInfo target = LavapipeTarget();
+  target.subgroup_shuffle = false;
+  ProgramPlan plan = Plan(TestdataProgram("softmax"), target);
+  ASSERT_EQ(plan.kernels.size(), 1u);
+  EXPECT_EQ(plan.kernels[0].row.lanes, 1u);
+  EXPECT_EQ(plan.kernels[0].invocations, 4u);
+  EXPECT_EQ(plan.kernels[0].local_size, 64u);
+}
+
+TEST_F(PlannerTest, FusionCapSplitsA300OpChainIntoThreeKernels) {
+  std::string text = "HloModule long\nENTRY e {\n  n0 = f32[16] parameter(0)\n";
+  for (int k = 1; k <= 300; ++k) {
+    absl::StrAppend(&text, k == 300 ? "  ROOT " : "  ", "n", k, " = f32[16] negate(n", k - 1,
+                    ")\n");
+  }
+  ProgramPlan plan = Plan(text + "}\n");
+  // n1..n127 count 1..127 inline; n128 would be the 128th, so it gets a buffer; again at n256.
+  EXPECT_THAT(BufferNames(plan), ElementsAre("n0", "n128", "n256", "n300"));
+  EXPECT_THAT(KernelNames(plan), ElementsAre("n128", "n256", "n300"));
+  EXPECT_THAT(plan.kernels[1].inputs, ElementsAre(1));
+  EXPECT_THAT(plan.kernels[2].inputs, ElementsAre(2));
+}
+
+TEST_F(PlannerTest, BuffersOverTheStorageRangeAreSplitIntoPowerOfTwoParts) {
+  TargetInfo target = LavapipeTarget();
+  target.max_storage_buffer_range = 1 << 20;  // 262,144 floats per binding.
+  ProgramPlan plan = Plan(R"(HloModule big
+ENTRY e {
+  a = f32[1000000] parameter(0)
+  small = f32[1000] parameter(1)
+  ROOT b = f32[1000000] negate(a)
+})",
+                          target);
+  ASSERT_EQ(plan.buffers.size(), 3u);
+  EXPECT_EQ(plan.buffers[0].part_elements, 262144u);
+  EXPECT_EQ(plan.buffers[0].parts(), 4u);  // 1,000,000 / 262,144 = 3.8.
+  EXPECT_EQ(plan.buffers[0].byte_size(), 4000000u);
+  EXPECT_EQ(plan.buffers[1].parts(), 1u);
+  EXPECT_EQ(plan.buffers[0].origin, BufferOrigin::kParameter);
+  EXPECT_EQ(plan.buffers[1].parameter_number, 1);
+  EXPECT_EQ(plan.buffers[2].origin, BufferOrigin::kIntermediate);
+}
+
+TEST_F(PlannerTest, PredicatesTakeOneByteOnlyWhereTheTargetSaysSo) {
+  const std::string text = R"(HloModule pred
+ENTRY e {
+  a = f32[8] parameter(0)
+  ROOT p = pred[8] compare(a, a), direction=EQ
+})";
+  EXPECT_EQ(Plan(text).buffers[1].element_bytes, 1u);
+  TargetInfo target = LavapipeTarget();
+  target.byte_predicates = false;
+  EXPECT_EQ(Plan(text, target).buffers[1].element_bytes, 4u);
+  EXPECT_EQ(Plan(text).buffers[0].element_bytes, 4u);
+}
+
+TEST_F(PlannerTest, KernelsBindingMoreRangesThanTheDeviceAllowsAreErrors) {
+  TargetInfo target = LavapipeTarget();
+  target.max_storage_buffer_range = 1 << 20;
+  const std::string text = R"(HloModule bindings
+ENTRY e {
+  a = f32[1000000] parameter(0)
+  b = f32[1000000] parameter(1)
+  ROOT c = f32[1000000] add(a, b)
+})";
+  target.max_storage_buffers_per_stage = 12;  // 4 + 4 inputs, 4 output.
+  EXPECT_TRUE(PlanError(text, target).ok());
+  target.max_storage_buffers_per_stage = 11;
+  absl::Status error = PlanError(text, target);
+  EXPECT_EQ(error.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(error.message(), HasSubstr("binds 12 storage buffer ranges"));
+}
+
+TEST_F(PlannerTest, LongReductionRunsInTwoPasses) {
+  ProgramPlan plan = Plan(R"(HloModule long_reduce
+add { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b) }
+ENTRY e {
+  p = f32[4,100000] parameter(0)
+  z = f32[] parameter(1)
+  ROOT r = f32[4] reduce(p, z), dimensions={1}, to_apply=add
+})");
+  // 8 lanes share chunks of 8 x 4096 = 32,768 elements: 4 chunks per row, then one pass over 4.
+  EXPECT_THAT(BufferNames(plan), ElementsAre("p", "z", "r", "r.partial"));
+  EXPECT_EQ(plan.buffers[3].shape.dimensions(), (std::vector<int64_t>{4, 4}));
+  ASSERT_THAT(KernelNames(plan), ElementsAre("r.partial", "r"));
+  const KernelPlan& first = plan.kernels[0];
+  EXPECT_THAT(first.inputs, ElementsAre(0));  // The init is applied only by the last pass.
+  EXPECT_EQ(first.output, 3);
+  EXPECT_EQ(first.reduction.chunks, 4);
+  EXPECT_EQ(first.invocations, 4u * 4u * 8u);
+  EXPECT_EQ(first.local_size, 8u);
+  const KernelPlan& second = plan.kernels[1];
+  EXPECT_THAT(second.inputs, ElementsAre(3, 1));
+  EXPECT_EQ(second.reduction.partials, 3);
+  EXPECT_EQ(second.reduction.lanes, 1u);  // 4 partials are too few to share.
+  EXPECT_EQ(second.invocations, 4u);
+}
+
+TEST_F(PlannerTest, LongContractionSplitsTheDotAndSumsTheChunks) {
+  ProgramPlan plan = Plan(R"(HloModule split_k
+ENTRY e {
+  a = f32[16,20000] parameter(0)
+  b = f32[20000,16] parameter(1)
+  ROOT d = f32[16,16] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})");
+  // 20,000 steps in chunks of 512: 40 chunks of partial products, then their sum.
+  EXPECT_THAT(BufferNames(plan), ElementsAre("a", "b", "d", "d.split_k"));
+  EXPECT_EQ(plan.buffers[3].shape.dimensions(), (std::vector<int64_t>{40, 16, 16}));
+  ASSERT_THAT(KernelNames(plan), ElementsAre("d.split_k", "d"));
+  EXPECT_EQ(plan.kernels[0].kind, KernelKind::kDot);
+  EXPECT_EQ(plan.kernels[0].dot.chunks, 40);
+  // 4 row tiles x 1 column block x 40 chunks, 64 lanes each.
+  EXPECT_EQ(plan.kernels[0].invocations, 4u * 40u * 64u);
+  EXPECT_EQ(plan.kernels[1].kind, KernelKind::kReduction);
+  EXPECT_THAT(plan.kernels[1].inputs, ElementsAre(3));
+  EXPECT_EQ(plan.kernels[1].invocations, 256u);
+}
+
+TEST_F(PlannerTest, KernelCountsOfTestdataPrograms) {
+  // Dots read their fused operands: the bias add and relu run inside the second dot.
+  ProgramPlan mlp = PlanFile("mlp_forward");
+  EXPECT_THAT(KernelNames(mlp), ElementsAre("dot.5", "dot.11"));
+  EXPECT_THAT(mlp.kernels[1].inputs, ElementsAre(2, 3, 4));  // dot.5, Arg_2.3, Arg_3.4.
+  ProgramPlan reduce = PlanFile("reduce_sum");
+  ASSERT_THAT(KernelNames(reduce), ElementsAre("reduce"));
+  EXPECT_EQ(reduce.kernels[0].reduction.lanes, 1u);  // 8 elements per row: too few to share.
+  EXPECT_EQ(reduce.kernels[0].invocations, 4u);
+  ProgramPlan all_reduce = PlanFile("all_reduce_groups");
+  ASSERT_EQ(all_reduce.kernels.size(), 1u);
+  EXPECT_EQ(all_reduce.kernels[0].kind, KernelKind::kCollective);
+  EXPECT_NE(all_reduce.kernels[0].collective, nullptr);
+  EXPECT_THAT(all_reduce.kernels[0].inputs, ElementsAre(0));
+  EXPECT_EQ(PlanFile("elementwise_chain").kernels.size(), 1u);
+  EXPECT_EQ(PlanFile("mlp_backward").kernels.size(), 7u);
+}
+
+TEST_F(PlannerTest, DonationIsKeptWhenTheOutputReadsTheParameterInPlace) {
+  ProgramPlan plan = Plan(R"(HloModule sgd, input_output_alias={ {0}: (0, {}, may-alias) }
+ENTRY e {
+  w = f32[8] parameter(0)
+  g = f32[8] parameter(1)
+  lr = f32[] constant(0.1)
+  lr_b = f32[8] broadcast(lr), dimensions={}
+  step = f32[8] multiply(g, lr_b)
+  new_w = f32[8] subtract(w, step)
+  ROOT t = (f32[8]) tuple(new_w)
+})");
+  EXPECT_TRUE(plan.tuple_result);
+  EXPECT_THAT(plan.donations, ElementsAre(std::make_pair(2, 0)));
+}
+
+TEST_F(PlannerTest, DonationIsDroppedWhenTheOutputReadsOtherElements) {
+  ProgramPlan plan = Plan(R"(HloModule transpose, input_output_alias={ {}: (0, {}, may-alias) }
+ENTRY e {
+  p = f32[4,4] parameter(0)
+  ROOT t = f32[4,4] transpose(p), dimensions={1,0}
+})");
+  EXPECT_THAT(plan.donations, IsEmpty());
+}
+
+TEST_F(PlannerTest, DonationIsDroppedWhenALaterKernelReadsTheParameter) {
+  ProgramPlan plan = Plan(R"(HloModule later, input_output_alias={ {0}: (0, {}, may-alias) }
+add { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b) }
+ENTRY e {
+  w = f32[8] parameter(0)
+  new_w = f32[8] negate(w)
+  zero = f32[] constant(0)
+  total = f32[] reduce(w, zero), dimensions={0}, to_apply=add
+  ROOT t = (f32[8], f32[]) tuple(new_w, total)
+})");
+  ASSERT_THAT(KernelNames(plan), ElementsAre("new_w", "total"));
+  EXPECT_THAT(plan.donations, IsEmpty());
+}
+
+}  // namespace
+}  // namespace vkspmd::codegen
