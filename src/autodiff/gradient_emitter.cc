@@ -3,7 +3,7 @@
 
 #include <numeric>
 
-#include "src/ir/status_macros.h"
+#include "src/base/status_macros.h"
 
 namespace vkspmd::autodiff {
 

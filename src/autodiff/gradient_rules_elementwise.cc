@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "src/autodiff/gradient_rules.h"
-#include "src/ir/status_macros.h"
+#include "src/base/status_macros.h"
 
 namespace vkspmd::autodiff {
 namespace {

@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "src/autodiff/gradient_rules.h"
-#include "src/ir/status_macros.h"
+#include "src/base/status_macros.h"
 
 namespace vkspmd::autodiff {
 namespace {

@@ -9,8 +9,8 @@
 #include "absl/strings/str_join.h"
 #include "src/autodiff/gradient_emitter.h"
 #include "src/autodiff/gradient_rules.h"
+#include "src/base/status_macros.h"
 #include "src/ir/builder.h"
-#include "src/ir/status_macros.h"
 
 namespace vkspmd::autodiff {
 namespace {

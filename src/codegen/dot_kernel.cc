@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/codegen/dot_tiling.h"
 #include "src/codegen/kernel_writer.h"
-#include "src/ir/status_macros.h"
+#include "src/base/status_macros.h"
 
 namespace vkspmd::codegen {
 namespace {

@@ -10,7 +10,7 @@
 #include "absl/strings/str_replace.h"
 #include "src/codegen/fused_ops.h"
 #include "src/codegen/glsl_preamble.h"
-#include "src/ir/status_macros.h"
+#include "src/base/status_macros.h"
 
 namespace vkspmd::codegen {
 namespace {

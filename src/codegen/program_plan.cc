@@ -3,7 +3,7 @@
 
 #include "src/codegen/planner.h"
 #include "src/codegen/program_writer.h"
-#include "src/ir/status_macros.h"
+#include "src/base/status_macros.h"
 
 namespace vkspmd::codegen {
 

@@ -9,7 +9,7 @@
 #include "src/codegen/dot_kernel.h"
 #include "src/codegen/kernel_writer.h"
 #include "src/codegen/reduction_code.h"
-#include "src/ir/status_macros.h"
+#include "src/base/status_macros.h"
 
 namespace vkspmd::codegen {
 namespace {

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "fmt/format.h"
+#include "src/base/environment.h"
 
 namespace vkspmd::debug {
 
@@ -21,18 +22,15 @@ std::string FormatGraphAnalysis(const GraphAnalysis& analysis) {
   return text;
 }
 
-bool DebugEnabled() {
-  const char* value = std::getenv("VKSPMD_DEBUG");
-  return value != nullptr && std::string(value) == "1";
-}
+bool DebugEnabled() { return base::EnvironmentValue("VKSPMD_DEBUG") == "1"; }
 
 void EmitGraphAnalysis(const GraphAnalysis& analysis) {
   if (!DebugEnabled()) return;
   static std::mutex mutex;  // Blocks come from the user's thread and the worker.
   std::lock_guard<std::mutex> lock(mutex);
   const std::string text = FormatGraphAnalysis(analysis);
-  const char* path = std::getenv("VKSPMD_DEBUG_FILE");
-  std::FILE* file = path != nullptr && *path != '\0' ? std::fopen(path, "a") : nullptr;
+  const std::optional<std::string> path = base::EnvironmentValue("VKSPMD_DEBUG_FILE");
+  std::FILE* file = path && !path->empty() ? std::fopen(path->c_str(), "a") : nullptr;
   std::fputs(text.c_str(), file != nullptr ? file : stderr);
   if (file != nullptr) std::fclose(file);
 }

@@ -5,9 +5,9 @@
 #include <algorithm>
 
 #include "fmt/format.h"
+#include "src/base/status_macros.h"
 #include "src/interp/shape_ops.h"
 #include "src/ir/collective_groups.h"
-#include "src/ir/status_macros.h"
 
 namespace vkspmd::interp {
 namespace {

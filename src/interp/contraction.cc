@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
+#include "src/base/status_macros.h"
 #include "src/interp/elementwise.h"
-#include "src/ir/status_macros.h"
 
 namespace vkspmd::interp {
 namespace {

@@ -4,12 +4,12 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "fmt/format.h"
+#include "src/base/status_macros.h"
 #include "src/interp/collectives.h"
 #include "src/interp/contraction.h"
 #include "src/interp/elementwise.h"
 #include "src/interp/rng.h"
 #include "src/interp/shape_ops.h"
-#include "src/ir/status_macros.h"
 
 namespace vkspmd::interp {
 namespace {

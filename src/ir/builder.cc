@@ -3,7 +3,7 @@
 #include "src/ir/builder.h"
 
 #include "fmt/format.h"
-#include "src/ir/status_macros.h"
+#include "src/base/status_macros.h"
 
 namespace vkspmd::ir {
 

@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
+#include "src/base/status_macros.h"
 #include "src/ir/shape_inference_internal.h"
-#include "src/ir/status_macros.h"
 
 namespace vkspmd::ir {
 namespace shape_inference_internal {

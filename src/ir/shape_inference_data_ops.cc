@@ -4,10 +4,10 @@
 
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
+#include "src/base/status_macros.h"
 #include "src/ir/collective_groups.h"
 #include "src/ir/module.h"
 #include "src/ir/shape_inference_internal.h"
-#include "src/ir/status_macros.h"
 
 namespace vkspmd::ir::shape_inference_internal {
 namespace {

@@ -4,8 +4,8 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "fmt/format.h"
+#include "src/base/status_macros.h"
 #include "src/ir/shape_inference.h"
-#include "src/ir/status_macros.h"
 
 namespace vkspmd::ir {
 namespace {

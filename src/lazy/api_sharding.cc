@@ -1,7 +1,7 @@
 // mark_sharding, clear_sharding and the ShardedTensor queries.
 #include "absl/strings/str_cat.h"
+#include "src/base/status_macros.h"
 #include "src/exec/executable.h"
-#include "src/ir/status_macros.h"
 #include "src/lazy/api_support.h"
 #include "src/lazy/context.h"
 #include "src/lazy/engine.h"

@@ -7,7 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "src/autodiff/gradients.h"
-#include "src/ir/status_macros.h"
+#include "src/base/status_macros.h"
 #include "src/lazy/context.h"
 #include "src/lazy/lowering.h"
 #include "src/lazy/trace_ops.h"

@@ -7,7 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "src/ir/status_macros.h"
+#include "src/base/status_macros.h"
 #include "src/ir/structural_hash.h"
 #include "src/lazy/engine.h"
 #include "src/lazy/lowering.h"

@@ -5,7 +5,7 @@
 #include <atomic>
 
 #include "absl/strings/str_cat.h"
-#include "src/ir/status_macros.h"
+#include "src/base/status_macros.h"
 #include "src/lazy/device_value.h"
 #include "src/runtime/instance.h"
 #include "src/runtime/mesh_plan.h"

@@ -4,8 +4,8 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "src/base/status_macros.h"
 #include "src/ir/builder.h"
-#include "src/ir/status_macros.h"
 #include "src/spmd/axis_sharding.h"
 
 namespace vkspmd::lazy {

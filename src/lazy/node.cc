@@ -6,9 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "src/base/status_macros.h"
 #include "src/ir/builder.h"
 #include "src/ir/shape_inference.h"
-#include "src/ir/status_macros.h"
 
 namespace vkspmd::lazy {
 

@@ -1,8 +1,8 @@
 // Host <-> device moves of lazy values.
 #include "src/lazy/value_transfer.h"
 
+#include "src/base/status_macros.h"
 #include "src/debug/metrics.h"
-#include "src/ir/status_macros.h"
 
 namespace vkspmd::lazy {
 

@@ -1,31 +1,18 @@
 // Reading and validating the VKSPMD_* environment.
 #include "src/runtime/runtime_config.h"
 
-#include <cstdlib>
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "src/base/environment.h"
+#include "src/base/status_macros.h"
 
 namespace vkspmd::runtime {
-namespace {
 
-std::optional<std::string> Environment(const char* name) {
-  const char* value = std::getenv(name);
-  if (value == nullptr) return std::nullopt;
-  return std::string(value);
-}
-
-absl::StatusOr<bool> BoolFromEnvironment(const char* name) {
-  std::optional<std::string> value = Environment(name);
-  if (!value || value->empty() || *value == "0") return false;
-  if (*value == "1") return true;
-  return absl::InvalidArgumentError(absl::StrCat(name, "=", *value, " must be 0 or 1"));
-}
-
-}  // namespace
+using base::BoolFromEnvironment;
+using base::EnvironmentValue;
 
 absl::StatusOr<uint64_t> ParseByteSize(const std::string& text) {
   std::string digits = absl::AsciiStrToUpper(absl::StripAsciiWhitespace(text));
@@ -57,30 +44,27 @@ absl::StatusOr<uint64_t> ParseByteSize(const std::string& text) {
 
 absl::StatusOr<RuntimeConfig> RuntimeConfig::FromEnvironment() {
   RuntimeConfig config;
-  if (std::optional<std::string> devices = Environment("VKSPMD_DEVICES");
+  if (std::optional<std::string> devices = EnvironmentValue("VKSPMD_DEVICES");
       devices && !devices->empty()) {
     if (!absl::SimpleAtoi(*devices, &config.mesh_device_count) || config.mesh_device_count < 1) {
       return absl::InvalidArgumentError(
           absl::StrCat("VKSPMD_DEVICES=", *devices, " must be a positive integer"));
     }
   }
-  if (std::optional<std::string> visible = Environment("VKSPMD_VISIBLE_DEVICES")) {
+  if (std::optional<std::string> visible = EnvironmentValue("VKSPMD_VISIBLE_DEVICES")) {
     config.visible_devices.emplace();
     for (absl::string_view entry : absl::StrSplit(*visible, ',', absl::SkipWhitespace())) {
       config.visible_devices->emplace_back(absl::StripAsciiWhitespace(entry));
     }
   }
-  absl::StatusOr<bool> flag = BoolFromEnvironment("VKSPMD_ALLOW_CPU_DEVICES");
-  if (!flag.ok()) return flag.status();
-  config.allow_cpu_devices = *flag;
-  if (!(flag = BoolFromEnvironment("VKSPMD_VALIDATION")).ok()) return flag.status();
-  config.validation = *flag;
-  if (!(flag = BoolFromEnvironment("VKSPMD_VALIDATION_SYNC")).ok()) return flag.status();
-  config.synchronization_validation = *flag;
+  VKSPMD_ASSIGN_OR_RETURN(config.allow_cpu_devices,
+                          BoolFromEnvironment("VKSPMD_ALLOW_CPU_DEVICES"));
+  VKSPMD_ASSIGN_OR_RETURN(config.validation, BoolFromEnvironment("VKSPMD_VALIDATION"));
+  VKSPMD_ASSIGN_OR_RETURN(config.synchronization_validation,
+                          BoolFromEnvironment("VKSPMD_VALIDATION_SYNC"));
   config.validation |= config.synchronization_validation;
-  if (!(flag = BoolFromEnvironment("VKSPMD_FORCE_STAGING")).ok()) return flag.status();
-  config.force_staging = *flag;
-  if (std::optional<std::string> budget = Environment("VKSPMD_DEVICE_MEMORY_BUDGET");
+  VKSPMD_ASSIGN_OR_RETURN(config.force_staging, BoolFromEnvironment("VKSPMD_FORCE_STAGING"));
+  if (std::optional<std::string> budget = EnvironmentValue("VKSPMD_DEVICE_MEMORY_BUDGET");
       budget && !budget->empty()) {
     absl::StatusOr<uint64_t> bytes = ParseByteSize(*budget);
     if (!bytes.ok()) {
@@ -89,7 +73,7 @@ absl::StatusOr<RuntimeConfig> RuntimeConfig::FromEnvironment() {
     }
     config.device_memory_budget = *bytes;
   }
-  if (std::optional<std::string> timeout = Environment("VKSPMD_SUBMIT_TIMEOUT_MS");
+  if (std::optional<std::string> timeout = EnvironmentValue("VKSPMD_SUBMIT_TIMEOUT_MS");
       timeout && !timeout->empty()) {
     if (!absl::SimpleAtoi(*timeout, &config.submit_timeout_ms) || config.submit_timeout_ms == 0) {
       return absl::InvalidArgumentError(

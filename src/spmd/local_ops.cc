@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "fmt/format.h"
-#include "src/ir/status_macros.h"
+#include "src/base/status_macros.h"
 
 namespace vkspmd::spmd {
 namespace {

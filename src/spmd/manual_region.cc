@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "fmt/format.h"
-#include "src/ir/status_macros.h"
+#include "src/base/status_macros.h"
 #include "src/spmd/op_rules.h"
 
 namespace vkspmd::spmd {

@@ -10,7 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
-#include "src/ir/status_macros.h"
+#include "src/base/status_macros.h"
 #include "src/ir/verifier.h"
 #include "src/spmd/factor_sharding.h"
 #include "src/spmd/local_ops.h"

@@ -6,7 +6,7 @@
 #include <tuple>
 
 #include "fmt/format.h"
-#include "src/ir/status_macros.h"
+#include "src/base/status_macros.h"
 #include "src/spmd/factor_sharding.h"
 #include "src/spmd/op_rules.h"
 

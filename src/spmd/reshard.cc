@@ -7,7 +7,7 @@
 #include <map>
 
 #include "fmt/format.h"
-#include "src/ir/status_macros.h"
+#include "src/base/status_macros.h"
 #include "src/spmd/factor_sharding.h"
 
 namespace vkspmd::spmd {

@@ -4,7 +4,7 @@
 #include "src/spmd/spmd_builder.h"
 
 #include "fmt/format.h"
-#include "src/ir/status_macros.h"
+#include "src/base/status_macros.h"
 
 namespace vkspmd::spmd {
 

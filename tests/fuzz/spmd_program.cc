@@ -7,9 +7,9 @@
 
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
+#include "src/base/status_macros.h"
 #include "src/ir/builder.h"
 #include "src/ir/printer.h"
-#include "src/ir/status_macros.h"
 #include "src/ir/verifier.h"
 #include "src/spmd/partition_spec.h"
 #include "tests/spmd/spmd_test_util.h"

@@ -7,10 +7,10 @@
 
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
+#include "src/base/status_macros.h"
 #include "src/interp/evaluator.h"
 #include "src/interp/shape_ops.h"
 #include "src/ir/parser.h"
-#include "src/ir/status_macros.h"
 #include "src/spmd/partition_spec.h"
 
 namespace vkspmd::spmd::testing {

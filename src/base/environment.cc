@@ -1,0 +1,35 @@
+#include "src/base/environment.h"
+
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace vkspmd::base {
+
+std::optional<std::string> EnvironmentValue(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
+absl::StatusOr<bool> BoolFromEnvironment(const char* name) {
+  std::optional<std::string> value = EnvironmentValue(name);
+  if (!value || value->empty() || *value == "0") return false;
+  if (*value == "1") return true;
+  return absl::InvalidArgumentError(absl::StrCat(name, "=", *value, " must be 0 or 1"));
+}
+
+absl::StatusOr<std::optional<double>> NumberFromEnvironment(const char* name, double low,
+                                                            double high, const char* unit) {
+  std::optional<std::string> value = EnvironmentValue(name);
+  if (!value || value->empty()) return std::optional<double>();
+  double number = 0;
+  if (!absl::SimpleAtod(*value, &number) || !(number >= low && number <= high)) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " must be a number of ", unit, " from ",
+                                                   low, " to ", high, ", not '", *value, "'"));
+  }
+  return std::optional<double>(number);
+}
+
+}  // namespace vkspmd::base
