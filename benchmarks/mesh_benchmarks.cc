@@ -1,7 +1,7 @@
 // A data-parallel training step of a 2-layer MLP on a mesh of devices: the forward module, its
 // gradients from autodiff, the batch split over the devices with a partition spec, partitioned by
-// the GSPMD partitioner and run with MeshExecutable. Reports the step's wall time split into the
-// kernels' GPU time, the collectives (waiting and moving data through the host) and the rest
+// the GSPMD partitioner and run as an exec::MeshProgram. Reports the step's wall time split into
+// the kernels' GPU time, the collectives (waiting and moving data through the host) and the rest
 // (uploads, downloads, submission), as seen from device 0.
 #include <benchmark/benchmark.h>
 
@@ -9,12 +9,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/autodiff/gradients.h"
-#include "src/exec/mesh_executable.h"
-#include "src/exec/sharded_value.h"
+#include "src/exec/mesh_program.h"
 #include "src/ir/parser.h"
 #include "src/runtime/device_set.h"
 #include "src/spmd/partition_spec.h"
-#include "src/spmd/partitioner.h"
 
 namespace vkspmd {
 namespace {
@@ -51,10 +49,6 @@ void BM_DataParallelMlpStep(benchmark::State& state) {
       spmd::PartitionSpecToSharding(*spmd::PartitionSpec::Parse("(0, None)"), *mesh, 2);
   if (!batch_split.ok()) return state.SkipWithError("cannot build the batch sharding");
   x->set_sharding(*batch_split);
-  absl::StatusOr<spmd::PartitionResult> partition = spmd::Partition(**step, *mesh);
-  if (!partition.ok()) {
-    return state.SkipWithError(std::string(partition.status().message()).c_str());
-  }
   absl::StatusOr<runtime::RuntimeConfig> config = runtime::RuntimeConfig::FromEnvironment();
   if (!config.ok()) return state.SkipWithError("bad environment");
   config->mesh_device_count = devices;
@@ -63,32 +57,37 @@ void BM_DataParallelMlpStep(benchmark::State& state) {
   if (!set.ok()) return state.SkipWithError(std::string(set.status().message()).c_str());
   std::vector<runtime::MeshDevice*> mesh_devices;
   for (int d = 0; d < devices; ++d) mesh_devices.push_back(&(*set)->device(d));
-  absl::StatusOr<std::unique_ptr<exec::MeshExecutable>> executable =
-      exec::MeshExecutable::Compile(*partition->module, mesh_devices, /*timestamps=*/true);
-  if (!executable.ok()) {
-    return state.SkipWithError(std::string(executable.status().message()).c_str());
+  // After the devices, so its executables are destroyed before them.
+  absl::StatusOr<std::unique_ptr<exec::MeshProgram>> program =
+      exec::MeshProgram::Partition(**step, *mesh);
+  if (!program.ok()) return state.SkipWithError(std::string(program.status().message()).c_str());
+  if (absl::Status compiled = (*program)->Compile(mesh_devices, {.timestamps = true});
+      !compiled.ok()) {
+    return state.SkipWithError(std::string(compiled.message()).c_str());
   }
-  std::vector<std::vector<ir::Literal>> arguments(devices);
+  std::vector<ir::Literal> full_arguments;
   for (int64_t p = 0; p < (*step)->entry()->parameter_count(); ++p) {
     ir::Literal full((*step)->entry()->parameter(p)->shape());
     for (int64_t i = 0; i < full.ElementCount(); ++i) full.Set<float>(i, 0.001f * (i % 97));
-    for (int d = 0; d < devices; ++d) {
-      arguments[d].push_back(
-          *exec::ShardLiteral(full, partition->parameter_shardings[p][0], *mesh, d));
-    }
+    full_arguments.push_back(std::move(full));
   }
+  absl::StatusOr<std::vector<std::vector<ir::Literal>>> arguments =
+      (*program)->ShardArguments(full_arguments);
+  if (!arguments.ok()) {
+    return state.SkipWithError(std::string(arguments.status().message()).c_str());
+  }
+  exec::MeshExecutable& executable = (*program)->executable();
   double kernels = 0, collectives = 0, total = 0;
   for (auto _ : state) {
     auto start = std::chrono::steady_clock::now();
-    absl::StatusOr<std::vector<ir::Literal>> results = (*executable)->Run(arguments);
+    absl::StatusOr<std::vector<ir::Literal>> results = (*program)->RunShards(*arguments);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!results.ok()) return state.SkipWithError(std::string(results.status().message()).c_str());
     state.SetIterationTime(seconds);
     total += seconds;
-    collectives += (*executable)->executable(0).last_collective_seconds();
-    absl::StatusOr<std::vector<runtime::StepTiming>> timings =
-        (*executable)->executable(0).Timings();
+    collectives += executable.executable(0).last_collective_seconds();
+    absl::StatusOr<std::vector<runtime::StepTiming>> timings = executable.executable(0).Timings();
     if (!timings.ok()) return state.SkipWithError(std::string(timings.status().message()).c_str());
     for (const runtime::StepTiming& timing : *timings) kernels += timing.gpu_nanoseconds / 1e9;
   }
@@ -96,8 +95,8 @@ void BM_DataParallelMlpStep(benchmark::State& state) {
   state.counters["kernels_ms"] = 1e3 * kernels / n;
   state.counters["collectives_ms"] = 1e3 * collectives / n;
   state.counters["other_ms"] = 1e3 * (total - kernels - collectives) / n;
-  state.counters["collectives"] = static_cast<double>(partition->collectives.size());
-  state.counters["bytes_per_device"] = static_cast<double>(partition->BytesPerDevice());
+  state.counters["collectives"] = static_cast<double>((*program)->collective_count());
+  state.counters["bytes_per_device"] = static_cast<double>((*program)->bytes_per_device());
 }
 
 BENCHMARK(BM_DataParallelMlpStep)

@@ -1,6 +1,6 @@
 // Collectives between the ranks of a mesh (one rank per mesh device), on host memory. The
-// Communicator is the interface the executor calls at each collective of a partitioned program;
-// InProcessWorld (in_process_world.h) implements it for devices driven by threads of one process.
+// Communicator is the interface the executor calls at each collective of a partitioned program; a
+// World (world.h) connects one per rank, and host_communicator.h implements it over a transport.
 //
 // Semantics are XLA's: a collective runs independently in each replica group (a list of ranks; a
 // member's position in its group orders the chunks of all-gather, reduce-scatter and all-to-all),

@@ -10,18 +10,12 @@
 #include "src/debug/metrics.h"
 #include "src/ir/status_macros.h"
 #include "src/lazy/value_transfer.h"
-#include "src/spmd/partitioner.h"
 
 namespace vkspmd::lazy {
 namespace {
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-std::vector<ir::Shape> RootLeafShapes(const ir::Module& module) {
-  const ir::Shape& root = module.entry()->root()->shape();
-  return root.IsTuple() ? root.tuple_elements() : std::vector<ir::Shape>{root};
 }
 
 }  // namespace
@@ -44,33 +38,14 @@ absl::StatusOr<GraphRunner::Compiled> GraphRunner::Compile(GraphTask& task, Devi
                           pool.DevicesFor(*task.placement));
   Compiled compiled;
   compiled.generation = pool.generation();
-  compiled.result_shapes = RootLeafShapes(*task.module);
+  const spmd::Mesh& mesh = task.placement->local_mesh;
   if (task.placement->is_mesh) {
-    VKSPMD_ASSIGN_OR_RETURN(spmd::PartitionResult partition,
-                            spmd::Partition(*task.module, task.placement->local_mesh));
-    compiled.program = std::move(partition.module);
-    for (const std::vector<spmd::AxisSharding>& leaves : partition.parameter_shardings) {
-      compiled.parameter_shardings.push_back(leaves.at(0));
-    }
-    compiled.result_shardings = partition.result_shardings;
-    compiled.collective_bytes =
-        partition.BytesPerDevice() * task.placement->local_mesh.device_count();
+    VKSPMD_ASSIGN_OR_RETURN(compiled.program, exec::MeshProgram::Partition(*task.module, mesh));
+    compiled.collective_bytes = compiled.program->bytes_per_device() * mesh.device_count();
   } else {
-    compiled.program = std::move(task.module);
-    for (const ir::Instruction* parameter : compiled.program->entry()->parameters()) {
-      compiled.parameter_shardings.push_back(
-          spmd::AxisSharding::Replicated(parameter->shape().rank()));
-    }
-    for (const ir::Shape& shape : compiled.result_shapes) {
-      compiled.result_shardings.push_back(spmd::AxisSharding::Replicated(shape.rank()));
-    }
+    compiled.program = exec::MeshProgram::FromPerDeviceModule(std::move(task.module), mesh);
   }
-  // Aliases the partitioner dropped (parameter and output split differently) donate nothing.
-  for (const ir::InputOutputAlias& alias : compiled.program->input_output_aliases()) {
-    compiled.aliased_parameters.insert(alias.parameter_number);
-  }
-  VKSPMD_ASSIGN_OR_RETURN(compiled.executable,
-                          exec::MeshExecutable::Compile(*compiled.program, devices));
+  VKSPMD_RETURN_IF_ERROR(compiled.program->Compile(std::move(devices)));
   return compiled;
 }
 
@@ -104,8 +79,9 @@ absl::StatusOr<GraphRunner::Compiled*> GraphRunner::FindOrCompile(GraphTask& tas
 
 absl::Status GraphRunner::RunOrFail(GraphTask& task, DevicePool& pool) {
   VKSPMD_ASSIGN_OR_RETURN(Compiled * compiled, FindOrCompile(task, pool));
+  exec::MeshProgram& program = *compiled->program;
   for (size_t k = 0; k < task.outputs.size(); ++k) {
-    task.outputs[k]->SetSharding(compiled->result_shardings[k]);
+    task.outputs[k]->SetSharding(program.result_shardings()[k]);
   }
   const Placement& placement = *task.placement;
   // A donated argument is passed with its own buffer (or the resharded copy made for the run);
@@ -116,7 +92,7 @@ absl::Status GraphRunner::RunOrFail(GraphTask& task, DevicePool& pool) {
   int64_t donated_bytes = 0;
   for (size_t p = 0; p < task.inputs.size(); ++p) {
     GraphInput& input = task.inputs[p];
-    const spmd::AxisSharding& sharding = compiled->parameter_shardings[p];
+    const spmd::AxisSharding& sharding = program.parameter_shardings()[p];
     exec::ShardedBuffer* argument = nullptr;
     if (input.host.has_value()) {
       VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<exec::ShardedBuffer> buffer,
@@ -133,7 +109,7 @@ absl::Status GraphRunner::RunOrFail(GraphTask& task, DevicePool& pool) {
       }
     }
     const bool aliased =
-        input.donate && compiled->aliased_parameters.count(static_cast<int64_t>(p)) > 0;
+        input.donate && program.aliased_parameters().count(static_cast<int64_t>(p)) > 0;
     if (aliased) {
       donated_bytes +=
           spmd::ByteSize(argument->shard_shape()) * static_cast<int64_t>(argument->shard_count());
@@ -142,17 +118,16 @@ absl::Status GraphRunner::RunOrFail(GraphTask& task, DevicePool& pool) {
     donate.push_back(aliased);
   }
   auto start = std::chrono::steady_clock::now();
-  VKSPMD_ASSIGN_OR_RETURN(
-      std::vector<std::unique_ptr<exec::ShardedBuffer>> results,
-      compiled->executable->RunSharded(arguments, donate, compiled->result_shapes,
-                                       compiled->result_shardings, placement.local_mesh));
+  VKSPMD_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<exec::ShardedBuffer>> results,
+                          program.Run(arguments, donate));
   debug::RecordDonation(std::count(donate.begin(), donate.end(), true), donated_bytes);
   const double seconds = SecondsSince(start);
   double collective_seconds = 0;
-  for (size_t d = 0; d < compiled->executable->device_count(); ++d) {
-    collective_seconds += compiled->executable->executable(d).last_collective_seconds();
+  exec::MeshExecutable& executable = program.executable();
+  for (size_t d = 0; d < executable.device_count(); ++d) {
+    collective_seconds += executable.executable(d).last_collective_seconds();
   }
-  collective_seconds /= std::max<size_t>(compiled->executable->device_count(), 1);
+  collective_seconds /= std::max<size_t>(executable.device_count(), 1);
   debug::RecordExecute(seconds, compiled->collective_bytes, collective_seconds);
   for (size_t k = 0; k < results.size(); ++k) task.outputs[k]->SetBuffer(std::move(results[k]));
   debug::GraphAnalysis analysis = task.analysis;

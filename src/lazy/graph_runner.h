@@ -6,12 +6,11 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "src/debug/graph_analysis.h"
-#include "src/exec/mesh_executable.h"
+#include "src/exec/mesh_program.h"
 #include "src/lazy/device_pool.h"
 #include "src/lazy/device_value.h"
 #include "src/lazy/placement.h"
@@ -44,15 +43,9 @@ class GraphRunner {
 
  private:
   struct Compiled {
-    int64_t generation = 0;  // The DevicePool generation the executable belongs to.
-    // The program the executable was compiled from: its plan points into it.
-    std::unique_ptr<ir::Module> program;
-    std::unique_ptr<exec::MeshExecutable> executable;
-    std::vector<spmd::AxisSharding> parameter_shardings;
-    std::vector<spmd::AxisSharding> result_shardings;
-    std::vector<ir::Shape> result_shapes;
-    int64_t collective_bytes = 0;          // Per run, all devices together.
-    std::set<int64_t> aliased_parameters;  // Of the compiled program's input_output_alias.
+    int64_t generation = 0;  // The DevicePool generation the program belongs to.
+    std::unique_ptr<exec::MeshProgram> program;
+    int64_t collective_bytes = 0;  // Per run, all devices together.
   };
 
   absl::Status RunOrFail(GraphTask& task, DevicePool& pool);

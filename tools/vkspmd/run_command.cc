@@ -12,13 +12,11 @@
 
 #include "fmt/format.h"
 #include "src/exec/executable.h"
-#include "src/exec/mesh_executable.h"
-#include "src/exec/sharded_value.h"
+#include "src/exec/mesh_program.h"
 #include "src/interp/evaluator.h"
 #include "src/interp/result_comparison.h"
 #include "src/ir/status_macros.h"
 #include "src/runtime/device_set.h"
-#include "src/spmd/partitioner.h"
 #include "tools/vkspmd/command.h"
 #include "tools/vkspmd/program_io.h"
 
@@ -86,30 +84,31 @@ std::unique_ptr<runtime::DeviceSet> OpenDevices(int count, int& exit_code) {
   return std::move(*devices);
 }
 
-// A per-device program compiled on the first `n` mesh devices of `devices` and run `repeat`
-// times: the last run's results and the timings.
+// A mesh program compiled on the first mesh devices of `devices` and run `repeat` times through
+// the host (each run uploads every device's arguments and downloads its results): the last
+// run's per-device results and the timings.
 struct MeshRun {
-  std::unique_ptr<exec::MeshExecutable> executable;
   std::vector<ir::Literal> results;
   double compile_seconds = 0;  // From `compile_start` (partitioning included when it is earlier).
   double median_wall_ms = 0;
 };
 
-absl::StatusOr<MeshRun> RunOnDevices(const ir::Module& module, runtime::DeviceSet& devices,
-                                     int64_t n,
+absl::StatusOr<MeshRun> RunOnDevices(exec::MeshProgram& program, runtime::DeviceSet& devices,
                                      const std::vector<std::vector<ir::Literal>>& arguments,
                                      int repeat,
                                      std::chrono::steady_clock::time_point compile_start) {
   std::vector<runtime::MeshDevice*> mesh_devices;
-  for (int64_t d = 0; d < n; ++d) mesh_devices.push_back(&devices.device(static_cast<int>(d)));
+  for (int64_t d = 0; d < program.mesh().device_count(); ++d) {
+    mesh_devices.push_back(&devices.device(static_cast<int>(d)));
+  }
   MeshRun run;
-  VKSPMD_ASSIGN_OR_RETURN(run.executable, exec::MeshExecutable::Compile(module, mesh_devices));
+  VKSPMD_RETURN_IF_ERROR(program.Compile(mesh_devices));
   run.compile_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
   std::vector<double> wall_ms;
   for (int k = 0; k < repeat; ++k) {
     auto start = std::chrono::steady_clock::now();
-    VKSPMD_ASSIGN_OR_RETURN(run.results, run.executable->Run(arguments));
+    VKSPMD_ASSIGN_OR_RETURN(run.results, program.RunShards(arguments));
     wall_ms.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
@@ -157,7 +156,8 @@ absl::StatusOr<std::vector<ir::Literal>> AsList(absl::StatusOr<ir::Literal> valu
 // A per-device program (num_partitions or replica_count above 1, as the partitioner or JAX
 // writes them) runs as it is on that many devices, each with its own arguments (--random-inputs
 // draws device d's from SEED + d; --input files go to every device).
-int RunPerDeviceProgram(const RunOptions& options, const ir::Module& module) {
+int RunPerDeviceProgram(const RunOptions& options, std::unique_ptr<ir::Module> owned) {
+  const ir::Module& module = *owned;
   const int64_t n = module.replica_count() * module.partition_count();
   if ((options.devices > 0 && options.devices != n) || !options.mesh.empty()) {
     return Fail(kExitUsageError,
@@ -180,15 +180,19 @@ int RunPerDeviceProgram(const RunOptions& options, const ir::Module& module) {
   int exit_code = kExitOk;
   std::unique_ptr<runtime::DeviceSet> devices = OpenDevices(static_cast<int>(n), exit_code);
   if (devices == nullptr) return exit_code;
-  absl::StatusOr<MeshRun> run = RunOnDevices(module, *devices, n, arguments, options.repeat,
-                                             std::chrono::steady_clock::now());
+  absl::StatusOr<spmd::Mesh> mesh = spmd::Mesh::Create({n});
+  if (!mesh.ok()) return Fail(kExitUsageError, mesh.status().message());
+  std::unique_ptr<exec::MeshProgram> program =
+      exec::MeshProgram::FromPerDeviceModule(std::move(owned), *mesh);
+  absl::StatusOr<MeshRun> run =
+      RunOnDevices(*program, *devices, arguments, options.repeat, std::chrono::steady_clock::now());
   if (!run.ok()) return Fail(ExitCodeFor(run.status().code()), run.status().message());
   for (int64_t d = 0; d < n; ++d) PrintSummary(fmt::format("device {}", d), run->results[d]);
   fmt::print(stderr,
              "{}: per-device program on {} devices; {} kernel(s) per device; compiled in {:.3f} "
              "s; run (median of {}): {:.3f} ms wall\n",
-             options.path, n, run->executable->executable(0).kernel_count(), run->compile_seconds,
-             options.repeat, run->median_wall_ms);
+             options.path, n, program->executable().executable(0).kernel_count(),
+             run->compile_seconds, options.repeat, run->median_wall_ms);
   if (!options.compare) return kExitOk;
   std::vector<const ir::Literal*> results;
   for (const ir::Literal& result : run->results) results.push_back(&result);
@@ -205,57 +209,40 @@ int RunOnMesh(const RunOptions& options, ir::Module& module,
   if (absl::Status applied = ApplySpecs(module, options.specs, *mesh); !applied.ok()) {
     return Fail(kExitUsageError, applied.message());
   }
+  // Declared before the program, so the program's executables are destroyed before their devices.
+  std::unique_ptr<runtime::DeviceSet> devices;
   auto compile_start = std::chrono::steady_clock::now();
-  absl::StatusOr<spmd::PartitionResult> partition = spmd::Partition(module, *mesh);
-  if (!partition.ok()) return Fail(kExitRuntimeError, partition.status().message());
+  absl::StatusOr<std::unique_ptr<exec::MeshProgram>> program =
+      exec::MeshProgram::Partition(module, *mesh);
+  if (!program.ok()) return Fail(kExitRuntimeError, program.status().message());
+  absl::StatusOr<std::vector<std::vector<ir::Literal>>> per_device =
+      (*program)->ShardArguments(arguments);
+  if (!per_device.ok()) return Fail(kExitRuntimeError, per_device.status().message());
   const int64_t n = mesh->device_count();
-  std::vector<std::vector<ir::Literal>> per_device(n);
-  for (size_t p = 0; p < arguments.size(); ++p) {
-    for (int64_t d = 0; d < n; ++d) {
-      absl::StatusOr<ir::Literal> shard =
-          exec::ShardLiteral(arguments[p], partition->parameter_shardings[p][0], *mesh, d);
-      if (!shard.ok()) return Fail(kExitRuntimeError, shard.status().message());
-      per_device[d].push_back(std::move(*shard));
-    }
-  }
   int exit_code = kExitOk;
-  std::unique_ptr<runtime::DeviceSet> devices = OpenDevices(static_cast<int>(n), exit_code);
+  devices = OpenDevices(static_cast<int>(n), exit_code);
   if (devices == nullptr) return exit_code;
   absl::StatusOr<MeshRun> run =
-      RunOnDevices(*partition->module, *devices, n, per_device, options.repeat, compile_start);
+      RunOnDevices(**program, *devices, *per_device, options.repeat, compile_start);
   if (!run.ok()) return Fail(ExitCodeFor(run.status().code()), run.status().message());
-  const ir::Shape& shape = module.entry()->root()->shape();
-  std::vector<ir::Literal> leaves;
-  const size_t leaf_count = shape.IsTuple() ? shape.tuple_elements().size() : 1;
-  for (size_t leaf = 0; leaf < leaf_count; ++leaf) {
-    std::vector<ir::Literal> shards;
-    for (const ir::Literal& result : run->results) {
-      shards.push_back(shape.IsTuple() ? result.tuple_elements()[leaf] : result);
-    }
-    absl::StatusOr<ir::Literal> assembled =
-        exec::AssembleLiteral(shards, shape.IsTuple() ? shape.tuple_elements()[leaf] : shape,
-                              partition->result_shardings[leaf], *mesh);
-    if (!assembled.ok()) return Fail(kExitRuntimeError, assembled.status().message());
-    leaves.push_back(std::move(*assembled));
-  }
-  ir::Literal output =
-      shape.IsTuple() ? ir::Literal::Tuple(std::move(leaves)) : std::move(leaves[0]);
-  PrintSummary("output", output);
+  absl::StatusOr<ir::Literal> output = (*program)->Assemble(run->results);
+  if (!output.ok()) return Fail(kExitRuntimeError, output.status().message());
+  PrintSummary("output", *output);
   fmt::print(stderr,
              "{}: partitioned over mesh {} ({} collective(s), {} bytes sent per device); {} "
              "kernel(s) per device; compiled in {:.3f} s; run (median of {}): {:.3f} ms wall\n",
-             options.path, mesh->ToString(), partition->collectives.size(),
-             partition->BytesPerDevice(), run->executable->executable(0).kernel_count(),
+             options.path, mesh->ToString(), (*program)->collective_count(),
+             (*program)->bytes_per_device(), (*program)->executable().executable(0).kernel_count(),
              run->compile_seconds, options.repeat, run->median_wall_ms);
   if (!options.compare) return kExitOk;
-  return ReportComparison({&output}, AsList(interp::Evaluate(module, arguments)), options);
+  return ReportComparison({&*output}, AsList(interp::Evaluate(module, arguments)), options);
 }
 
 int RunRun(const RunOptions& options) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ReadModuleFile(options.path);
   if (!module.ok()) return Fail(kExitRuntimeError, module.status().message());
   if ((*module)->replica_count() * (*module)->partition_count() > 1) {
-    return RunPerDeviceProgram(options, **module);
+    return RunPerDeviceProgram(options, std::move(*module));
   }
   absl::StatusOr<std::vector<ir::Literal>> arguments =
       BuildArguments(*(*module)->entry(), options.inputs, options.random_seed);
