@@ -2,8 +2,8 @@
 #include "src/exec/mesh_program.h"
 
 #include "absl/strings/str_cat.h"
+#include "src/base/status_macros.h"
 #include "src/exec/sharded_value.h"
-#include "src/ir/status_macros.h"
 #include "src/spmd/partitioner.h"
 
 namespace vkspmd::exec {
