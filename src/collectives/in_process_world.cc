@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "src/base/environment.h"
+#include "src/base/status_macros.h"
 #include "src/collectives/host_communicator.h"
 
 namespace vkspmd::collectives {
@@ -66,16 +68,10 @@ absl::StatusOr<std::shared_ptr<InProcessWorld>> InProcessWorld::Create(
   }
   if (!timeout) {
     timeout = std::chrono::seconds(60);
-    if (const char* text = std::getenv("VKSPMD_COLLECTIVE_TIMEOUT_S")) {
-      char* end = nullptr;
-      double seconds = std::strtod(text, &end);
-      if (end == text || *end != '\0' || !(seconds >= 0.001 && seconds <= 1e6)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "VKSPMD_COLLECTIVE_TIMEOUT_S must be a number of seconds from 0.001 to 1e6, not '",
-            text, "'"));
-      }
-      timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-    }
+    VKSPMD_ASSIGN_OR_RETURN(
+        std::optional<double> seconds,
+        base::NumberFromEnvironment("VKSPMD_COLLECTIVE_TIMEOUT_S", 0.001, 1e6, "seconds"));
+    if (seconds) timeout = std::chrono::milliseconds(static_cast<int64_t>(*seconds * 1000));
   }
   return std::shared_ptr<InProcessWorld>(new InProcessWorld(world_size, *timeout));
 }

@@ -4,10 +4,10 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "src/base/status_macros.h"
 #include "src/collectives/chunk_layout.h"
 #include "src/ir/collective_groups.h"
 #include "src/ir/module.h"
-#include "src/ir/status_macros.h"
 
 namespace vkspmd::exec {
 namespace {

@@ -11,8 +11,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "src/base/status_macros.h"
 #include "src/codegen/shader_compiler.h"
-#include "src/ir/status_macros.h"
 #include "src/runtime/transfers.h"
 
 namespace vkspmd::exec {

@@ -2,8 +2,8 @@
 #include "src/exec/mesh_executable.h"
 
 #include "absl/strings/str_cat.h"
+#include "src/base/status_macros.h"
 #include "src/collectives/in_process_world.h"
-#include "src/ir/status_macros.h"
 
 namespace vkspmd::exec {
 

@@ -2,9 +2,9 @@
 #include "src/exec/sharded_buffer.h"
 
 #include "absl/strings/str_cat.h"
+#include "src/base/status_macros.h"
 #include "src/exec/executable.h"
 #include "src/exec/sharded_value.h"
-#include "src/ir/status_macros.h"
 #include "src/runtime/transfers.h"
 
 namespace vkspmd::exec {

@@ -3,8 +3,8 @@
 #include <numbers>
 
 #include "absl/strings/str_cat.h"
-#include "src/interp/npy.h"
 #include "src/interp/rng.h"
+#include "src/io/npy.h"
 #include "src/lazy/api_support.h"
 #include "src/lazy/context.h"
 #include "src/lazy/trace_ops.h"
@@ -153,7 +153,7 @@ Tensor from_host(const HostTensor& value) {
 }
 
 Tensor from_npy(const std::string& path) {
-  ir::Literal literal = Unwrap(interp::ReadNpyFile(path));
+  ir::Literal literal = Unwrap(io::ReadNpyFile(path));
   lazy::FromIrType(literal.dtype());  // Throws for types the API cannot hold.
   return lazy::Wrap(lazy::MakeHostLeaf(std::move(literal)));
 }

@@ -3,7 +3,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "src/interp/npy.h"
+#include "src/io/npy.h"
 #include "src/lazy/api_support.h"
 #include "src/lazy/trace_ops.h"
 #include "vkspmd/ops.h"
@@ -36,7 +36,7 @@ double Tensor::item(std::source_location where) const {
 }
 
 void Tensor::to_npy(const std::string& path, std::source_location where) const {
-  lazy::ThrowIfError(interp::WriteNpyFile(path, lazy::ReadValue(*this, where)));
+  lazy::ThrowIfError(io::WriteNpyFile(path, lazy::ReadValue(*this, where)));
 }
 
 Tensor& Tensor::assign(const Tensor& value) {

@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
+#include "src/base/status_macros.h"
 #include "src/debug/metrics.h"
-#include "src/ir/status_macros.h"
 #include "src/lazy/value_transfer.h"
 
 namespace vkspmd::lazy {

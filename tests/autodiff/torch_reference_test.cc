@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/autodiff/gradients.h"
-#include "src/interp/npy.h"
+#include "src/io/npy.h"
 #include "src/ir/parser.h"
 #include "src/ir/printer.h"
 #include "tests/autodiff/gradient_check.h"
@@ -58,8 +58,7 @@ TEST_P(TorchReferenceTest, GradientsMatchTorchAutograd) {
   std::vector<ir::Literal> arguments;
   std::vector<int64_t> wrt;
   for (int64_t i = 0; i < count; ++i) {
-    absl::StatusOr<ir::Literal> argument =
-        interp::ReadNpyFile(absl::StrCat(base, ".arg", i, ".npy"));
+    absl::StatusOr<ir::Literal> argument = io::ReadNpyFile(absl::StrCat(base, ".arg", i, ".npy"));
     ASSERT_TRUE(argument.ok()) << argument.status();
     arguments.push_back(std::move(*argument));
     wrt.push_back(i);
@@ -72,12 +71,11 @@ TEST_P(TorchReferenceTest, GradientsMatchTorchAutograd) {
 
   const bool f64 = GetParam().find(".f64") != std::string::npos;
   const double tolerance = f64 ? 1e-5 : 1e-4;
-  absl::StatusOr<ir::Literal> loss = interp::ReadNpyFile(base + ".loss.npy");
+  absl::StatusOr<ir::Literal> loss = io::ReadNpyFile(base + ".loss.npy");
   ASSERT_TRUE(loss.ok()) << loss.status();
   EXPECT_LE(RelativeError((*results)[0], *loss), tolerance) << "loss";
   for (int64_t i = 0; i < count; ++i) {
-    absl::StatusOr<ir::Literal> expected =
-        interp::ReadNpyFile(absl::StrCat(base, ".grad", i, ".npy"));
+    absl::StatusOr<ir::Literal> expected = io::ReadNpyFile(absl::StrCat(base, ".grad", i, ".npy"));
     ASSERT_TRUE(expected.ok()) << expected.status();
     EXPECT_LE(RelativeError((*results)[i + 1], *expected), tolerance)
         << "d loss / d parameter " << i;

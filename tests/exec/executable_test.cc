@@ -15,7 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "src/interp/evaluator.h"
-#include "src/interp/npy.h"
+#include "src/io/npy.h"
 #include "src/ir/parser.h"
 #include "tests/exec/literal_compare.h"
 #include "tests/exec/random_module.h"
@@ -32,7 +32,7 @@ std::vector<ir::Literal> Arguments(const ir::Module& module, const std::string& 
   for (const ir::Instruction* parameter : module.entry()->parameters()) {
     int64_t number = parameter->attributes().parameter_number;
     absl::StatusOr<ir::Literal> stored =
-        interp::ReadNpyFile(absl::StrCat(base, ".arg", number, ".npy"));
+        io::ReadNpyFile(absl::StrCat(base, ".arg", number, ".npy"));
     if (stored.ok() && stored->shape() == parameter->shape())
       arguments[number] = std::move(*stored);
   }

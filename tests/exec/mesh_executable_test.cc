@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/interp/evaluator.h"
-#include "src/interp/npy.h"
+#include "src/io/npy.h"
 #include "src/ir/parser.h"
 #include "src/spmd/partition_spec.h"
 #include "src/spmd/partitioner.h"
@@ -70,7 +70,7 @@ TEST_F(MeshExecutableTest, MultiDeviceTestdataProgramsMatchTheReference) {
     for (int d = 0; d < n; ++d) {
       for (size_t k = 0; k < arguments[d].size(); ++k) {
         absl::StatusOr<ir::Literal> stored =
-            interp::ReadNpyFile(absl::StrCat(base, ".dev", d, ".arg", k, ".npy"));
+            io::ReadNpyFile(absl::StrCat(base, ".dev", d, ".arg", k, ".npy"));
         if (stored.ok() && stored->shape() == arguments[d][k].shape()) {
           arguments[d][k] = std::move(*stored);
         }

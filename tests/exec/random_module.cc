@@ -4,8 +4,8 @@
 #include <random>
 #include <vector>
 
+#include "src/base/status_macros.h"
 #include "src/ir/builder.h"
-#include "src/ir/status_macros.h"
 
 namespace vkspmd::testing {
 namespace {

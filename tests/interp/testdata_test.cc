@@ -7,7 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "src/interp/evaluator.h"
-#include "src/interp/npy.h"
+#include "src/io/npy.h"
 #include "src/ir/parser.h"
 #include "src/ir/printer.h"
 #include "src/ir/structural_hash.h"
@@ -41,7 +41,7 @@ std::vector<ir::Literal> LoadArguments(const std::string& prefix) {
     const fs::path path =
         fs::path(VKSPMD_TESTDATA_DIR) / (prefix + ".arg" + std::to_string(k) + ".npy");
     if (!fs::exists(path)) break;
-    absl::StatusOr<ir::Literal> literal = ReadNpyFile(path.string());
+    absl::StatusOr<ir::Literal> literal = io::ReadNpyFile(path.string());
     EXPECT_TRUE(literal.ok()) << literal.status();
     arguments.push_back(*literal);
   }
@@ -72,13 +72,13 @@ void ExpectOutputs(const ir::Literal& actual, const std::string& prefix) {
   if (actual.shape().IsTuple()) {
     for (size_t j = 0; j < actual.tuple_elements().size(); ++j) {
       const std::string file = prefix + ".out." + std::to_string(j) + ".npy";
-      absl::StatusOr<ir::Literal> expected = ReadNpyFile((dir / file).string());
+      absl::StatusOr<ir::Literal> expected = io::ReadNpyFile((dir / file).string());
       ASSERT_TRUE(expected.ok()) << expected.status();
       ExpectClose(actual.tuple_elements()[j], *expected, file);
     }
     return;
   }
-  absl::StatusOr<ir::Literal> expected = ReadNpyFile((dir / (prefix + ".out.npy")).string());
+  absl::StatusOr<ir::Literal> expected = io::ReadNpyFile((dir / (prefix + ".out.npy")).string());
   ASSERT_TRUE(expected.ok()) << expected.status();
   ExpectClose(actual, *expected, prefix);
 }

@@ -15,7 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "fmt/format.h"
-#include "src/interp/npy.h"
+#include "src/io/npy.h"
 #include "src/ir/parser.h"
 #include "src/spmd/partition_spec.h"
 
@@ -147,7 +147,7 @@ absl::StatusOr<std::vector<ir::Literal>> BuildArguments(const ir::Computation& e
       return absl::InvalidArgumentError(
           fmt::format("--input {}: {}", input, std::string(bytes.status().message())));
     }
-    absl::StatusOr<ir::Literal> literal = interp::ParseNpy(*bytes);
+    absl::StatusOr<ir::Literal> literal = io::ParseNpy(*bytes);
     if (!literal.ok()) {
       return absl::DataLossError(
           fmt::format("{}: {}", file, std::string(literal.status().message())));
@@ -217,7 +217,7 @@ absl::Status WriteOutputs(const std::string& directory, const std::string& stem,
     }
     return absl::OkStatus();
   }
-  return interp::WriteNpyFile((std::filesystem::path(directory) / (stem + ".npy")).string(), value);
+  return io::WriteNpyFile((std::filesystem::path(directory) / (stem + ".npy")).string(), value);
 }
 
 absl::Status ApplySpecs(ir::Module& module, const std::vector<std::string>& specs,

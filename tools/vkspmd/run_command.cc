@@ -11,11 +11,11 @@
 #include <fstream>
 
 #include "fmt/format.h"
+#include "src/base/status_macros.h"
 #include "src/exec/executable.h"
 #include "src/exec/mesh_program.h"
 #include "src/interp/evaluator.h"
 #include "src/interp/result_comparison.h"
-#include "src/ir/status_macros.h"
 #include "src/runtime/device_set.h"
 #include "tools/vkspmd/command.h"
 #include "tools/vkspmd/program_io.h"

@@ -1,10 +1,10 @@
 // .npy I/O: round trips for every supported dtype and rank (including rank 0 and zero-size),
 // and clear errors for Fortran order, big-endian data, unknown dtypes and truncation.
-#include "src/interp/npy.h"
+#include "src/io/npy.h"
 
 #include "gtest/gtest.h"
 
-namespace vkspmd::interp {
+namespace vkspmd::io {
 namespace {
 
 using ir::DType;
@@ -65,4 +65,4 @@ TEST(NpyTest, ClearErrors) {
 }
 
 }  // namespace
-}  // namespace vkspmd::interp
+}  // namespace vkspmd::io

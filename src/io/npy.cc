@@ -1,6 +1,6 @@
 // .npy format version 1.0 (written) and 1.0-3.0 (read): magic, version, header length, a Python
 // dict literal with descr/fortran_order/shape, then the raw little-endian C-order data.
-#include "src/interp/npy.h"
+#include "src/io/npy.h"
 
 #include <fstream>
 #include <sstream>
@@ -11,7 +11,7 @@
 #include "absl/strings/strip.h"
 #include "fmt/format.h"
 
-namespace vkspmd::interp {
+namespace vkspmd::io {
 namespace {
 
 constexpr std::string_view kMagic = "\x93NUMPY";
@@ -171,4 +171,4 @@ absl::Status WriteNpyFile(const std::string& path, const ir::Literal& literal) {
   return absl::OkStatus();
 }
 
-}  // namespace vkspmd::interp
+}  // namespace vkspmd::io

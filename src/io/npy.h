@@ -7,11 +7,11 @@
 #include "absl/status/statusor.h"
 #include "src/ir/literal.h"
 
-namespace vkspmd::interp {
+namespace vkspmd::io {
 
 absl::StatusOr<ir::Literal> ParseNpy(std::string_view bytes);
 absl::StatusOr<std::string> SerializeNpy(const ir::Literal& literal);
 absl::StatusOr<ir::Literal> ReadNpyFile(const std::string& path);
 absl::Status WriteNpyFile(const std::string& path, const ir::Literal& literal);
 
-}  // namespace vkspmd::interp
+}  // namespace vkspmd::io
