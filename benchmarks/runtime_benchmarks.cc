@@ -10,11 +10,11 @@
 #include <memory>
 #include <vector>
 
-#include "shaders/embedded_shaders.h"
 #include "src/runtime/buffer.h"
 #include "src/runtime/command_sequence.h"
 #include "src/runtime/device_set.h"
 #include "src/runtime/transfers.h"
+#include "tests/shaders/embedded_shaders.h"
 
 namespace vkspmd::runtime {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "shaders/embedded_shaders.h"
+#include "tests/shaders/embedded_shaders.h"
 
 namespace vkspmd::codegen {
 namespace {

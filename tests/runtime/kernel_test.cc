@@ -10,11 +10,11 @@
 #include <thread>
 #include <vector>
 
-#include "shaders/embedded_shaders.h"
 #include "src/codegen/shader_compiler.h"
 #include "src/runtime/buffer.h"
 #include "src/runtime/command_sequence.h"
 #include "src/runtime/transfers.h"
+#include "tests/shaders/embedded_shaders.h"
 #include "tests/support/device_test.h"
 
 namespace vkspmd::testing {

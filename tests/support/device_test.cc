@@ -2,7 +2,7 @@
 #include "tests/support/device_test.h"
 
 #include "absl/strings/str_join.h"
-#include "shaders/embedded_shaders.h"
+#include "tests/shaders/embedded_shaders.h"
 
 namespace vkspmd::testing {
 

@@ -32,7 +32,8 @@ class DeviceTest : public ::testing::Test {
   runtime::ValidationMessages& validation() { return *devices_->validation_messages(); }
   bool is_lavapipe() const;
 
-  // A pipeline for an embedded kernel of shaders/ with local size `local_size` (constant_id 0).
+  // A pipeline for an embedded kernel of tests/shaders/ with local size `local_size` (constant_id
+  // 0).
   std::unique_ptr<runtime::ComputePipeline> EmbeddedPipeline(
       runtime::MeshDevice& device, const std::string& name,
       std::vector<runtime::BindingAccess> bindings, uint32_t push_constant_bytes,

@@ -1,4 +1,4 @@
-// The SPIR-V of every kernel in shaders/, compiled and validated at build time.
+// The SPIR-V of every kernel in tests/shaders/, compiled and validated at build time.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 namespace vkspmd::shaders {
 
-// The SPIR-V words of shaders/<name>.comp; NOT_FOUND naming the known kernels otherwise.
+// The SPIR-V words of tests/shaders/<name>.comp; NOT_FOUND naming the known kernels otherwise.
 absl::StatusOr<std::span<const uint32_t>> EmbeddedShader(absl::string_view name);
 
 // Names of all embedded kernels, sorted.
