@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
+#include "src/api/api_support.h"
 #include "src/interp/evaluator.h"
-#include "src/lazy/api_support.h"
 #include "src/lazy/engine.h"
 #include "src/lazy/lowering.h"
 

@@ -15,7 +15,7 @@
 #include <iterator>
 
 #include "fmt/format.h"
-#include "src/lazy/api_support.h"
+#include "src/api/api_support.h"
 #include "tests/lazy/lazy_test_util.h"
 #include "vkspmd/vkspmd.h"
 

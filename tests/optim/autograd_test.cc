@@ -9,7 +9,7 @@
 #include <functional>
 #include <random>
 
-#include "src/lazy/api_support.h"
+#include "src/api/api_support.h"
 #include "tests/lazy/lazy_test_util.h"
 #include "vkspmd/vkspmd.h"
 

@@ -3,7 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "src/lazy/api_support.h"
+#include "src/api/api_support.h"
 #include "src/lazy/trace_ops.h"
 #include "vkspmd/ops.h"
 

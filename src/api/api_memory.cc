@@ -5,7 +5,7 @@
 #include <map>
 #include <mutex>
 
-#include "src/lazy/api_support.h"
+#include "src/api/api_support.h"
 #include "src/lazy/engine.h"
 #include "src/lazy/tensor_state.h"
 #include "src/runtime/buffer.h"

@@ -1,6 +1,6 @@
 // sync, mark_step, waiting, and the metrics of the public API.
+#include "src/api/api_support.h"
 #include "src/debug/metrics.h"
-#include "src/lazy/api_support.h"
 #include "src/lazy/context.h"
 #include "src/lazy/engine.h"
 #include "vkspmd/lazy.h"

@@ -1,8 +1,8 @@
 // mark_sharding, clear_sharding and the ShardedTensor queries.
 #include "absl/strings/str_cat.h"
+#include "src/api/api_support.h"
 #include "src/base/status_macros.h"
 #include "src/exec/executable.h"
-#include "src/lazy/api_support.h"
 #include "src/lazy/context.h"
 #include "src/lazy/engine.h"
 #include "src/lazy/lowering.h"

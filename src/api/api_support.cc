@@ -1,5 +1,5 @@
 // Boundary helpers of the public API.
-#include "src/lazy/api_support.h"
+#include "src/api/api_support.h"
 
 #include <cstring>
 #include <map>

@@ -3,9 +3,9 @@
 #include <numbers>
 
 #include "absl/strings/str_cat.h"
+#include "src/api/api_support.h"
 #include "src/interp/rng.h"
 #include "src/io/npy.h"
-#include "src/lazy/api_support.h"
 #include "src/lazy/context.h"
 #include "src/lazy/trace_ops.h"
 #include "vkspmd/ops.h"

@@ -3,8 +3,8 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "src/api/api_support.h"
 #include "src/io/npy.h"
-#include "src/lazy/api_support.h"
 #include "src/lazy/trace_ops.h"
 #include "vkspmd/ops.h"
 #include "vkspmd/tensor.h"

@@ -1,6 +1,6 @@
 // The public autodiff calls: grad, backward and the requires_grad flag.
 #include "absl/strings/str_cat.h"
-#include "src/lazy/api_support.h"
+#include "src/api/api_support.h"
 #include "src/lazy/autograd.h"
 #include "src/lazy/context.h"
 #include "vkspmd/autograd.h"

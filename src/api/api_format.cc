@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "fmt/format.h"
-#include "src/lazy/api_support.h"
+#include "src/api/api_support.h"
 #include "vkspmd/tensor.h"
 
 namespace vkspmd {

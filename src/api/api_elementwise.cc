@@ -2,7 +2,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "src/lazy/api_support.h"
+#include "src/api/api_support.h"
 #include "src/lazy/trace_ops.h"
 #include "vkspmd/ops.h"
 
