@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "src/base/status_macros.h"
 #include "src/collectives/host_reduce.h"
 
 namespace vkspmd::collectives {
@@ -145,8 +146,7 @@ absl::Status CheckRequests(const std::vector<const Request*>& requests, uint64_t
           call->pairs != first.pairs ? " (source-target pairs differ)" : ""));
     }
   }
-  const absl::Status fits = CheckKind(first, requests.size(), world_size, where);
-  if (!fits.ok()) return fits;
+  VKSPMD_RETURN_IF_ERROR(CheckKind(first, requests.size(), world_size, where));
   // Overlap is fine where results are staged (reduce-scatter, permute, broadcast), and for
   // exactly in-place all-reduce and all-gather (the input is the output's own chunk).
   const bool in_place_allowed = first.kind == Kind::kAllReduce || first.kind == Kind::kAllGather;

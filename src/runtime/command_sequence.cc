@@ -5,6 +5,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "src/base/status_macros.h"
 #include "src/runtime/access_tracker.h"
 #include "src/runtime/vulkan_status.h"
 
@@ -221,10 +222,9 @@ absl::StatusOr<std::unique_ptr<CommandSequence>> CommandRecorder::Finish(bool ti
         vk.vkCreateQueryPool(device, &query_info, nullptr, &sequence->query_pool_));
   }
 
-  absl::StatusOr<VkCommandBuffer> command_buffer = device_.AllocateCommandBuffer();
-  if (!command_buffer.ok()) return command_buffer.status();
-  sequence->command_buffer_ = *command_buffer;
-  VkCommandBuffer commands = *command_buffer;
+  VKSPMD_ASSIGN_OR_RETURN(VkCommandBuffer command_buffer, device_.AllocateCommandBuffer());
+  sequence->command_buffer_ = command_buffer;
+  VkCommandBuffer commands = command_buffer;
   VkCommandBufferBeginInfo begin_info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   VKSPMD_VK_RETURN_IF_ERROR_ON(device_.device(), where,
                                vk.vkBeginCommandBuffer(commands, &begin_info));
@@ -327,9 +327,8 @@ absl::Status CommandSequence::Start() {
   if (pending_ != 0) {
     if (absl::Status waited = Wait(); !waited.ok()) return waited;
   }
-  absl::StatusOr<uint64_t> value = device_.Submit(command_buffer_);
-  if (!value.ok()) return value.status();
-  pending_ = *value;
+  VKSPMD_ASSIGN_OR_RETURN(uint64_t value, device_.Submit(command_buffer_));
+  pending_ = value;
   return absl::OkStatus();
 }
 

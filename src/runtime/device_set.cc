@@ -5,24 +5,17 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "src/base/status_macros.h"
 
 namespace vkspmd::runtime {
 
 absl::StatusOr<std::unique_ptr<DeviceSet>> DeviceSet::Create(const RuntimeConfig& config) {
   std::unique_ptr<DeviceSet> set(new DeviceSet());
-  absl::StatusOr<std::unique_ptr<Instance>> instance = Instance::Create(config);
-  if (!instance.ok()) return instance.status();
-  set->instance_ = std::move(*instance);
-  absl::StatusOr<std::vector<PhysicalDeviceInfo>> physical = QueryPhysicalDevices(*set->instance_);
-  if (!physical.ok()) return physical.status();
-  set->physical_devices_ = std::move(*physical);
-  absl::StatusOr<std::vector<const PhysicalDeviceInfo*>> selected =
-      SelectPhysicalDevices(set->physical_devices_, config);
-  if (!selected.ok()) return selected.status();
-  absl::StatusOr<std::vector<MeshDeviceSlot>> slots =
-      PlanMeshDevices(*selected, config.mesh_device_count);
-  if (!slots.ok()) return slots.status();
-  set->slots_ = std::move(*slots);
+  VKSPMD_ASSIGN_OR_RETURN(set->instance_, Instance::Create(config));
+  VKSPMD_ASSIGN_OR_RETURN(set->physical_devices_, QueryPhysicalDevices(*set->instance_));
+  VKSPMD_ASSIGN_OR_RETURN(std::vector<const PhysicalDeviceInfo*> selected,
+                          SelectPhysicalDevices(set->physical_devices_, config));
+  VKSPMD_ASSIGN_OR_RETURN(set->slots_, PlanMeshDevices(selected, config.mesh_device_count));
 
   // Queues needed per (physical device, logical device).
   std::map<std::pair<int, int>, uint32_t> queue_counts;
@@ -47,10 +40,10 @@ absl::StatusOr<std::unique_ptr<DeviceSet>> DeviceSet::Create(const RuntimeConfig
       logical_by_key[key] = logical->get();
       set->logical_devices_.push_back(std::move(*logical));
     }
-    absl::StatusOr<std::unique_ptr<MeshDevice>> mesh_device =
-        MeshDevice::Create(slot.mesh_index, *logical_by_key[key], slot.queue_index);
-    if (!mesh_device.ok()) return mesh_device.status();
-    set->mesh_devices_.push_back(std::move(*mesh_device));
+    VKSPMD_ASSIGN_OR_RETURN(
+        std::unique_ptr<MeshDevice> mesh_device,
+        MeshDevice::Create(slot.mesh_index, *logical_by_key[key], slot.queue_index));
+    set->mesh_devices_.push_back(std::move(mesh_device));
   }
   return set;
 }

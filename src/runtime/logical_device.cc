@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "src/base/status_macros.h"
 #include "src/runtime/pipeline.h"
 #include "src/runtime/vulkan_status.h"
 
@@ -123,9 +124,8 @@ absl::StatusOr<std::shared_ptr<const ComputePipeline>> LogicalDevice::SharedPipe
   if (auto found = shared_pipelines_.find(key); found != shared_pipelines_.end()) {
     return found->second;
   }
-  absl::StatusOr<std::unique_ptr<ComputePipeline>> created = create();
-  if (!created.ok()) return created.status();
-  std::shared_ptr<const ComputePipeline> pipeline = std::move(*created);
+  VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<ComputePipeline> created, create());
+  std::shared_ptr<const ComputePipeline> pipeline = std::move(created);
   shared_pipelines_[key] = pipeline;
   return pipeline;
 }

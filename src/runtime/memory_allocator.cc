@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "src/base/status_macros.h"
 #include "src/runtime/vulkan_status.h"
 
 namespace vkspmd::runtime {
@@ -137,14 +138,14 @@ absl::StatusOr<MemoryAllocation> MemoryAllocator::Allocate(const VkMemoryRequire
         "cannot allocate ", size, " bytes on ", label_, ": the device's largest allocation is ",
         physical_device_.max_memory_allocation_size, " bytes"));
   }
-  absl::StatusOr<uint32_t> type = ChooseMemoryType(requirements.memoryTypeBits, usage);
-  if (!type.ok()) return type.status();
+  VKSPMD_ASSIGN_OR_RETURN(const uint32_t type,
+                          ChooseMemoryType(requirements.memoryTypeBits, usage));
 
   std::lock_guard<std::mutex> lock(mutex_);
-  Pool& pool = pools_[{*type, usage}];
+  Pool& pool = pools_[{type, usage}];
   if (pool.blocks.empty()) {
-    VkMemoryPropertyFlags flags = physical_device_.memory_types[*type].flags;
-    pool.memory_type = *type;
+    VkMemoryPropertyFlags flags = physical_device_.memory_types[type].flags;
+    pool.memory_type = type;
     pool.mapped = Has(flags, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
                   (usage == MemoryUsage::kStaging || device_memory_mapped_);
     pool.coherent = Has(flags, VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
@@ -158,9 +159,8 @@ absl::StatusOr<MemoryAllocation> MemoryAllocator::Allocate(const VkMemoryRequire
     }
   }
   if (chosen == nullptr) {
-    absl::StatusOr<Block*> added = AddBlock(pool, size);
-    if (!added.ok()) return added.status();
-    chosen = *added;
+    VKSPMD_ASSIGN_OR_RETURN(Block * added, AddBlock(pool, size));
+    chosen = added;
     offset = chosen->allocator->Allocate(size, requirements.alignment);
   }
 
@@ -176,7 +176,7 @@ absl::StatusOr<MemoryAllocation> MemoryAllocator::Allocate(const VkMemoryRequire
   allocation.size = size;
   allocation.mapped = chosen->mapped != nullptr ? chosen->mapped + *offset : nullptr;
   allocation.coherent = pool.coherent;
-  allocation.memory_type = *type;
+  allocation.memory_type = type;
   allocation.usage = usage;
   return allocation;
 }

@@ -2,6 +2,7 @@
 #include "src/runtime/mesh_device.h"
 
 #include "absl/strings/str_cat.h"
+#include "src/base/status_macros.h"
 #include "src/runtime/vulkan_status.h"
 
 namespace vkspmd::runtime {
@@ -95,9 +96,8 @@ absl::Status MeshDevice::Wait(uint64_t value) {
 }
 
 absl::Status MeshDevice::SubmitAndWait(VkCommandBuffer command_buffer) {
-  absl::StatusOr<uint64_t> value = Submit(command_buffer);
-  if (!value.ok()) return value.status();
-  return Wait(*value);
+  VKSPMD_ASSIGN_OR_RETURN(uint64_t value, Submit(command_buffer));
+  return Wait(value);
 }
 
 absl::StatusOr<VkCommandBuffer> MeshDevice::AllocateCommandBuffer() {

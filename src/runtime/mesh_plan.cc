@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "src/base/status_macros.h"
 
 namespace vkspmd::runtime {
 namespace {
@@ -55,18 +56,17 @@ absl::StatusOr<std::vector<const PhysicalDeviceInfo*>> SelectPhysicalDevices(
   std::vector<const PhysicalDeviceInfo*> selected;
   if (config.visible_devices) {
     for (const std::string& entry : *config.visible_devices) {
-      absl::StatusOr<const PhysicalDeviceInfo*> device = FindVisibleEntry(devices, entry);
-      if (!device.ok()) return device.status();
-      if (std::find(selected.begin(), selected.end(), *device) != selected.end()) {
+      VKSPMD_ASSIGN_OR_RETURN(const PhysicalDeviceInfo* device, FindVisibleEntry(devices, entry));
+      if (std::find(selected.begin(), selected.end(), device) != selected.end()) {
         return absl::InvalidArgumentError(
-            absl::StrCat("VKSPMD_VISIBLE_DEVICES lists device ", (*device)->index, " twice"));
+            absl::StrCat("VKSPMD_VISIBLE_DEVICES lists device ", device->index, " twice"));
       }
-      if (std::string reason = (*device)->UnusableReason(); !reason.empty()) {
+      if (std::string reason = device->UnusableReason(); !reason.empty()) {
         return absl::FailedPreconditionError(absl::StrCat("VKSPMD_VISIBLE_DEVICES lists device ",
-                                                          (*device)->index, " (", (*device)->name,
+                                                          device->index, " (", device->name,
                                                           ") which vkspmd cannot use: ", reason));
       }
-      selected.push_back(*device);
+      selected.push_back(device);
     }
     if (selected.empty()) {
       return absl::NotFoundError("VKSPMD_VISIBLE_DEVICES is empty: no device is visible");

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "src/base/status_macros.h"
 
 namespace vkspmd::runtime {
 namespace {
@@ -179,12 +180,11 @@ std::string VulkanVersionString(uint32_t version) {
 }
 
 absl::StatusOr<std::vector<PhysicalDeviceInfo>> QueryPhysicalDevices(const Instance& instance) {
-  absl::StatusOr<std::vector<VkPhysicalDevice>> handles = instance.EnumeratePhysicalDevices();
-  if (!handles.ok()) return handles.status();
+  VKSPMD_ASSIGN_OR_RETURN(std::vector<VkPhysicalDevice> handles,
+                          instance.EnumeratePhysicalDevices());
   std::vector<PhysicalDeviceInfo> devices;
-  for (size_t index = 0; index < handles->size(); ++index) {
-    devices.push_back(
-        ReadSnapshot(instance.functions(), (*handles)[index], static_cast<int>(index)));
+  for (size_t index = 0; index < handles.size(); ++index) {
+    devices.push_back(ReadSnapshot(instance.functions(), handles[index], static_cast<int>(index)));
   }
   return devices;
 }

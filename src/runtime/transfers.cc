@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "src/base/status_macros.h"
 #include "src/runtime/command_sequence.h"
 
 namespace vkspmd::runtime {
@@ -24,9 +25,8 @@ absl::Status RunCopy(const Buffer& source, uint64_t source_offset, const Buffer&
                      uint64_t destination_offset, uint64_t size) {
   CommandRecorder recorder(destination.device());
   recorder.Copy(source, source_offset, destination, destination_offset, size);
-  absl::StatusOr<std::unique_ptr<CommandSequence>> sequence = recorder.Finish();
-  if (!sequence.ok()) return sequence.status();
-  return (*sequence)->Run();
+  VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<CommandSequence> sequence, recorder.Finish());
+  return sequence->Run();
 }
 
 }  // namespace
@@ -41,14 +41,14 @@ absl::Status Upload(std::span<const std::byte> data, Buffer& destination, uint64
     std::memcpy(destination.mapped() + offset, data.data(), data.size());
     return absl::OkStatus();
   }
-  absl::StatusOr<std::unique_ptr<Buffer>> staging =
+  VKSPMD_ASSIGN_OR_RETURN(
+      std::unique_ptr<Buffer> staging,
       Buffer::Create(destination.device(), std::min<uint64_t>(data.size(), kStagingChunkBytes),
-                     MemoryUsage::kStaging);
-  if (!staging.ok()) return staging.status();
+                     MemoryUsage::kStaging));
   for (uint64_t done = 0; done < data.size(); done += kStagingChunkBytes) {
     uint64_t chunk = std::min<uint64_t>(kStagingChunkBytes, data.size() - done);
-    std::memcpy((*staging)->mapped(), data.data() + done, chunk);
-    if (absl::Status copied = RunCopy(**staging, 0, destination, offset + done, chunk);
+    std::memcpy(staging->mapped(), data.data() + done, chunk);
+    if (absl::Status copied = RunCopy(*staging, 0, destination, offset + done, chunk);
         !copied.ok()) {
       return copied;
     }
@@ -65,15 +65,16 @@ absl::Status Download(const Buffer& source, uint64_t offset, std::span<std::byte
     std::memcpy(data.data(), source.mapped() + offset, data.size());
     return absl::OkStatus();
   }
-  absl::StatusOr<std::unique_ptr<Buffer>> staging = Buffer::Create(
-      source.device(), std::min<uint64_t>(data.size(), kStagingChunkBytes), MemoryUsage::kStaging);
-  if (!staging.ok()) return staging.status();
+  VKSPMD_ASSIGN_OR_RETURN(
+      std::unique_ptr<Buffer> staging,
+      Buffer::Create(source.device(), std::min<uint64_t>(data.size(), kStagingChunkBytes),
+                     MemoryUsage::kStaging));
   for (uint64_t done = 0; done < data.size(); done += kStagingChunkBytes) {
     uint64_t chunk = std::min<uint64_t>(kStagingChunkBytes, data.size() - done);
-    if (absl::Status copied = RunCopy(source, offset + done, **staging, 0, chunk); !copied.ok()) {
+    if (absl::Status copied = RunCopy(source, offset + done, *staging, 0, chunk); !copied.ok()) {
       return copied;
     }
-    std::memcpy(data.data() + done, (*staging)->mapped(), chunk);
+    std::memcpy(data.data() + done, staging->mapped(), chunk);
   }
   return absl::OkStatus();
 }
