@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "fmt/format.h"
+#include "src/base/formatting.h"
 #include "src/base/status_macros.h"
 #include "src/ir/text_reader.h"
 #include "src/ir/verifier.h"
@@ -431,7 +432,7 @@ absl::Status ModuleParser::ParseAttribute(Instruction& instruction) {
 
 // Every message of the public entry points may quote the input: escape what it quotes.
 absl::Status Escaped(const absl::Status& status) {
-  return absl::Status(status.code(), EscapeControlBytes(std::string(status.message())));
+  return absl::Status(status.code(), base::EscapeControlBytes(std::string(status.message())));
 }
 
 }  // namespace

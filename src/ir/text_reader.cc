@@ -31,20 +31,6 @@ class NestingGuard {
 
 }  // namespace
 
-std::string EscapeControlBytes(std::string_view text) {
-  std::string escaped;
-  escaped.reserve(text.size());
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte >= 0x7f) {
-      escaped += fmt::format("\\x{:02x}", byte);
-    } else {
-      escaped += c;
-    }
-  }
-  return escaped;
-}
-
 absl::Status TextReader::EnterNesting() {
   if (++depth_ > kMaxNesting) return Error("nesting is too deep");
   return absl::OkStatus();

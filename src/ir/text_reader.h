@@ -72,10 +72,6 @@ class TextReader {
   int depth_ = 0;
 };
 
-// `text` with control bytes, DEL and bytes above 0x7f written as \xNN, so that a message quoting
-// hostile input cannot carry raw bytes (NUL, escape sequences) to a terminal or log.
-std::string EscapeControlBytes(std::string_view text);
-
 // Largest element count a parsed shape may have, so that malformed text cannot ask for absurd
 // allocations.
 inline constexpr int64_t kMaxParsedElements = int64_t{1} << 40;

@@ -5,17 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "absl/status/status.h"
-#include "absl/strings/string_view.h"
-#include "fmt/format.h"
-
-// Debian's abseil has its own string_view type (not std::string_view); let fmt print it.
-template <>
-struct fmt::formatter<absl::string_view> : fmt::formatter<fmt::string_view> {
-  auto format(absl::string_view text, fmt::format_context& context) const {
-    return fmt::formatter<fmt::string_view>::format(fmt::string_view(text.data(), text.size()),
-                                                    context);
-  }
-};
+#include "src/base/formatting.h"
 
 namespace vkspmd::cli {
 
