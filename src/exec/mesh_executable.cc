@@ -61,12 +61,12 @@ absl::Status MeshExecutable::OnEveryDevice(const std::function<absl::Status(size
     }
   });
   world_->Reset();
-  // Report the cause: a failing device's own error rather than its peers' timeouts.
+  // Report the cause: a failing device's own error (its submit timeout is DEADLINE_EXCEEDED)
+  // rather than its peers' collective timeouts, which are ABORTED.
   const absl::Status* first = nullptr;
   for (const absl::Status& status : statuses) {
     if (status.ok()) continue;
-    if (first == nullptr ||
-        (absl::IsDeadlineExceeded(*first) && !absl::IsDeadlineExceeded(status))) {
+    if (first == nullptr || (absl::IsAborted(*first) && !absl::IsAborted(status))) {
       first = &status;
     }
   }

@@ -240,7 +240,10 @@ int RunOnMesh(const RunOptions& options, ir::Module& module,
 
 int RunRun(const RunOptions& options) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ReadModuleFile(options.path);
-  if (!module.ok()) return Fail(kExitRuntimeError, module.status().message());
+  if (!module.ok()) {
+    return Fail(IsUnusableFile(module.status()) ? kExitUsageError : kExitRuntimeError,
+                module.status().message());
+  }
   if ((*module)->replica_count() * (*module)->partition_count() > 1) {
     return RunPerDeviceProgram(options, std::move(*module));
   }
