@@ -4,9 +4,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "src/base/status_macros.h"
 #include "src/codegen/dot_tiling.h"
 #include "src/codegen/kernel_writer.h"
-#include "src/base/status_macros.h"
 
 namespace vkspmd::codegen {
 namespace {

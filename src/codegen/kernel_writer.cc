@@ -8,9 +8,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "src/base/status_macros.h"
 #include "src/codegen/fused_ops.h"
 #include "src/codegen/glsl_preamble.h"
-#include "src/base/status_macros.h"
 
 namespace vkspmd::codegen {
 namespace {

@@ -7,10 +7,10 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "src/base/status_macros.h"
 #include "src/codegen/dot_tiling.h"
 #include "src/codegen/fused_ops.h"
 #include "src/codegen/row_fusion.h"
-#include "src/base/status_macros.h"
 
 namespace vkspmd::codegen {
 namespace {

@@ -1,9 +1,9 @@
 // Planning, then writing (see program_plan.h).
 #include "src/codegen/program_plan.h"
 
+#include "src/base/status_macros.h"
 #include "src/codegen/planner.h"
 #include "src/codegen/program_writer.h"
-#include "src/base/status_macros.h"
 
 namespace vkspmd::codegen {
 

@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "src/base/status_macros.h"
 #include "src/codegen/dot_kernel.h"
 #include "src/codegen/kernel_writer.h"
 #include "src/codegen/reduction_code.h"
-#include "src/base/status_macros.h"
 
 namespace vkspmd::codegen {
 namespace {

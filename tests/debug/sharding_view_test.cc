@@ -82,8 +82,8 @@ TEST(ShardingViewTest, LargeTilingsAreDrawnQuicklyAndCapped) {
             (std::vector<std::pair<int64_t, int64_t>>{{2046, 2048}, {1023, 1024}}));
   absl::StatusOr<std::string> text = VisualizeSharding(sharding, {2048, 1024});
   ASSERT_TRUE(text.ok()) << text.status();
-  EXPECT_TRUE(text->ends_with(
-      "┘\n(showing the first 64 of 1024 tile rows and 64 of 1024 tile columns)\n"));
+  EXPECT_TRUE(
+      text->ends_with("┘\n(showing the first 64 of 1024 tile rows and 64 of 1024 tile columns)\n"));
   EXPECT_NE(text->find(" 64575 "), std::string::npos);  // row 63, column 63
   EXPECT_EQ(text->find(" 64576 "), std::string::npos);  // row 63, column 64
   EXPECT_EQ(text->find(" 65536 "), std::string::npos);  // row 64, column 0

@@ -42,8 +42,8 @@ absl::StatusOr<std::unique_ptr<ir::Module>> AnnotatedModule(
 struct EquivalenceOutcome {
   PartitionResult partition;
   double difference = 0;  // RelativeDifference of the re-assembled result
-  ir::Literal actual;      // the re-assembled result of the partitioned program
-  ir::Literal expected;    // the unpartitioned program's result
+  ir::Literal actual;     // the re-assembled result of the partitioned program
+  ir::Literal expected;   // the unpartitioned program's result
 };
 
 // Runs a per-device program given every device's arguments (the CPU reference's emulated devices
