@@ -8,7 +8,7 @@ packages=(
   libvulkan-dev vulkan-validationlayers vulkan-tools mesa-vulkan-drivers
   glslang-dev glslang-tools glslc spirv-tools
   libabsl-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev libbenchmark-tools
-  libcli11-dev nlohmann-json3-dev
+  libcli11-dev nlohmann-json3-dev libxxhash-dev
   python3-numpy python3-torch libopenblas-dev libclang-rt-14-dev
 )
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,13 @@ class Optimizer {
   // Steps taken by parameter i (AdamW's bias correction counts them per parameter, as PyTorch).
   int64_t step_count(size_t i = 0) const { return steps_.at(i); }
   const std::vector<Tensor>& params() const { return params_; }
+
+  // For checkpoints (vkspmd/checkpoint.h): every step count, and setting them back (one per
+  // parameter, none negative, else it throws); the state tensors by name ("exp_avg.3"), each
+  // held by reference, so restoring one updates the optimizer.
+  const std::vector<int64_t>& step_counts() const { return steps_; }
+  void set_step_counts(const std::vector<int64_t>& counts);
+  virtual std::vector<std::pair<std::string, Tensor>> state_tensors() const = 0;
 
  protected:
   // Throws for an empty list, an undefined or non-floating parameter, a repeated one, or a
@@ -60,6 +68,8 @@ class SGD : public Optimizer {
       double weight_decay = 0, bool nesterov = false);
   // The momentum buffer of parameter i (undefined without momentum).
   const Tensor& momentum_buffer(size_t i) const { return buffers_.at(i); }
+  // "momentum_buffer.<i>" per parameter (none without momentum).
+  std::vector<std::pair<std::string, Tensor>> state_tensors() const override;
 
  private:
   void Update(size_t i, const Tensor& grad, int64_t step) override;
@@ -80,6 +90,8 @@ class AdamW : public Optimizer {
                  double weight_decay = 1e-2);
   const Tensor& exp_avg(size_t i) const { return exp_avg_.at(i); }
   const Tensor& exp_avg_sq(size_t i) const { return exp_avg_sq_.at(i); }
+  // "exp_avg.<i>" and "exp_avg_sq.<i>" per parameter.
+  std::vector<std::pair<std::string, Tensor>> state_tensors() const override;
 
  private:
   void Update(size_t i, const Tensor& grad, int64_t step) override;

@@ -128,6 +128,15 @@ Tensor arange(Scalar start, Scalar end, Scalar step = 1);
 Tensor rand(std::vector<int64_t> shape);
 Tensor randn(std::vector<int64_t> shape);
 void manual_seed(uint64_t seed);
+// The generator's state: the seed and how many Philox blocks were drawn since (what a checkpoint
+// saves so a resumed run draws the same numbers next).
+struct RngState {
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+  bool operator==(const RngState&) const = default;
+};
+RngState get_rng_state();
+void set_rng_state(const RngState& state);
 // Host data (row-major) of the given shape (default: 1-D of the data's length; scalar() makes
 // a 0-d tensor).
 Tensor tensor(std::span<const float> values, std::vector<int64_t> shape = {});

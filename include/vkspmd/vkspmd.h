@@ -2,6 +2,7 @@
 #pragma once
 
 #include "vkspmd/autograd.h"
+#include "vkspmd/checkpoint.h"
 #include "vkspmd/devices.h"
 #include "vkspmd/dtype.h"
 #include "vkspmd/error.h"

@@ -134,6 +134,15 @@ Tensor randn(std::vector<int64_t> shape) {
 
 void manual_seed(uint64_t seed) { lazy::Context::Get().SetSeed(seed); }
 
+RngState get_rng_state() {
+  lazy::Context& context = lazy::Context::Get();
+  return RngState{context.seed(), context.random_counter()};
+}
+
+void set_rng_state(const RngState& state) {
+  lazy::Context::Get().SetRandomState(state.seed, state.offset);
+}
+
 Tensor tensor(std::span<const float> values, std::vector<int64_t> shape) {
   return FromSpan(values, std::move(shape), ir::DType::kF32);
 }

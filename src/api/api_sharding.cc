@@ -2,13 +2,11 @@
 #include "absl/strings/str_cat.h"
 #include "src/api/api_support.h"
 #include "src/base/status_macros.h"
-#include "src/exec/executable.h"
 #include "src/lazy/context.h"
 #include "src/lazy/engine.h"
 #include "src/lazy/lowering.h"
 #include "src/lazy/trace_ops.h"
 #include "src/lazy/value_transfer.h"
-#include "src/runtime/transfers.h"
 #include "src/spmd/partition_spec.h"
 #include "src/spmd/propagation.h"
 #include "vkspmd/sharded_tensor.h"
@@ -73,16 +71,6 @@ std::optional<std::pair<ir::Sharding, lazy::PlacementPtr>> CurrentSharding(const
   const spmd::AxisSharding& sharding =
       propagation.shardings.at(graph.instructions.at(node.get())).at(0);
   return std::make_pair(spmd::ToHloSharding(sharding, node->placement->mesh), node->placement);
-}
-
-// One shard as stored on its device, downloaded on the worker.
-absl::StatusOr<ir::Literal> DownloadShard(const exec::ShardedBuffer& buffer, size_t device) {
-  const runtime::Buffer& shard = buffer.shard(device);
-  const uint32_t element_bytes = exec::DeviceElementBytes(buffer.shape().dtype(), shard.device());
-  std::vector<std::byte> bytes(element_bytes *
-                               static_cast<size_t>(buffer.shard_shape().ElementCount()));
-  if (!bytes.empty()) VKSPMD_RETURN_IF_ERROR(runtime::Download(shard, 0, bytes));
-  return exec::FromDeviceBytes(buffer.shard_shape(), element_bytes, bytes);
 }
 
 // The first `valid` elements of each dim of `padded`.
@@ -226,7 +214,7 @@ std::vector<LocalShard> ShardedTensor::local_shards(std::source_location where) 
                                              placement.local_mesh, device));
         shard.indices.push_back({offset, offset + valid.back()});
       }
-      VKSPMD_ASSIGN_OR_RETURN(shard.padded, DownloadShard(*buffer, d));
+      VKSPMD_ASSIGN_OR_RETURN(shard.padded, buffer->DownloadShard(d));
       shard.unpadded = Unpad(shard.padded, valid);
       downloads.push_back(std::move(shard));
     }

@@ -17,17 +17,33 @@ absl::StatusOr<std::unique_ptr<ShardedBuffer>> ShardedBuffer::Scatter(
                                                    mesh.device_count(), " devices; ",
                                                    devices.size(), " were given"));
   }
-  std::vector<std::unique_ptr<runtime::Buffer>> shards;
+  std::vector<ir::Literal> shards;
   for (int64_t d = 0; d < mesh.device_count(); ++d) {
     VKSPMD_ASSIGN_OR_RETURN(ir::Literal shard, ShardLiteral(value, sharding, mesh, d));
-    const uint32_t element_bytes = DeviceElementBytes(value.dtype(), *devices[d]);
-    std::vector<std::byte> bytes = ToDeviceBytes(shard, element_bytes);
+    shards.push_back(std::move(shard));
+  }
+  return FromHostShards(value.shape(), sharding, mesh, devices, shards);
+}
+
+absl::StatusOr<std::unique_ptr<ShardedBuffer>> ShardedBuffer::FromHostShards(
+    const ir::Shape& shape, const spmd::AxisSharding& sharding, const spmd::Mesh& mesh,
+    const std::vector<runtime::MeshDevice*>& devices, const std::vector<ir::Literal>& shards) {
+  if (static_cast<int64_t>(devices.size()) != mesh.device_count() ||
+      shards.size() != devices.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mesh ", mesh.ToString(), " has ", mesh.device_count(), " devices; ",
+                     devices.size(), " devices and ", shards.size(), " shards were given"));
+  }
+  std::vector<std::unique_ptr<runtime::Buffer>> buffers;
+  for (size_t d = 0; d < shards.size(); ++d) {
+    const uint32_t element_bytes = DeviceElementBytes(shape.dtype(), *devices[d]);
+    std::vector<std::byte> bytes = ToDeviceBytes(shards[d], element_bytes);
     VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Buffer> buffer,
                             runtime::Buffer::Create(*devices[d], bytes.size()));
     if (!bytes.empty()) VKSPMD_RETURN_IF_ERROR(runtime::Upload(bytes, *buffer));
-    shards.push_back(std::move(buffer));
+    buffers.push_back(std::move(buffer));
   }
-  return FromShards(value.shape(), sharding, mesh, std::move(shards));
+  return FromShards(shape, sharding, mesh, std::move(buffers));
 }
 
 absl::StatusOr<std::unique_ptr<ShardedBuffer>> ShardedBuffer::FromShards(
@@ -53,27 +69,32 @@ std::vector<std::unique_ptr<runtime::Buffer>> ShardedBuffer::Donate() {
   return shards;
 }
 
-absl::StatusOr<ir::Literal> ShardedBuffer::Gather() const {
+absl::StatusOr<ir::Literal> ShardedBuffer::DownloadShard(size_t device) const {
   if (donated_) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the ", shape_.ToString(), " value was donated to a program and no longer exists"));
   }
+  if (device >= shards_.size() || shards_[device] == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("mesh device ", device, "'s shard of the ", shape_.ToString(),
+                     " value is not addressable from this process"));
+  }
+  const runtime::Buffer& buffer = *shards_[device];
+  const uint32_t element_bytes = DeviceElementBytes(shape_.dtype(), buffer.device());
+  std::vector<std::byte> bytes(element_bytes * static_cast<size_t>(shard_shape_.ElementCount()));
+  if (buffer.size() < bytes.size()) {
+    return absl::InternalError(absl::StrCat("a shard buffer holds ", buffer.size(), " bytes; ",
+                                            shard_shape_.ToString(), " needs ", bytes.size()));
+  }
+  if (!bytes.empty()) VKSPMD_RETURN_IF_ERROR(runtime::Download(buffer, 0, bytes));
+  return FromDeviceBytes(shard_shape_, element_bytes, bytes);
+}
+
+absl::StatusOr<ir::Literal> ShardedBuffer::Gather() const {
   std::vector<ir::Literal> shards;
   for (size_t d = 0; d < shards_.size(); ++d) {
-    const std::unique_ptr<runtime::Buffer>& buffer = shards_[d];
-    if (buffer == nullptr) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot gather the ", shape_.ToString(), " value: mesh device ", d,
-                       "'s shard is not addressable from this process"));
-    }
-    const uint32_t element_bytes = DeviceElementBytes(shape_.dtype(), buffer->device());
-    std::vector<std::byte> bytes(element_bytes * static_cast<size_t>(shard_shape_.ElementCount()));
-    if (buffer->size() < bytes.size()) {
-      return absl::InternalError(absl::StrCat("a shard buffer holds ", buffer->size(), " bytes; ",
-                                              shard_shape_.ToString(), " needs ", bytes.size()));
-    }
-    if (!bytes.empty()) VKSPMD_RETURN_IF_ERROR(runtime::Download(*buffer, 0, bytes));
-    shards.push_back(FromDeviceBytes(shard_shape_, element_bytes, bytes));
+    VKSPMD_ASSIGN_OR_RETURN(ir::Literal shard, DownloadShard(d));
+    shards.push_back(std::move(shard));
   }
   return AssembleLiteral(shards, shape_, sharding_, mesh_);
 }

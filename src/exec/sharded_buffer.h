@@ -23,6 +23,11 @@ class ShardedBuffer {
   static absl::StatusOr<std::unique_ptr<ShardedBuffer>> Scatter(
       const ir::Literal& value, const spmd::AxisSharding& sharding, const spmd::Mesh& mesh,
       const std::vector<runtime::MeshDevice*>& devices);
+  // Uploads `shards[d]` (device d's shard in the padded shard shape, padding zero) to
+  // `devices[d]`: a value assembled shard by shard (a restored checkpoint) never exists whole.
+  static absl::StatusOr<std::unique_ptr<ShardedBuffer>> FromHostShards(
+      const ir::Shape& shape, const spmd::AxisSharding& sharding, const spmd::Mesh& mesh,
+      const std::vector<runtime::MeshDevice*>& devices, const std::vector<ir::Literal>& shards);
   // Takes ownership of per-device buffers already holding the shards (e.g. a program's results).
   // A null shard is one this process cannot address (it lives in another process's devices).
   static absl::StatusOr<std::unique_ptr<ShardedBuffer>> FromShards(
@@ -32,6 +37,8 @@ class ShardedBuffer {
   // Downloads every shard and assembles the full value. An error when some shard is not
   // addressable or the value was donated.
   absl::StatusOr<ir::Literal> Gather() const;
+  // Device d's shard as stored (the padded shard shape), downloaded.
+  absl::StatusOr<ir::Literal> DownloadShard(size_t device) const;
 
   // Whether this process holds device d's shard.
   bool addressable(size_t device) const { return shards_[device] != nullptr; }

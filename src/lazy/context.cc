@@ -213,6 +213,17 @@ uint64_t Context::seed() {
   return seed_;
 }
 
+uint64_t Context::random_counter() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return random_counter_;
+}
+
+void Context::SetRandomState(uint64_t seed, uint64_t counter) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  seed_ = seed;
+  random_counter_ = counter;
+}
+
 void Context::SetSeed(uint64_t seed) {
   std::lock_guard<std::mutex> lock(mutex_);
   seed_ = seed;

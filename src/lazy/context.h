@@ -42,6 +42,9 @@ class Context {
   uint64_t TakeRandomCounter(uint64_t count);
   uint64_t seed();
   void SetSeed(uint64_t seed);
+  // The counter of the next fresh block, and setting seed and counter together (checkpoints).
+  uint64_t random_counter();
+  void SetRandomState(uint64_t seed, uint64_t counter);
 
   // The tensors alive now (backward looks for those with requires_grad).
   std::vector<std::shared_ptr<TensorState>> LiveTensors();

@@ -32,6 +32,15 @@ AdamW::AdamW(std::vector<Tensor> params, double lr, std::pair<double, double> be
   }
 }
 
+std::vector<std::pair<std::string, Tensor>> AdamW::state_tensors() const {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (size_t i = 0; i < exp_avg_.size(); ++i) {
+    tensors.emplace_back("exp_avg." + std::to_string(i), exp_avg_[i]);
+    tensors.emplace_back("exp_avg_sq." + std::to_string(i), exp_avg_sq_[i]);
+  }
+  return tensors;
+}
+
 void AdamW::Update(size_t i, const Tensor& grad, int64_t step) {
   Tensor param = params()[i];
   Tensor& exp_avg = exp_avg_[i];

@@ -49,6 +49,21 @@ Optimizer::Optimizer(std::vector<Tensor> params, double lr)
   }
 }
 
+void Optimizer::set_step_counts(const std::vector<int64_t>& counts) {
+  if (counts.size() != params_.size()) {
+    throw Error(ErrorCode::kInvalidArgument, "set_step_counts: " + std::to_string(counts.size()) +
+                                                 " counts for " + std::to_string(params_.size()) +
+                                                 " parameters");
+  }
+  for (int64_t count : counts) {
+    if (count < 0) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "set_step_counts: a step count is negative (" + std::to_string(count) + ")");
+    }
+  }
+  steps_ = counts;
+}
+
 void Optimizer::set_lr(double lr) {
   CheckLr(lr);
   lr_ = lr;

@@ -30,6 +30,15 @@ SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double dampenin
   }
 }
 
+std::vector<std::pair<std::string, Tensor>> SGD::state_tensors() const {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    if (buffers_[i].defined())
+      tensors.emplace_back("momentum_buffer." + std::to_string(i), buffers_[i]);
+  }
+  return tensors;
+}
+
 void SGD::Update(size_t i, const Tensor& grad, int64_t step) {
   Tensor param = params()[i];
   Tensor direction = grad;

@@ -60,6 +60,36 @@ absl::StatusOr<LossLog> LossLog::Open(const std::string& directory) {
   return log;
 }
 
+absl::StatusOr<LossLog> LossLog::Resume(const std::string& directory, int64_t last_step,
+                                        std::vector<double>& kept) {
+  const std::string path = directory + "/loss.csv";
+  std::string rows = "step,loss\n";
+  kept.clear();
+  if (std::FILE* old = std::fopen(path.c_str(), "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof(line), old) != nullptr) {
+      long long step = 0;
+      double loss = 0;
+      if (std::sscanf(line, "%lld,%lf", &step, &loss) != 2) continue;  // The header.
+      if (step != static_cast<long long>(kept.size()) + 1 || step > last_step) break;
+      kept.push_back(loss);
+      rows += line;
+    }
+    std::fclose(old);
+  }
+  // Rewritten whole beside the old file and renamed over it: an interruption leaves one of them.
+  const std::string temporary = path + ".tmp";
+  std::FILE* file = std::fopen(temporary.c_str(), "w");
+  if (file == nullptr) return FileError("write", temporary, errno);
+  const bool written = std::fputs(rows.c_str(), file) >= 0 && std::fflush(file) == 0;
+  std::fclose(file);
+  if (!written) return FileError("write", temporary, errno);
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) return FileError("replace", path, errno);
+  file = std::fopen(path.c_str(), "a");
+  if (file == nullptr) return FileError("write", path, errno);
+  return LossLog(path, file);
+}
+
 absl::Status LossLog::Append(int64_t step, double loss) {
   const std::string row = fmt::format("{},{:.9g}\n", step, loss);
   if (std::fputs(row.c_str(), file_.get()) < 0 || std::fflush(file_.get()) != 0) {

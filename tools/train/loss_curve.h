@@ -21,6 +21,11 @@ class LossLog {
   // Creates `directory` if needed. PERMISSION_DENIED (or the OS error's code) naming the path and
   // the OS error when it cannot be created or the CSV cannot be written.
   static absl::StatusOr<LossLog> Open(const std::string& directory);
+  // For a run resumed after step `last_step`: keeps the rows of steps up to it (a run stopped
+  // after its last checkpoint may have logged more), returns their losses in `kept`, and appends
+  // after them. A missing loss.csv starts a new one.
+  static absl::StatusOr<LossLog> Resume(const std::string& directory, int64_t last_step,
+                                        std::vector<double>& kept);
 
   // Appends "step,loss" and flushes it to the OS.
   absl::Status Append(int64_t step, double loss);

@@ -17,6 +17,9 @@ enum ExitCode : int {
   kExitPeerFailure = 3,
   kExitDeviceLost = 4,
   kExitDiverged = 5,  // `vkspmd train`: the loss became NaN or infinite.
+  // `vkspmd train`: SIGTERM arrived; a checkpoint of the step reached was committed. Restart
+  // with --resume (vkspmd::kExitPreempted, EX_TEMPFAIL).
+  kExitPreempted = 75,
   kExitNoDevice = 77,
 };
 
@@ -38,5 +41,6 @@ void RegisterRunCommand(CLI::App& app);
 void RegisterPartitionCommand(CLI::App& app);
 void RegisterVizCommand(CLI::App& app);
 void RegisterTrainCommand(CLI::App& app);
+void RegisterCkptCommand(CLI::App& app);
 
 }  // namespace vkspmd::cli

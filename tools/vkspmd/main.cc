@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   RegisterPartitionCommand(app);
   RegisterVizCommand(app);
   RegisterTrainCommand(app);
+  RegisterCkptCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {

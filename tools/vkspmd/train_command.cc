@@ -19,6 +19,7 @@
 #include "tools/train/text_corpus.h"
 #include "tools/vkspmd/command.h"
 #include "vkspmd/autograd.h"
+#include "vkspmd/checkpoint.h"
 #include "vkspmd/lazy.h"
 #include "vkspmd/nn.h"
 #include "vkspmd/optim.h"
@@ -46,6 +47,11 @@ struct TrainOptions {
   int64_t features = 16;
   std::string out = "vkspmd-train";
   int64_t log_every = 10;
+  std::string checkpoint_dir;  // Empty: no checkpoints.
+  int64_t save_every = 0;      // 0: only at the end (and on preemption).
+  int64_t keep = 0;            // 0: keep every step.
+  bool async_save = false;
+  bool resume = false;
 };
 
 // The shape of --mesh; the strategy names the axes (nn::strategy_mesh).
@@ -150,6 +156,20 @@ struct Diverged {
   double loss;
 };
 
+// SIGTERM arrived and the step reached was saved: training stops there (exit kExitPreempted).
+struct Preempted {
+  int64_t step;
+};
+
+// The training configuration a checkpoint records (and a resumed run prints beside its own).
+std::string ConfigText(const TrainOptions& options) {
+  return fmt::format(
+      "model {} d_model {} heads {} layers {} hidden {} features {} optimizer {} "
+      "lr {} seed {} batch {} seq {}",
+      options.model, options.d_model, options.heads, options.layers, options.hidden,
+      options.features, options.optimizer, options.lr, options.seed, options.batch, options.seq);
+}
+
 // Refuses options no run could use, before any work: non-finite or negative learning rates, and
 // sizes that are not positive or beyond what one step could hold in memory.
 void CheckOptions(const TrainOptions& options) {
@@ -167,6 +187,16 @@ void CheckOptions(const TrainOptions& options) {
                                                    {"--hidden", options.hidden},
                                                    {"--features", options.features},
                                                    {"--log-every", options.log_every}};
+  if (options.save_every < 0 || options.keep < 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--save-every {} and --keep {}: expected 0 or more", options.save_every,
+                            options.keep));
+  }
+  if (options.checkpoint_dir.empty() &&
+      (options.resume || options.async_save || options.save_every > 0 || options.keep > 0)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "--resume, --save-every, --keep and --async-save need --checkpoint-dir");
+  }
   for (const auto& [flag, value] : sizes) {
     if (value < 1 || (value > kMaxSize && std::string(flag) != "--steps")) {
       throw Error(ErrorCode::kInvalidArgument,
@@ -199,8 +229,29 @@ int Train(const TrainOptions& options) {
                 fmt::format("--optimizer {}: expected adamw or sgd", options.optimizer));
   }
   CheckOptions(options);
+  // Opening the checkpoint directory removes what a killed run left there; with --resume the
+  // latest committed step is where this run starts.
+  std::unique_ptr<CheckpointManager> checkpoints;
+  std::optional<int64_t> resume_step;
+  if (!options.checkpoint_dir.empty()) {
+    checkpoints = std::make_unique<CheckpointManager>(
+        options.checkpoint_dir,
+        CheckpointOptions{.max_to_keep = options.keep, .save_on_preemption = true});
+    if (options.resume) {
+      resume_step = checkpoints->latest_step();
+    } else if (std::optional<int64_t> latest = checkpoints->latest_step()) {
+      // Steps are never overwritten: a fresh run would fail at its first save.
+      throw Error(ErrorCode::kAlreadyExists,
+                  fmt::format("--checkpoint-dir {} already holds step {}; add --resume to "
+                              "continue from it, or choose another directory",
+                              options.checkpoint_dir, *latest));
+    }
+  }
   // Before any work: an unwritable --out is reported now, not after the last step.
-  absl::StatusOr<train::LossLog> loss_log = train::LossLog::Open(options.out);
+  std::vector<double> losses;
+  absl::StatusOr<train::LossLog> loss_log =
+      resume_step.has_value() ? train::LossLog::Resume(options.out, *resume_step, losses)
+                              : train::LossLog::Open(options.out);
   if (!loss_log.ok()) {
     throw Error(static_cast<ErrorCode>(loss_log.status().code()),
                 fmt::format("--out: {}", loss_log.status().message()));
@@ -234,6 +285,27 @@ int Train(const TrainOptions& options) {
     optimizer = std::move(sgd);
   }
   set_memory_kind(state, MemoryKind::kOptimizerState);
+  CheckpointState checkpoint_state;
+  checkpoint_state.add_module(task->model()).add_optimizer(*optimizer);
+  checkpoint_state.metadata["vkspmd.train.config"] = ConfigText(options);
+  int64_t first_step = 0;
+  if (resume_step.has_value()) {
+    checkpoints->restore(*resume_step, checkpoint_state);
+    first_step = checkpoint_state.data_position;
+    const std::string saved = checkpoint_state.metadata["vkspmd.train.config"];
+    fmt::print("vkspmd train: resuming after step {} from {}\n", first_step,
+               checkpoints->step_path(*resume_step));
+    if (saved != ConfigText(options)) {
+      fmt::print(stderr,
+                 "vkspmd train: warning: the checkpoint was trained with {}; this run "
+                 "uses {}\n",
+                 saved, ConfigText(options));
+    }
+    checkpoint_state.metadata["vkspmd.train.config"] = ConfigText(options);
+  } else if (options.resume) {
+    fmt::print("vkspmd train: no committed step in {} to resume from; starting at step 0\n",
+               options.checkpoint_dir);
+  }
   mark_step();  // The initial parameters and the optimizer state, before the first step.
   fmt::print("vkspmd train: {} ({} parameters), {} on {}, {} steps of batch {}{}, {}\n",
              options.model, task->model().parameter_count(), options.strategy, mesh.to_string(),
@@ -244,7 +316,15 @@ int Train(const TrainOptions& options) {
 
   train::Progress progress(stdout, options.steps, isatty(STDOUT_FILENO) != 0, options.log_every,
                            task->ItemName());
-  std::vector<double> losses;
+  // Steps done so far (the checkpoint's data position) and the saves of this run.
+  auto save = [&](int64_t done, bool force) {
+    checkpoint_state.data_position = done;
+    if (options.async_save) {
+      checkpoints->save_async(done, checkpoint_state, force);
+    } else {
+      checkpoints->save(done, checkpoint_state, force);
+    }
+  };
   const auto start = std::chrono::steady_clock::now();
   // The first step compiles; the rates shown are those of the steps after it.
   std::chrono::steady_clock::time_point first_done;
@@ -253,11 +333,12 @@ int Train(const TrainOptions& options) {
   // The loss of step k is read after step k+1 is launched, so tracing and launching the next
   // step overlaps the devices' work on this one.
   Tensor pending_loss;
+  int64_t reported = 0;  // Losses reported by this run.
   const std::string title = fmt::format("{} on {} ({}), lr {}", options.model, options.mesh,
                                         options.strategy, options.lr);
   auto report = [&](const Tensor& loss) {
     losses.push_back(loss.item());
-    const int64_t step = static_cast<int64_t>(losses.size());
+    const int64_t step = first_step + ++reported;
     if (absl::Status appended = loss_log->Append(step, losses.back()); !appended.ok()) {
       throw Error(static_cast<ErrorCode>(appended.code()), std::string(appended.message()));
     }
@@ -268,7 +349,7 @@ int Train(const TrainOptions& options) {
       throw Diverged{step, losses.back()};
     }
     const auto now = std::chrono::steady_clock::now();
-    const int64_t done = static_cast<int64_t>(losses.size());
+    const int64_t done = reported;
     double step_seconds = 0;
     if (done == 1) {
       first_done = now;
@@ -278,22 +359,43 @@ int Train(const TrainOptions& options) {
     } else {
       step_seconds = std::chrono::duration<double>(now - first_done).count() / (done - 1);
     }
-    progress.Update({done, losses.back(), task->ItemsPerStep() / std::max(step_seconds, 1e-9),
+    progress.Update({step, losses.back(), task->ItemsPerStep() / std::max(step_seconds, 1e-9),
                      1e3 * step_seconds});
   };
-  for (int64_t step = 0; step < options.steps; ++step) {
+  for (int64_t step = first_step; step < options.steps; ++step) {
     Tensor loss = task->Loss(step);
     optimizer->step(grad(loss, parameters));
     mark_step();
     if (pending_loss.defined()) report(pending_loss);
     pending_loss = loss;
+    const int64_t done = step + 1;
+    if (checkpoints == nullptr || done == options.steps) continue;
+    if (CheckpointManager::preemption_requested()) {
+      report(pending_loss);
+      progress.Finish();
+      checkpoints->wait_until_finished();
+      save(done, /*force=*/true);
+      checkpoints->wait_until_finished();
+      throw Preempted{done};
+    }
+    if (options.save_every > 0 && done % options.save_every == 0) save(done, /*force=*/true);
   }
-  report(pending_loss);
+  if (pending_loss.defined()) report(pending_loss);
   progress.Finish();
+  if (checkpoints != nullptr) {
+    if (first_step < options.steps) save(options.steps, /*force=*/true);
+    checkpoints->wait_until_finished();
+    fmt::print("  checkpoint: {}\n", checkpoints->step_path(options.steps));
+  }
   const auto end = std::chrono::steady_clock::now();
   const double seconds = std::chrono::duration<double>(end - start).count();
 
   const Metrics metrics = vkspmd::metrics();
+  const int64_t run_steps = options.steps - first_step;
+  if (reported == 0) {
+    fmt::print("summary: nothing to do: the checkpoint is already at step {}\n", first_step);
+    return kExitOk;
+  }
   const size_t n = losses.size(), window = std::min<size_t>(10, n);
   double first = 0, last = 0;
   for (size_t i = 0; i < window; ++i) {
@@ -304,11 +406,11 @@ int Train(const TrainOptions& options) {
       "summary: final loss {:.4f}; mean of the last {} steps {:.4f} = {:.2f} x the first {}\n",
       losses.back(), window, last, last / first, window);
   fmt::print("  {} steps in {:.1f} s; the first {:.2f} s ({} compilation(s), {:.2f} s)\n",
-             options.steps, seconds, first_step_seconds, metrics.compile_count,
+             run_steps, seconds, first_step_seconds, metrics.compile_count,
              metrics.compile_seconds);
-  if (options.steps > 1) {
+  if (run_steps > 1) {
     // Steady state: the steps after the first, from the metrics they added.
-    const double steps = static_cast<double>(options.steps - 1);
+    const double steps = static_cast<double>(run_steps - 1);
     const double ms_per_step =
         1e3 * std::chrono::duration<double>(end - first_done).count() / steps;
     const double execute = metrics.execute_seconds - first_metrics.execute_seconds;
@@ -369,6 +471,19 @@ void RegisterTrainCommand(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--log-every", options->log_every, "steps between log lines (no terminal)")
       ->capture_default_str();
+  command->add_option("--checkpoint-dir", options->checkpoint_dir,
+                      "save checkpoints here (at the end, every --save-every steps, and on "
+                      "SIGTERM, after which the exit code is 75)");
+  command
+      ->add_option("--save-every", options->save_every, "steps between checkpoints (0: at the end)")
+      ->capture_default_str();
+  command->add_option("--keep", options->keep, "keep the newest K checkpoints (0: all)")
+      ->capture_default_str();
+  command->add_flag("--async-save", options->async_save,
+                    "write checkpoints in the background while training goes on");
+  command->add_flag("--resume", options->resume,
+                    "continue from the latest committed checkpoint in --checkpoint-dir (same "
+                    "data stream and random state)");
   command->callback([options] {
     try {
       CommandExitCode() = Train(*options);
@@ -379,6 +494,11 @@ void RegisterTrainCommand(CLI::App& app) {
                  std::isnan(diverged.loss) ? "NaN" : (diverged.loss > 0 ? "+inf" : "-inf"),
                  diverged.step, options->out);
       CommandExitCode() = kExitDiverged;
+    } catch (const Preempted& preempted) {
+      fmt::print(stderr,
+                 "vkspmd train: SIGTERM: saved step {} in {}; rerun with --resume to continue\n",
+                 preempted.step, options->checkpoint_dir);
+      CommandExitCode() = kExitPreempted;
     } catch (const Error& error) {
       fmt::print(stderr, "vkspmd train: {}\n", error.what());
       CommandExitCode() =
