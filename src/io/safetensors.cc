@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <limits>
 #include <set>
 #include <utility>
 
@@ -33,9 +32,9 @@ struct DTypeName {
 };
 
 constexpr DTypeName kDTypeNames[] = {
-    {"BOOL", ir::DType::kPred}, {"I8", ir::DType::kS8},    {"I16", ir::DType::kS16},
-    {"I32", ir::DType::kS32},   {"I64", ir::DType::kS64},  {"U8", ir::DType::kU8},
-    {"U16", ir::DType::kU16},   {"U32", ir::DType::kU32},  {"U64", ir::DType::kU64},
+    {"BOOL", ir::DType::kPred}, {"I8", ir::DType::kS8},     {"I16", ir::DType::kS16},
+    {"I32", ir::DType::kS32},   {"I64", ir::DType::kS64},   {"U8", ir::DType::kU8},
+    {"U16", ir::DType::kU16},   {"U32", ir::DType::kU32},   {"U64", ir::DType::kU64},
     {"F16", ir::DType::kF16},   {"BF16", ir::DType::kBF16}, {"F32", ir::DType::kF32},
     {"F64", ir::DType::kF64},
 };
@@ -83,9 +82,8 @@ absl::StatusOr<std::pair<std::string, uint64_t>> BuildHeader(
   uint64_t offset = 0;
   for (const SafetensorsEntry& entry : entries) {
     if (entry.name == kMetadataKey) {
-      return absl::InvalidArgumentError(
-          fmt::format("{}: a tensor cannot be named {} (the header's metadata key)", path,
-                      kMetadataKey));
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: a tensor cannot be named {} (the header's metadata key)", path, kMetadataKey));
     }
     if (!names.insert(entry.name).second) {
       return absl::InvalidArgumentError(
@@ -97,8 +95,8 @@ absl::StatusOr<std::pair<std::string, uint64_t>> BuildHeader(
           fmt::format("{}: tensor \"{}\": {}", path, entry.name, size.status().message()));
     }
     if (*size > kMaxDataSize - offset) {
-      return absl::InvalidArgumentError(fmt::format(
-          "{}: the tensors up to \"{}\" hold more than 2^63 bytes", path, entry.name));
+      return absl::InvalidArgumentError(
+          fmt::format("{}: the tensors up to \"{}\" hold more than 2^63 bytes", path, entry.name));
     }
     header[entry.name] = {{"dtype", SafetensorsDTypeName(entry.dtype)},
                           {"shape", entry.shape},
@@ -115,9 +113,9 @@ absl::StatusOr<std::pair<std::string, uint64_t>> BuildHeader(
   }
   text.append((8 - text.size() % 8) % 8, ' ');
   if (text.size() > kMaxHeaderSize) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{}: the header would be {} bytes, over the {} readers accept", path, text.size(),
-        kMaxHeaderSize));
+    return absl::InvalidArgumentError(
+        fmt::format("{}: the header would be {} bytes, over the {} readers accept", path,
+                    text.size(), kMaxHeaderSize));
   }
   return std::make_pair(std::move(text), offset);
 }
@@ -137,8 +135,7 @@ absl::StatusOr<ir::DType> SafetensorsDTypeFromName(std::string_view name) {
   }
   for (std::string_view known : kTypesWithoutIrType) {
     if (known == name) {
-      return absl::UnimplementedError(
-          fmt::format("dtype {} has no vkspmd element type", name));
+      return absl::UnimplementedError(fmt::format("dtype {} has no vkspmd element type", name));
     }
   }
   return absl::InvalidArgumentError(fmt::format("unknown dtype \"{}\"", name));
@@ -280,7 +277,9 @@ absl::Status WriteSafetensorsFile(const std::string& path,
   }
   VKSPMD_ASSIGN_OR_RETURN(SafetensorsWriter writer,
                           SafetensorsWriter::Create(path, std::move(entries), metadata));
-  for (const auto& [name, literal] : tensors) VKSPMD_RETURN_IF_ERROR(writer.Append(literal.bytes()));
+  for (const auto& [name, literal] : tensors) {
+    VKSPMD_RETURN_IF_ERROR(writer.Append(literal.bytes()));
+  }
   return writer.Finish();
 }
 

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <set>
+#include <utility>
 
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
@@ -102,13 +103,12 @@ absl::StatusOr<Json> ParseHeaderJson(const std::string& text) {
   try {
     header = Json::parse(text, watch_names);
   } catch (const Json::parse_error& error) {
-    return absl::InvalidArgumentError(fmt::format("the header is not valid JSON ({})",
-                                                  base::EscapeControlBytes(error.what())));
+    return absl::InvalidArgumentError(
+        fmt::format("the header is not valid JSON ({})", base::EscapeControlBytes(error.what())));
   }
   if (!header.is_object()) return absl::InvalidArgumentError("the header is not a JSON object");
   if (!duplicate.empty()) {
-    return absl::InvalidArgumentError(
-        fmt::format("the header names {} twice", Quoted(duplicate)));
+    return absl::InvalidArgumentError(fmt::format("the header names {} twice", Quoted(duplicate)));
   }
   return header;
 }
@@ -121,8 +121,7 @@ absl::StatusOr<uint64_t> Count(const Json& value, std::string_view what, uint64_
     return absl::InvalidArgumentError(fmt::format("{} {} is too large", what, count));
   }
   if (value.is_number_integer()) {
-    return absl::InvalidArgumentError(
-        fmt::format("{} {} is negative", what, value.get<int64_t>()));
+    return absl::InvalidArgumentError(fmt::format("{} {} is negative", what, value.get<int64_t>()));
   }
   return absl::InvalidArgumentError(
       fmt::format("{} {} is not a non-negative integer", what, Excerpt(value)));
@@ -140,8 +139,8 @@ absl::StatusOr<SafetensorsTensorInfo> ParseTensor(const std::string& name, const
   SafetensorsTensorInfo info{.name = name};
   VKSPMD_ASSIGN_OR_RETURN(const Json* dtype, Field(entry, "dtype"));
   if (!dtype->is_string()) return absl::InvalidArgumentError("\"dtype\" is not a string");
-  absl::StatusOr<ir::DType> type = SafetensorsDTypeFromName(base::EscapeControlBytes(
-      dtype->get_ref<const std::string&>()));
+  absl::StatusOr<ir::DType> type =
+      SafetensorsDTypeFromName(base::EscapeControlBytes(dtype->get_ref<const std::string&>()));
   if (!type.ok()) return type.status();
   info.dtype = *type;
   VKSPMD_ASSIGN_OR_RETURN(const Json* shape, Field(entry, "shape"));
@@ -202,8 +201,8 @@ absl::Status CheckCoverage(std::vector<SafetensorsTensorInfo>& tensors, uint64_t
     const SafetensorsTensorInfo& tensor = tensors[i];
     if (tensor.offset < covered) {
       return absl::InvalidArgumentError(
-          fmt::format("tensors {} and {} overlap (data bytes {} to {})", Quoted(tensors[i - 1].name),
-                      Quoted(tensor.name), tensor.offset, covered));
+          fmt::format("tensors {} and {} overlap (data bytes {} to {})",
+                      Quoted(tensors[i - 1].name), Quoted(tensor.name), tensor.offset, covered));
     }
     if (tensor.offset > covered) {
       return absl::InvalidArgumentError(
@@ -237,8 +236,7 @@ absl::StatusOr<SafetensorsIndex> ReadIndex(InputFile& file) {
                     header_size, file.size()));
   }
   std::string text(header_size, '\0');
-  VKSPMD_RETURN_IF_ERROR(
-      file.ReadAt(8, reinterpret_cast<uint8_t*>(text.data()), text.size()));
+  VKSPMD_RETURN_IF_ERROR(file.ReadAt(8, reinterpret_cast<uint8_t*>(text.data()), text.size()));
   VKSPMD_ASSIGN_OR_RETURN(const Json header, ParseHeaderJson(text));
   SafetensorsIndex index;
   index.file_size = file.size();
@@ -249,8 +247,8 @@ absl::StatusOr<SafetensorsIndex> ReadIndex(InputFile& file) {
     }
     absl::StatusOr<SafetensorsTensorInfo> tensor = ParseTensor(name, entry);
     if (!tensor.ok()) {
-      return absl::Status(tensor.status().code(), fmt::format("tensor {}: {}", Quoted(name),
-                                                              tensor.status().message()));
+      return absl::Status(tensor.status().code(),
+                          fmt::format("tensor {}: {}", Quoted(name), tensor.status().message()));
     }
     index.tensors.push_back(*std::move(tensor));
   }
@@ -286,6 +284,12 @@ absl::StatusOr<ir::Literal> ReadSafetensorsTensor(const std::string& path,
                     index.file_size, file.size()));
   }
   ir::Literal literal(ir::Shape(tensor->dtype, tensor->shape));
+  // The index is a plain struct a caller may have edited; never read past the literal.
+  if (literal.bytes().size() != tensor->size) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: tensor {}: the index says {} bytes, its shape needs {}", path,
+                    Quoted(name), tensor->size, literal.bytes().size()));
+  }
   const absl::Status read = file.ReadAt(tensor->offset, literal.bytes().data(), tensor->size);
   if (!read.ok()) {
     return absl::Status(read.code(),
