@@ -68,6 +68,14 @@ class Module {
   // file or a shape or type that differs throws, naming the parameter.
   void save_npy(const std::string& directory) const;
   void load_npy(const std::string& directory);
+  // Every parameter, gathered, as the tensor of its dotted name in one safetensors file (Hugging
+  // Face's format; `path` is replaced only once the whole file is on disk), and back: load checks
+  // every name, shape and type before it assigns any parameter (keeping its identity and
+  // sharding). A name the file lacks, or a shape or type that differs, throws naming the
+  // parameter and the file; with `strict`, so do tensors of the file that are not parameters (as
+  // PyTorch's load_state_dict(strict=True)).
+  void save_safetensors(const std::string& path) const;
+  void load_safetensors(const std::string& path, bool strict = true);
 
   // The plan of a strategy, for this module and its children (nullptr: no sharding, the model
   // runs wherever its tensors are). Strategies set it; a model reads it in forward. Throws, and

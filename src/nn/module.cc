@@ -1,15 +1,57 @@
-// Module: the parameter and child registry, parameter export/import as .npy files, and the
-// activation constraints a strategy's plan asks for.
+// Module: the parameter and child registry, parameter export/import as .npy files and as a
+// safetensors file, and the activation constraints a strategy's plan asks for.
+#include <cstring>
 #include <filesystem>
+#include <map>
+#include <span>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "src/base/formatting.h"
+#include "src/io/safetensors.h"
 #include "src/nn/init.h"
 #include "vkspmd/nn.h"
 #include "vkspmd/ops.h"
 #include "vkspmd/sharded_tensor.h"
 
 namespace vkspmd::nn {
+namespace {
+
+// The ir element type of a public one (as src/api maps them; nn sees only the public API).
+ir::DType IrType(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return ir::DType::kF32;
+    case DType::kInt32:
+      return ir::DType::kS32;
+    case DType::kUInt32:
+      return ir::DType::kU32;
+    case DType::kBool:
+      return ir::DType::kPred;
+  }
+  return ir::DType::kF32;
+}
+
+// The error of a failed file operation, its message led by the module function's name.
+[[noreturn]] void ThrowStatus(const char* function, const absl::Status& status) {
+  throw Error(static_cast<ErrorCode>(status.code()),
+              absl::StrCat(function, ": ", std::string(status.message())));
+}
+
+// The first few names of a file, safe to print: "a", "b" and 3 more.
+std::string SomeNames(const std::vector<std::string>& names) {
+  constexpr size_t kShown = 5;
+  std::vector<std::string> shown;
+  for (size_t i = 0; i < names.size() && i < kShown; ++i) {
+    shown.push_back(absl::StrCat("\"", base::EscapeControlBytes(names[i]), "\""));
+  }
+  std::string text = absl::StrJoin(shown, ", ");
+  if (names.size() > kShown) absl::StrAppend(&text, " and ", names.size() - kShown, " more");
+  return text;
+}
+
+}  // namespace
 
 int64_t ParallelPlan::axis_size(const std::string& axis) const {
   if (axis.empty()) return 1;
@@ -85,6 +127,76 @@ void Module::load_npy(const std::string& directory) {
                                ShapeText(entry.tensor.shape()), " (shape and type must match)"));
     }
     entry.tensor.assign(value);
+  }
+}
+
+void Module::save_safetensors(const std::string& path) const {
+  const std::vector<NamedParameter> table = parameter_table();
+  std::vector<io::SafetensorsEntry> entries;
+  for (const NamedParameter& entry : table) {
+    entries.push_back({entry.name, IrType(entry.tensor.dtype()), entry.tensor.shape()});
+  }
+  // Hugging Face's loaders refuse a file without a known "format"; the names and layouts are
+  // PyTorch's (Linear weights [out, in]).
+  absl::StatusOr<io::SafetensorsWriter> writer =
+      io::SafetensorsWriter::Create(path, std::move(entries), {{"format", "pt"}});
+  if (!writer.ok()) ThrowStatus("save_safetensors", writer.status());
+  // One parameter at a time on the host, so the model need not fit in host memory.
+  for (const NamedParameter& entry : table) {
+    const HostTensor value = entry.tensor.to_host();
+    const absl::Status appended = writer->Append(
+        std::span(reinterpret_cast<const uint8_t*>(value.bytes.data()), value.bytes.size()));
+    if (!appended.ok()) ThrowStatus("save_safetensors", appended);
+  }
+  const absl::Status finished = writer->Finish();
+  if (!finished.ok()) ThrowStatus("save_safetensors", finished);
+}
+
+void Module::load_safetensors(const std::string& path, bool strict) {
+  const absl::StatusOr<io::SafetensorsIndex> index = io::ReadSafetensorsIndex(path);
+  if (!index.ok()) ThrowStatus("load_safetensors", index.status());
+  std::map<std::string_view, const io::SafetensorsTensorInfo*> by_name;
+  for (const io::SafetensorsTensorInfo& tensor : index->tensors) by_name[tensor.name] = &tensor;
+  std::vector<NamedParameter> table = parameter_table();
+  // Everything is checked before anything is assigned, so a failed load leaves the model as it
+  // was.
+  for (const NamedParameter& entry : table) {
+    const auto found = by_name.find(entry.name);
+    if (found == by_name.end()) {
+      throw Error(ErrorCode::kNotFound, absl::StrCat("load_safetensors: ", path,
+                                                     " has no tensor for parameter ", entry.name));
+    }
+    const io::SafetensorsTensorInfo& tensor = *found->second;
+    if (tensor.dtype != IrType(entry.tensor.dtype()) || tensor.shape != entry.tensor.shape()) {
+      throw Error(
+          ErrorCode::kInvalidArgument,
+          absl::StrCat("load_safetensors: ", path, " holds ", entry.name, " as ",
+                       std::string(io::SafetensorsDTypeName(tensor.dtype)), ShapeText(tensor.shape),
+                       " but the parameter is ", dtype_name(entry.tensor.dtype()),
+                       ShapeText(entry.tensor.shape()), " (shape and type must match)"));
+    }
+    by_name.erase(found);
+  }
+  if (strict && !by_name.empty()) {
+    std::vector<std::string> extra;
+    for (const io::SafetensorsTensorInfo& tensor : index->tensors) {
+      if (by_name.contains(tensor.name)) extra.push_back(tensor.name);
+    }
+    throw Error(ErrorCode::kInvalidArgument,
+                absl::StrCat("load_safetensors: ", path, " holds ", extra.size(),
+                             " tensors that are not parameters of the module: ", SomeNames(extra),
+                             " (strict=false ignores them)"));
+  }
+  for (NamedParameter& entry : table) {
+    absl::StatusOr<ir::Literal> literal = io::ReadSafetensorsTensor(path, *index, entry.name);
+    if (!literal.ok()) ThrowStatus("load_safetensors", literal.status());
+    HostTensor value{.shape = literal->shape().dimensions(),
+                     .dtype = entry.tensor.dtype(),
+                     .bytes = std::vector<std::byte>(literal->bytes().size())};
+    if (!value.bytes.empty()) {
+      std::memcpy(value.bytes.data(), literal->bytes().data(), value.bytes.size());
+    }
+    entry.tensor.assign(from_host(value));
   }
 }
 
