@@ -436,5 +436,25 @@ TEST_F(CheckpointTest, OptimizerStateResumesBitwise) {
   EXPECT_EQ(optimizer.step_count(0), 3);
 }
 
+// The exported file, read by numpy alone (tests/io/safetensors_check.py), holds every tensor equal
+// to the value gathered from the devices.
+TEST_F(CheckpointTest, ExportedSafetensorsHoldTheGatheredValues) {
+  const std::string directory = FreshDirectory("export");
+  const std::string expected = FreshDirectory("export_npy");
+  const Mesh mesh({2, 2}, {}, {"dp", "tp"});
+  std::vector<Tensor> tensors = Place({"2x2", mesh, {"tp", "dp"}}, Values(21));
+  CheckpointState state = StateOf(tensors);
+  save_checkpoint(directory, 8, state);
+  for (const auto& [name, tensor] : state.tensors) tensor.to_npy(expected + "/" + name + ".npy");
+  const std::string file = directory + "/step8.safetensors";
+  export_safetensors(directory + "/step_00000008", file);
+  const std::string command =
+      absl::StrCat(VKSPMD_PYTHON, " ", VKSPMD_SAFETENSORS_CHECK, " ", file, " ", expected);
+  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+  // The check can fail: a value that differs from the file is found.
+  from_host(Values(22)[0]).to_npy(expected + "/weight.npy");
+  EXPECT_NE(std::system(command.c_str()), 0) << command;
+}
+
 }  // namespace
 }  // namespace vkspmd
