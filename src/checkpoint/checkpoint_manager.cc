@@ -2,9 +2,13 @@
 #include "src/checkpoint/checkpoint_manager.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -44,6 +48,14 @@ absl::StatusOr<std::unique_ptr<Manager>> Manager::Open(const std::string& direct
   }
   std::unique_ptr<Manager> manager(new Manager(directory, options));
   if (!options.read_only) {
+    // A directory that cannot be written is reported now, not at the first save hours later.
+    std::error_code error;
+    std::filesystem::create_directories(directory, error);
+    if (error || ::access(directory.c_str(), W_OK | X_OK) != 0) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "checkpoint directory ", directory, " cannot be created or written",
+          error ? absl::StrCat(": ", error.message()) : std::string(": ") + std::strerror(errno)));
+    }
     VKSPMD_ASSIGN_OR_RETURN(int64_t removed, CleanStaleEntries(directory));
     if (removed > 0) {
       std::fprintf(stderr,

@@ -150,6 +150,11 @@ def case_cli(vkspmd, work):
     if "step        2" in listing:
         sys.exit("FAIL: --keep 2 left step 2")
     run(vkspmd, ["ckpt", "verify", f"{work}/ckpt"])
+    # A checkpoint directory that cannot be created is reported before any training.
+    output = run(vkspmd, ["train", "--steps", "6", "--checkpoint-dir", "/proc/vkspmd-ckpt",
+                          "--out", f"{work}/out3"] + base, expect=1)
+    if "cannot be created or written" not in output or "step" in output.split("cannot")[0][-40:]:
+        sys.exit("FAIL: no early error for an unwritable checkpoint directory")
     # A fresh run into a directory that has steps is refused before any work.
     output = run(vkspmd, ["train", "--steps", "6", "--checkpoint-dir", f"{work}/ckpt",
                           "--out", f"{work}/out2"] + base, expect=1)
