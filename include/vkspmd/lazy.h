@@ -41,6 +41,9 @@ struct Metrics {
   // more, donated to the graph that computed its new value (see Tensor::assign), and their bytes.
   int64_t donated_count = 0;
   int64_t donated_bytes = 0;
+  // Kernels whose SPIR-V the persistent compile cache (vkspmd/cache.h) held, and those compiled.
+  int64_t compile_cache_hits = 0;
+  int64_t compile_cache_misses = 0;
 };
 
 // The counters so far (waits for launched work first, so they are complete).

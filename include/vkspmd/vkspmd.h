@@ -2,6 +2,7 @@
 #pragma once
 
 #include "vkspmd/autograd.h"
+#include "vkspmd/cache.h"
 #include "vkspmd/checkpoint.h"
 #include "vkspmd/devices.h"
 #include "vkspmd/dtype.h"

@@ -34,6 +34,8 @@ Metrics metrics() {
   metrics.collective_seconds = snapshot.collective_seconds;
   metrics.donated_count = snapshot.donated_count;
   metrics.donated_bytes = snapshot.donated_bytes;
+  metrics.compile_cache_hits = snapshot.compile_cache_hits;
+  metrics.compile_cache_misses = snapshot.compile_cache_misses;
   return metrics;
 }
 

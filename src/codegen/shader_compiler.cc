@@ -4,6 +4,7 @@
 #include <glslang/Public/ResourceLimits.h>
 #include <glslang/Public/ShaderLang.h>
 #include <glslang/SPIRV/GlslangToSpv.h>
+#include <glslang/build_info.h>
 
 #include <mutex>
 #include <spirv-tools/libspirv.hpp>
@@ -73,6 +74,15 @@ absl::StatusOr<std::vector<uint32_t>> CompileComputeShader(absl::string_view gls
   }
   if (absl::Status valid = ValidateSpirv(spirv, name); !valid.ok()) return valid;
   return spirv;
+}
+
+std::string ShaderCompilerIdentity() {
+  // Keep in step with the settings in CompileComputeShader and ValidateSpirv.
+  return absl::StrCat("glslang ", GLSLANG_VERSION_MAJOR, ".", GLSLANG_VERSION_MINOR, ".",
+                      GLSLANG_VERSION_PATCH, GLSLANG_VERSION_FLAVOR, "; ",
+                      spvSoftwareVersionDetailsString(),
+                      "; input glsl 460 vulkan 100; client vulkan 1.2; spirv 1.5; "
+                      "spv+vulkan rules; validated for vulkan 1.3");
 }
 
 absl::Status ValidateSpirv(std::span<const uint32_t> spirv, absl::string_view name) {

@@ -20,6 +20,11 @@ namespace vkspmd::codegen {
 absl::StatusOr<std::vector<uint32_t>> CompileComputeShader(absl::string_view glsl,
                                                            absl::string_view name);
 
+// Everything besides the GLSL that decides CompileComputeShader's output: the target
+// environments, the options and the glslang and SPIRV-Tools versions. Part of the persistent
+// compile cache's key, so upgrading either library or changing an option misses.
+std::string ShaderCompilerIdentity();
+
 // INVALID_ARGUMENT naming the kernel and the validator's message when `spirv` is not a valid
 // Vulkan 1.3 module.
 absl::Status ValidateSpirv(std::span<const uint32_t> spirv, absl::string_view name);

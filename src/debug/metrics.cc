@@ -48,6 +48,33 @@ void RecordDonation(int64_t count, int64_t bytes) {
   counters.donated_bytes += bytes;
 }
 
+void RecordCompileCacheLookup(bool hit, int64_t bytes_read) {
+  std::lock_guard<std::mutex> lock(mutex);
+  ++(hit ? counters.compile_cache_hits : counters.compile_cache_misses);
+  counters.compile_cache_read_bytes += bytes_read;
+}
+
+void RecordCompileCacheWrite(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex);
+  counters.compile_cache_written_bytes += bytes;
+}
+
+void RecordPipelineCacheLoad(int64_t bytes_read) {
+  std::lock_guard<std::mutex> lock(mutex);
+  ++counters.pipeline_cache_loads;
+  counters.compile_cache_read_bytes += bytes_read;
+}
+
+void RecordShaderCompile(double seconds) {
+  std::lock_guard<std::mutex> lock(mutex);
+  counters.shader_compile_seconds += seconds;
+}
+
+void RecordPipelineCreate(double seconds) {
+  std::lock_guard<std::mutex> lock(mutex);
+  counters.pipeline_create_seconds += seconds;
+}
+
 MetricsSnapshot ReadMetrics() {
   std::lock_guard<std::mutex> lock(mutex);
   return counters;
@@ -71,6 +98,14 @@ std::string MetricsReport(const MetricsSnapshot& metrics) {
   report += fmt::format("{:<22}{:.3f} s\n", "CollectiveTime", metrics.collective_seconds);
   report += fmt::format("{:<22}{}\n", "DonatedCount", metrics.donated_count);
   report += fmt::format("{:<22}{} bytes\n", "DonatedBytes", metrics.donated_bytes);
+  report += fmt::format("{:<22}{}\n", "CompileCacheHits", metrics.compile_cache_hits);
+  report += fmt::format("{:<22}{}\n", "CompileCacheMisses", metrics.compile_cache_misses);
+  report += fmt::format("{:<22}{} bytes\n", "CompileCacheRead", metrics.compile_cache_read_bytes);
+  report +=
+      fmt::format("{:<22}{} bytes\n", "CompileCacheWritten", metrics.compile_cache_written_bytes);
+  report += fmt::format("{:<22}{}\n", "PipelineCacheLoads", metrics.pipeline_cache_loads);
+  report += fmt::format("{:<22}{:.3f} s\n", "ShaderCompileTime", metrics.shader_compile_seconds);
+  report += fmt::format("{:<22}{:.3f} s\n", "PipelineCreateTime", metrics.pipeline_create_seconds);
   return report;
 }
 

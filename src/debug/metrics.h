@@ -19,6 +19,17 @@ struct MetricsSnapshot {
   double collective_seconds = 0;  // Of execute_seconds: in collectives (mean over devices).
   int64_t donated_count = 0;      // Arguments updated in place (input_output_alias).
   int64_t donated_bytes = 0;      // Their bytes, all shards together.
+  // The persistent compile cache (src/exec/compile_cache.h): kernels whose SPIR-V came from it
+  // or had to be compiled, the bytes read and written, device pipeline caches loaded from it.
+  int64_t compile_cache_hits = 0;
+  int64_t compile_cache_misses = 0;
+  int64_t compile_cache_read_bytes = 0;
+  int64_t compile_cache_written_bytes = 0;
+  int64_t pipeline_cache_loads = 0;
+  // Where compile time goes: GLSL -> validated SPIR-V (glslang, spirv-val) and the driver's
+  // pipeline creation (lavapipe compiles the SPIR-V with LLVM here).
+  double shader_compile_seconds = 0;
+  double pipeline_create_seconds = 0;
 };
 
 // Thread-safe updates of the process-wide counters.
@@ -28,6 +39,11 @@ void RecordCacheHit();
 void RecordHostToDevice(int64_t bytes);
 void RecordDeviceToHost(int64_t bytes);
 void RecordDonation(int64_t count, int64_t bytes);
+void RecordCompileCacheLookup(bool hit, int64_t bytes_read);
+void RecordCompileCacheWrite(int64_t bytes);
+void RecordPipelineCacheLoad(int64_t bytes_read);
+void RecordShaderCompile(double seconds);
+void RecordPipelineCreate(double seconds);
 
 MetricsSnapshot ReadMetrics();
 void ResetMetrics();

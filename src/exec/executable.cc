@@ -13,6 +13,8 @@
 #include "absl/strings/str_split.h"
 #include "src/base/status_macros.h"
 #include "src/codegen/shader_compiler.h"
+#include "src/debug/metrics.h"
+#include "src/exec/compile_cache.h"
 #include "src/runtime/transfers.h"
 
 namespace vkspmd::exec {
@@ -31,7 +33,12 @@ std::string WithoutCommentLines(const std::string& glsl) {
   return code;
 }
 
-// Generated kernels by GLSL source: a shape sweep or a recompiled module reuses them.
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Generated kernels by GLSL source: a shape sweep or a recompiled module reuses them, and a new
+// process finds them in the persistent compile cache rather than running glslang again.
 absl::StatusOr<std::vector<uint32_t>> CompileCached(const std::string& glsl,
                                                     const std::string& name) {
   static std::mutex mutex;
@@ -41,7 +48,12 @@ absl::StatusOr<std::vector<uint32_t>> CompileCached(const std::string& glsl,
     std::lock_guard<std::mutex> lock(mutex);
     if (auto found = cache->find(code); found != cache->end()) return found->second;
   }
-  absl::StatusOr<std::vector<uint32_t>> spirv = codegen::CompileComputeShader(glsl, name);
+  absl::StatusOr<std::vector<uint32_t>> spirv = CachedSpirv(code, name, [&] {
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<std::vector<uint32_t>> compiled = codegen::CompileComputeShader(glsl, name);
+    debug::RecordShaderCompile(SecondsSince(start));
+    return compiled;
+  });
   if (!spirv.ok()) return spirv.status();
   std::lock_guard<std::mutex> lock(mutex);
   (*cache)[std::move(code)] = *spirv;
@@ -122,6 +134,8 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
   // Kernels between two collectives form one segment; the host runs the collective.
   std::vector<Segment>& segments = executable->segments_;
   segments.emplace_back();
+  // Before the first pipeline, so the driver starts from what earlier processes compiled.
+  device.device().UsePipelineCacheStore(DevicePipelineCacheStore());
   for (size_t k = 0; k < program.kernels.size(); ++k) {
     const codegen::KernelPlan& kernel = program.kernels[k];
     if (kernel.collective != nullptr) {
@@ -165,7 +179,10 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
       key += static_cast<char>('0' + static_cast<int>(access));
     }
     VKSPMD_ASSIGN_OR_RETURN(dispatch.pipeline, device.device().SharedPipeline(key, [&] {
-      return runtime::ComputePipeline::Create(device.device(), spec);
+      const auto start = std::chrono::steady_clock::now();
+      auto pipeline = runtime::ComputePipeline::Create(device.device(), spec);
+      debug::RecordPipelineCreate(SecondsSince(start));
+      return pipeline;
     }));
     uint64_t groups = (kernel.invocations + kernel.local_size - 1) / kernel.local_size;
     uint32_t x = static_cast<uint32_t>(std::min<uint64_t>(groups, target.max_workgroup_count_x));
@@ -177,6 +194,8 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
     dispatch.workgroups = {x, y, 1};
     segments.back().dispatches.push_back(std::move(dispatch));
   }
+  // Now rather than at exit, which a killed or crashing process never reaches.
+  device.device().SavePipelineCache();
   VKSPMD_RETURN_IF_ERROR(
       executable->Record(executable->OwnPhysicalBuffers(), executable->own_recording_.sequences));
   return executable;

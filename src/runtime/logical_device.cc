@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -90,6 +91,7 @@ LogicalDevice::~LogicalDevice() {
                  label_.c_str(), std::string(failure_.message()).c_str());
     return;
   }
+  SavePipelineCache();
   shared_pipelines_.clear();  // Before the device; a pipeline still held elsewhere is a bug.
   if (pipeline_cache_ != VK_NULL_HANDLE && functions_.vkDestroyPipelineCache != nullptr) {
     functions_.vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
@@ -127,12 +129,54 @@ absl::StatusOr<std::shared_ptr<const ComputePipeline>> LogicalDevice::SharedPipe
   VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<ComputePipeline> created, create());
   std::shared_ptr<const ComputePipeline> pipeline = std::move(created);
   shared_pipelines_[key] = pipeline;
+  pipeline_cache_changed_ = true;
   return pipeline;
 }
 
 size_t LogicalDevice::shared_pipeline_count() const {
   std::lock_guard<std::mutex> lock(pipelines_mutex_);
   return shared_pipelines_.size();
+}
+
+void LogicalDevice::UsePipelineCacheStore(PipelineCacheStore* store) {
+  std::lock_guard<std::mutex> lock(pipelines_mutex_);
+  if (pipeline_cache_store_ != nullptr || store == nullptr) return;
+  pipeline_cache_store_ = store;
+  std::optional<std::vector<uint8_t>> data = store->Load(physical_device_);
+  if (!data) return;
+  if (std::string mismatch = PipelineCacheDataMismatch(*data, physical_device_);
+      !mismatch.empty()) {
+    std::fprintf(stderr, "vkspmd: ignoring the saved pipeline cache of %s: %s\n", label_.c_str(),
+                 mismatch.c_str());
+    return;
+  }
+  // Merged rather than passed at creation: the device's cache exists from the start, and
+  // pipelines made before a store was attached stay in it.
+  VkPipelineCacheCreateInfo info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  info.initialDataSize = data->size();
+  info.pInitialData = data->data();
+  VkPipelineCache saved = VK_NULL_HANDLE;
+  if (functions_.vkCreatePipelineCache(device_, &info, nullptr, &saved) != VK_SUCCESS) return;
+  functions_.vkMergePipelineCaches(device_, pipeline_cache_, 1, &saved);
+  functions_.vkDestroyPipelineCache(device_, saved, nullptr);
+}
+
+void LogicalDevice::SavePipelineCache() {
+  std::lock_guard<std::mutex> lock(pipelines_mutex_);
+  if (pipeline_cache_store_ == nullptr || !pipeline_cache_changed_ || failed_) return;
+  size_t size = 0;
+  if (functions_.vkGetPipelineCacheData(device_, pipeline_cache_, &size, nullptr) != VK_SUCCESS) {
+    return;
+  }
+  std::vector<uint8_t> data(size);
+  // VK_INCOMPLETE (the cache grew in between) leaves a partial blob: skip it, save next time.
+  if (functions_.vkGetPipelineCacheData(device_, pipeline_cache_, &size, data.data()) !=
+      VK_SUCCESS) {
+    return;
+  }
+  data.resize(size);
+  pipeline_cache_store_->Save(physical_device_, data);
+  pipeline_cache_changed_ = false;
 }
 
 }  // namespace vkspmd::runtime

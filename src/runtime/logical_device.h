@@ -16,6 +16,7 @@
 #include "src/runtime/instance.h"
 #include "src/runtime/memory_allocator.h"
 #include "src/runtime/physical_device.h"
+#include "src/runtime/pipeline_cache_data.h"
 #include "src/runtime/runtime_config.h"
 #include "src/runtime/vulkan_functions.h"
 
@@ -61,6 +62,13 @@ class LogicalDevice {
       const std::function<absl::StatusOr<std::unique_ptr<ComputePipeline>>()>& create);
   size_t shared_pipeline_count() const;
 
+  // Seeds the device's pipeline cache with what `store` kept for this device (only data whose
+  // header matches it; the first call wins, later ones do nothing) and lets SavePipelineCache
+  // write back to it. `store` must outlive the device.
+  void UsePipelineCacheStore(PipelineCacheStore* store);
+  // Hands the pipeline cache's data to the store when pipelines were created since the last save.
+  void SavePipelineCache();
+
  private:
   LogicalDevice(const PhysicalDeviceInfo& physical_device, const RuntimeConfig& config,
                 std::string label)
@@ -76,6 +84,8 @@ class LogicalDevice {
   std::vector<VkQueue> queues_;
   mutable std::mutex pipelines_mutex_;
   std::map<std::string, std::shared_ptr<const ComputePipeline>> shared_pipelines_;
+  PipelineCacheStore* pipeline_cache_store_ = nullptr;  // Guarded by pipelines_mutex_.
+  bool pipeline_cache_changed_ = false;                 // Guarded by pipelines_mutex_.
 
   std::atomic<bool> failed_{false};
   std::atomic<bool> must_not_free_{false};

@@ -69,6 +69,10 @@ PhysicalDeviceInfo ReadSnapshot(const InstanceFunctions& functions, VkPhysicalDe
   info.driver_name = driver.driverName;
   info.driver_info = driver.driverInfo;
   info.device_uuid = HexUuid(ids.deviceUUID);
+  info.driver_uuid = HexUuid(ids.driverUUID);
+  info.driver_id = driver.driverID;
+  std::copy_n(properties.properties.pipelineCacheUUID, VK_UUID_SIZE,
+              info.pipeline_cache_uuid.begin());
   info.subgroup_size = subgroup.subgroupSize;
   const VkSubgroupFeatureFlags needed =
       VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;

@@ -53,6 +53,10 @@ struct PhysicalDeviceInfo {
   uint32_t api_version = 0;
   uint32_t driver_version = 0;
   std::string device_uuid;  // 32 lowercase hex digits.
+  std::string driver_uuid;  // 32 lowercase hex digits.
+  uint32_t driver_id = 0;   // VkDriverId.
+  // Which VkPipelineCache data the driver accepts (the header of the data it returns).
+  std::array<uint8_t, VK_UUID_SIZE> pipeline_cache_uuid{};
 
   std::vector<MemoryHeapInfo> memory_heaps;
   std::vector<MemoryTypeInfo> memory_types;

@@ -47,6 +47,8 @@ namespace vkspmd::runtime {
   X(vkDestroyPipelineLayout)        \
   X(vkCreatePipelineCache)          \
   X(vkDestroyPipelineCache)         \
+  X(vkGetPipelineCacheData)         \
+  X(vkMergePipelineCaches)          \
   X(vkCreateComputePipelines)       \
   X(vkDestroyPipeline)              \
   X(vkCreateDescriptorPool)         \

@@ -1,0 +1,46 @@
+// A small program for the compile-cache tests (cache_processes_test.py): computes softmax(tanh or
+// sigmoid of x @ w) through the public API, prints a digest of the exact result bytes and the
+// metrics report. Flags: --sigmoid (another kernel source), --init PATH [--readonly] (the API
+// rather than VKSPMD_CACHE_DIR).
+#include <vkspmd/vkspmd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+int main(int argc, char** argv) {
+  bool sigmoid = false;
+  bool readonly = false;
+  const char* init = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--sigmoid") == 0) sigmoid = true;
+    if (std::strcmp(argv[i], "--readonly") == 0) readonly = true;
+    if (std::strcmp(argv[i], "--init") == 0 && i + 1 < argc) init = argv[++i];
+  }
+  try {
+    if (init != nullptr) vkspmd::initialize_cache(init, readonly);
+    vkspmd::manual_seed(7);
+    vkspmd::Tensor x = vkspmd::randn({16, 32});
+    vkspmd::Tensor w = vkspmd::randn({32, 24});
+    vkspmd::Tensor h = vkspmd::matmul(x, w);
+    vkspmd::Tensor y = vkspmd::softmax(sigmoid ? vkspmd::sigmoid(h) : vkspmd::tanh(h), 1);
+    const std::vector<float> values = y.to_vector<float>();
+    uint64_t digest = 1469598103934665603u;  // FNV-1a over the bytes: bitwise identity.
+    for (float value : values) {
+      uint32_t bits = 0;
+      std::memcpy(&bits, &value, sizeof(bits));
+      for (int byte = 0; byte < 4; ++byte) {
+        digest = (digest ^ ((bits >> (8 * byte)) & 0xff)) * 1099511628211u;
+      }
+    }
+    std::printf("cache directory: %s\nresult %016llx\n", vkspmd::cache_directory().c_str(),
+                static_cast<unsigned long long>(digest));
+    std::cout << vkspmd::metrics_report() << std::flush;
+    return 0;
+  } catch (const vkspmd::Error& error) {
+    std::cerr << "cache_probe: " << error.what() << "\n";
+    return 1;
+  }
+}
