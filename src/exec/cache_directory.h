@@ -45,12 +45,15 @@ class CacheDirectory {
  private:
   CacheDirectory(std::string path, bool readonly, uint64_t max_bytes)
       : path_(std::move(path)), readonly_(readonly), max_bytes_(max_bytes) {}
-  void EvictToCap();
+  // Removes least recently used entries (and stale temporaries) until the entries fit the cap;
+  // returns their size then.
+  uint64_t EvictToCap();
 
   const std::string path_;
   std::atomic<bool> readonly_;  // Set for good after a failed write.
   const uint64_t max_bytes_;
-  std::mutex mutex_;  // Serialises this process's writes and evictions.
+  std::mutex mutex_;          // Serialises this process's writes and evictions.
+  int64_t known_bytes_ = -1;  // Entries' size at the last scan plus what we wrote since; -1: none.
 };
 
 }  // namespace vkspmd::exec
