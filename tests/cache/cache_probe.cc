@@ -1,7 +1,7 @@
 // A small program for the compile-cache tests (cache_processes_test.py): computes softmax(tanh or
 // sigmoid of x @ w) through the public API, prints a digest of the exact result bytes and the
-// metrics report. Flags: --sigmoid (another kernel source), --init PATH [--readonly] (the API
-// rather than VKSPMD_CACHE_DIR).
+// metrics report. Flags: --sigmoid (another kernel source), --mesh (x's rows over 2 devices),
+// --init PATH [--readonly] (the API rather than VKSPMD_CACHE_DIR).
 #include <vkspmd/vkspmd.h>
 
 #include <cstdint>
@@ -13,10 +13,12 @@
 int main(int argc, char** argv) {
   bool sigmoid = false;
   bool readonly = false;
+  bool mesh = false;
   const char* init = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--sigmoid") == 0) sigmoid = true;
     if (std::strcmp(argv[i], "--readonly") == 0) readonly = true;
+    if (std::strcmp(argv[i], "--mesh") == 0) mesh = true;
     if (std::strcmp(argv[i], "--init") == 0 && i + 1 < argc) init = argv[++i];
   }
   try {
@@ -24,6 +26,7 @@ int main(int argc, char** argv) {
     vkspmd::manual_seed(7);
     vkspmd::Tensor x = vkspmd::randn({16, 32});
     vkspmd::Tensor w = vkspmd::randn({32, 24});
+    if (mesh) vkspmd::mark_sharding(x, vkspmd::Mesh({2}, {}, {"rows"}), {"rows", vkspmd::None});
     vkspmd::Tensor h = vkspmd::matmul(x, w);
     vkspmd::Tensor y = vkspmd::softmax(sigmoid ? vkspmd::sigmoid(h) : vkspmd::tanh(h), 1);
     const std::vector<float> values = y.to_vector<float>();

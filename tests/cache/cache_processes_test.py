@@ -72,9 +72,21 @@ class CacheProcessesTest(unittest.TestCase):
         self.assertGreater(metric(changed.stdout, "CompileCacheHits"), 0)  # The dot is shared.
         self.assertEqual(result(changed.stdout), result(self.run_probe("--sigmoid", cache="").stdout))
 
-    def test_debug_says_why_a_compile_missed(self):
+    def test_changed_mesh_misses(self):
+        self.run_probe()
+        sharded = self.run_probe("--mesh")
+        # Shards have other sizes, so other kernels: misses, never the one-device kernels' SPIR-V.
+        self.assertGreater(metric(sharded.stdout, "CompileCacheMisses"), 0)
+        self.assertEqual(result(sharded.stdout), result(self.run_probe("--mesh", cache="").stdout))
+        again = self.run_probe("--mesh")
+        self.assertEqual(metric(again.stdout, "CompileCacheMisses"), 0)
+        self.assertEqual(result(again.stdout), result(sharded.stdout))
+
+    def test_debug_says_why_a_compile_missed_and_changes_no_key(self):
         cold = self.run_probe(extra_env={"VKSPMD_DEBUG": "1"})
         self.assertRegex(cold.stderr, r"compile cache miss for kernel \S+ \([0-9a-f]{32}\): no entry")
+        warm = self.run_probe(extra_env={"VKSPMD_DEBUG": "0"})
+        self.assertEqual(metric(warm.stdout, "CompileCacheMisses"), 0)
         for name in entries(self.cache):
             with open(os.path.join(self.cache, name), "r+b") as entry:
                 entry.truncate(10)
