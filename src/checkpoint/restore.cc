@@ -87,7 +87,12 @@ absl::Status ReadShards(const StepReader& reader, TensorPlan& plan) {
     targets.push_back({boxes[u], shard_shape.dimensions(), unique[u].bytes().data()});
   }
   VKSPMD_RETURN_IF_ERROR(reader.Fill(*plan.saved, targets));
-  for (size_t index : unique_of_device) plan.shards.push_back(unique[index]);
+  // The last device of each box takes its buffer; replicas before it take copies.
+  std::vector<size_t> uses(unique.size(), 0);
+  for (size_t index : unique_of_device) ++uses[index];
+  for (size_t index : unique_of_device) {
+    plan.shards.push_back(--uses[index] == 0 ? std::move(unique[index]) : unique[index]);
+  }
   return absl::OkStatus();
 }
 

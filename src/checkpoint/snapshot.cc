@@ -13,8 +13,8 @@
 namespace vkspmd::checkpoint {
 namespace {
 
-std::vector<uint8_t> LiteralBytes(const ir::Literal& literal) {
-  return std::vector<uint8_t>(literal.bytes().begin(), literal.bytes().end());
+ShardBytes LiteralBytes(const ir::Literal& literal) {
+  return ShardBytes(literal.bytes().begin(), literal.bytes().end());
 }
 
 // The global box of local device d's shard (the whole tensor for a maximal sharding).
@@ -28,6 +28,30 @@ Box DeviceBox(const ir::Shape& shape, const spmd::AxisSharding& sharding, const 
     box.stop.push_back(offset + spmd::ShardValidSize(shape, sharding, dim, mesh, device));
   }
   return box;
+}
+
+// Device d's shard into `shard.bytes`, only the elements of `shard.box`: straight from the device
+// when the shard has no padding and the device stores elements as the host does (one copy),
+// else through the padded shard.
+absl::Status DownloadBox(const exec::ShardedBuffer& buffer, size_t d, int64_t element_bytes,
+                         ShardSnapshot& shard) {
+  const std::vector<int64_t>& padded_dims = buffer.shard_shape().dimensions();
+  const Box& box = shard.box;
+  shard.bytes.resize(static_cast<size_t>(box.ElementCount() * element_bytes));
+  if (box.Extent() == padded_dims) {
+    VKSPMD_ASSIGN_OR_RETURN(
+        bool done, buffer.DownloadShardBytes(
+                       d, std::span<std::byte>(reinterpret_cast<std::byte*>(shard.bytes.data()),
+                                               shard.bytes.size())));
+    if (done) return absl::OkStatus();
+  }
+  VKSPMD_ASSIGN_OR_RETURN(ir::Literal padded, buffer.DownloadShard(d));
+  // The padded shard starts at the box's start; cut the valid part out of it.
+  Box padded_box{box.start, box.start};
+  for (size_t dim = 0; dim < padded_dims.size(); ++dim) padded_box.stop[dim] += padded_dims[dim];
+  CopyRegion(box, padded.bytes().data(), padded_box, padded_dims, shard.bytes.data(), box,
+             box.Extent(), element_bytes);
+  return absl::OkStatus();
 }
 
 // Stages one tensor held on the devices (runs on the engine's worker).
@@ -48,7 +72,6 @@ absl::Status StageDeviceTensor(const lazy::DeviceValue& value, TensorSnapshot& t
     tensor.description.sharding_axes = sharding.ToString(placement.mesh);
   }
   const ir::Shape& shape = buffer->shape();
-  const std::vector<int64_t>& padded_dims = buffer->shard_shape().dimensions();
   const int64_t element_bytes = ir::DTypeByteSize(shape.dtype());
   std::vector<Box> seen;
   for (size_t d = 0; d < buffer->shard_count(); ++d) {
@@ -60,14 +83,8 @@ absl::Status StageDeviceTensor(const lazy::DeviceValue& value, TensorSnapshot& t
       tensor.shards[known - seen.begin()].devices.push_back(placement.devices[d]);
       continue;
     }
-    VKSPMD_ASSIGN_OR_RETURN(ir::Literal padded, buffer->DownloadShard(d));
     ShardSnapshot shard{box, {placement.devices[d]}, {}};
-    shard.bytes.resize(static_cast<size_t>(box.ElementCount() * element_bytes));
-    // The padded shard starts at the box's start; cut the valid part out of it.
-    Box padded_box{box.start, box.start};
-    for (size_t dim = 0; dim < padded_dims.size(); ++dim) padded_box.stop[dim] += padded_dims[dim];
-    CopyRegion(box, padded.bytes().data(), padded_box, padded_dims, shard.bytes.data(), box,
-               box.Extent(), element_bytes);
+    VKSPMD_RETURN_IF_ERROR(DownloadBox(*buffer, d, element_bytes, shard));
     debug::RecordDeviceToHost(static_cast<int64_t>(shard.bytes.size()));
     seen.push_back(box);
     tensor.shards.push_back(std::move(shard));

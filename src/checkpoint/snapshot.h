@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -24,10 +25,29 @@ struct NamedTensor {
   std::shared_ptr<lazy::TensorState> state;
 };
 
+// Staging buffers are overwritten whole right after they are allocated: zero-filling them first
+// would be a second pass over freshly faulted-in memory, a sizeable part of a save's time.
+template <typename T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  template <typename U>
+  void construct(U* place) noexcept {
+    ::new (static_cast<void*>(place)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* place, Args&&... args) {
+    ::new (static_cast<void*>(place)) U(std::forward<Args>(args)...);
+  }
+};
+using ShardBytes = std::vector<uint8_t, UninitializedAllocator<uint8_t>>;
+
 struct ShardSnapshot {
   Box box;
   std::vector<int64_t> devices;  // Mesh device ids holding it (empty: host data).
-  std::vector<uint8_t> bytes;    // The box's elements, row-major, bool as one byte.
+  ShardBytes bytes;              // The box's elements, row-major, bool as one byte.
 };
 
 struct TensorSnapshot {

@@ -37,7 +37,15 @@ absl::StatusOr<std::unique_ptr<ShardedBuffer>> ShardedBuffer::FromHostShards(
   std::vector<std::unique_ptr<runtime::Buffer>> buffers;
   for (size_t d = 0; d < shards.size(); ++d) {
     const uint32_t element_bytes = DeviceElementBytes(shape.dtype(), *devices[d]);
-    std::vector<std::byte> bytes = ToDeviceBytes(shards[d], element_bytes);
+    // Where the device stores elements as the host does (all but word-sized predicates), the
+    // literal's bytes go up as they are, without a converted copy.
+    std::vector<std::byte> converted;
+    std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(shards[d].bytes().data()),
+                                     shards[d].bytes().size());
+    if (element_bytes != ir::DTypeByteSize(shape.dtype())) {
+      converted = ToDeviceBytes(shards[d], element_bytes);
+      bytes = converted;
+    }
     VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Buffer> buffer,
                             runtime::Buffer::Create(*devices[d], bytes.size()));
     if (!bytes.empty()) VKSPMD_RETURN_IF_ERROR(runtime::Upload(bytes, *buffer));
@@ -67,6 +75,22 @@ std::vector<std::unique_ptr<runtime::Buffer>> ShardedBuffer::Donate() {
   shards_.clear();
   shards_.resize(shards.size());
   return shards;
+}
+
+absl::StatusOr<bool> ShardedBuffer::DownloadShardBytes(size_t device,
+                                                       std::span<std::byte> bytes) const {
+  if (donated_ || device >= shards_.size() || shards_[device] == nullptr) return false;
+  const runtime::Buffer& buffer = *shards_[device];
+  const uint32_t element_bytes = DeviceElementBytes(shape_.dtype(), buffer.device());
+  if (element_bytes != ir::DTypeByteSize(shape_.dtype())) return false;
+  if (bytes.size() != element_bytes * static_cast<size_t>(shard_shape_.ElementCount()) ||
+      buffer.size() < bytes.size()) {
+    return absl::InternalError(absl::StrCat("a shard download of ", bytes.size(), " bytes for ",
+                                            shard_shape_.ToString(), " from a buffer of ",
+                                            buffer.size()));
+  }
+  if (!bytes.empty()) VKSPMD_RETURN_IF_ERROR(runtime::Download(buffer, 0, bytes));
+  return true;
 }
 
 absl::StatusOr<ir::Literal> ShardedBuffer::DownloadShard(size_t device) const {

@@ -4,7 +4,9 @@
 // runs; Scatter and Gather move them from and to the host.
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -39,6 +41,10 @@ class ShardedBuffer {
   absl::StatusOr<ir::Literal> Gather() const;
   // Device d's shard as stored (the padded shard shape), downloaded.
   absl::StatusOr<ir::Literal> DownloadShard(size_t device) const;
+  // The same straight into `bytes` (the padded shard's size), without a converted copy: false
+  // (nothing read) where the device stores the elements differently from the host (word-sized
+  // predicates) or the shard cannot be read; DownloadShard then says why.
+  absl::StatusOr<bool> DownloadShardBytes(size_t device, std::span<std::byte> bytes) const;
 
   // Whether this process holds device d's shard.
   bool addressable(size_t device) const { return shards_[device] != nullptr; }
