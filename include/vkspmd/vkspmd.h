@@ -14,6 +14,7 @@
 #include "vkspmd/ops.h"
 #include "vkspmd/optim.h"
 #include "vkspmd/parallel.h"
+#include "vkspmd/profiler.h"
 #include "vkspmd/scalar.h"
 #include "vkspmd/sharded_tensor.h"
 #include "vkspmd/sharding.h"

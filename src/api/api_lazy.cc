@@ -1,6 +1,7 @@
 // sync, mark_step, waiting, and the metrics of the public API.
 #include "src/api/api_support.h"
 #include "src/debug/metrics.h"
+#include "src/debug/trace_writer.h"
 #include "src/lazy/context.h"
 #include "src/lazy/engine.h"
 #include "vkspmd/lazy.h"
@@ -17,7 +18,10 @@ void mark_step(std::source_location where) {
 
 void wait_device_ops() { lazy::Engine::Get().WaitIdle(); }
 
-void shutdown() { lazy::Engine::Get().Shutdown(); }
+void shutdown() {
+  lazy::Engine::Get().Shutdown();
+  debug::StopEnvironmentTrace();
+}
 
 Metrics metrics() {
   wait_device_ops();

@@ -1,6 +1,9 @@
 // The worker loop: wait for the next job generation, run this worker's part, report.
 #include "src/exec/device_workers.h"
 
+#include "absl/strings/str_cat.h"
+#include "src/debug/trace_writer.h"
+
 namespace vkspmd::exec {
 
 DeviceWorkers::DeviceWorkers(size_t count) {
@@ -29,6 +32,7 @@ void DeviceWorkers::RunOnEach(const std::function<void(size_t)>& job) {
 }
 
 void DeviceWorkers::Loop(size_t worker) {
+  debug::NameHostThread(absl::StrCat("device worker ", worker));
   uint64_t seen = 0;
   while (true) {
     const std::function<void(size_t)>* job;

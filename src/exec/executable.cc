@@ -14,6 +14,7 @@
 #include "src/base/status_macros.h"
 #include "src/codegen/shader_compiler.h"
 #include "src/debug/metrics.h"
+#include "src/debug/trace_writer.h"
 #include "src/exec/compile_cache.h"
 #include "src/runtime/transfers.h"
 
@@ -49,6 +50,8 @@ absl::StatusOr<std::vector<uint32_t>> CompileCached(const std::string& glsl,
     if (auto found = cache->find(code); found != cache->end()) return found->second;
   }
   absl::StatusOr<std::vector<uint32_t>> spirv = CachedSpirv(code, name, [&] {
+    debug::ScopedTraceSpan span("shader compile (glslang, spirv-val)");
+    span.AddArg("kernel", name);
     const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<std::vector<uint32_t>> compiled = codegen::CompileComputeShader(glsl, name);
     debug::RecordShaderCompile(SecondsSince(start));
@@ -119,10 +122,17 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
                                                                 runtime::MeshDevice& device,
                                                                 bool timestamps,
                                                                 DeviceAssignment assignment) {
+  debug::ScopedTraceSpan span("compile executable");
+  span.AddArg("device", device.label());
+  // Named now, whether or not tracing is on: a trace started later shows the device's name.
+  debug::NameTraceProcess(debug::DeviceTracePid(device.mesh_index()), device.label());
   const codegen::TargetInfo target = TargetFor(device);
-  VKSPMD_ASSIGN_OR_RETURN(
-      codegen::ProgramPlan plan,
-      codegen::PlanProgram(module, target, {assignment.replica, assignment.partition}));
+  absl::StatusOr<codegen::ProgramPlan> program_plan;
+  {
+    debug::ScopedTraceSpan plan_span("plan and generate kernels (fusion, GLSL)");
+    program_plan = codegen::PlanProgram(module, target, {assignment.replica, assignment.partition});
+  }
+  VKSPMD_ASSIGN_OR_RETURN(codegen::ProgramPlan plan, std::move(program_plan));
   std::unique_ptr<Executable> executable(new Executable(device, std::move(plan)));
   executable->assignment_ = assignment;
   const codegen::ProgramPlan& program = executable->plan_;
@@ -179,6 +189,8 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
       key += static_cast<char>('0' + static_cast<int>(access));
     }
     VKSPMD_ASSIGN_OR_RETURN(dispatch.pipeline, device.device().SharedPipeline(key, [&] {
+      debug::ScopedTraceSpan pipeline_span("pipeline creation (driver)");
+      pipeline_span.AddArg("kernel", kernel.name);
       const auto start = std::chrono::steady_clock::now();
       auto pipeline = runtime::ComputePipeline::Create(device.device(), spec);
       debug::RecordPipelineCreate(SecondsSince(start));
@@ -196,8 +208,8 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
   }
   // Now rather than at exit, which a killed or crashing process never reaches.
   device.device().SavePipelineCache();
-  VKSPMD_RETURN_IF_ERROR(
-      executable->Record(executable->OwnPhysicalBuffers(), executable->own_recording_.sequences));
+  VKSPMD_RETURN_IF_ERROR(executable->Record(executable->OwnPhysicalBuffers(),
+                                            executable->own_recording_.sequences, timestamps));
   return executable;
 }
 
@@ -207,8 +219,9 @@ std::vector<runtime::Buffer*> Executable::OwnPhysicalBuffers() const {
   return physical;
 }
 
-absl::Status Executable::Record(const std::vector<runtime::Buffer*>& physical,
-                                std::vector<std::unique_ptr<runtime::CommandSequence>>& sequences) {
+absl::Status Executable::Record(const std::vector<runtime::Buffer*>& physical, Sequences& sequences,
+                                bool timestamps) {
+  debug::ScopedTraceSpan span("record command buffers");
   sequences.clear();
   for (const Segment& segment : segments_) {
     if (segment.dispatches.empty()) {
@@ -227,7 +240,7 @@ absl::Status Executable::Record(const std::vector<runtime::Buffer*>& physical,
                         kernel.name);
     }
     VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<runtime::CommandSequence> sequence,
-                            recorder.Finish(timestamps_));
+                            recorder.Finish(timestamps));
     sequences.push_back(std::move(sequence));
   }
   ++recording_count_;
@@ -321,7 +334,11 @@ absl::StatusOr<ir::Literal> Executable::Run(const std::vector<ir::Literal>& argu
     VKSPMD_RETURN_IF_ERROR(runtime::Upload(bytes, *buffer(id)));
   }
   last_recording_ = &own_recording_;
-  VKSPMD_RETURN_IF_ERROR(RunSegments(own_recording_.sequences, OwnPhysicalBuffers()));
+  const bool traced = debug::TracingOn();
+  const std::vector<runtime::Buffer*> physical = OwnPhysicalBuffers();
+  VKSPMD_ASSIGN_OR_RETURN(const Sequences* sequences,
+                          SequencesFor(own_recording_, physical, traced));
+  VKSPMD_RETURN_IF_ERROR(RunSegments(*sequences, physical, traced));
   std::vector<ir::Literal> results;
   for (int id : plan_.outputs) {
     const codegen::BufferPlan& planned = plan_.buffers[id];
@@ -391,7 +408,7 @@ absl::StatusOr<std::vector<std::unique_ptr<runtime::Buffer>>> Executable::RunOnD
       VKSPMD_RETURN_IF_ERROR(runtime::CopyWithinDevice(*argument, 0, *own, 0, planned.byte_size()));
     }
   }
-  const Recording* recording = &own_recording_;
+  Recording* recording = &own_recording_;
   if (!donated_serials.empty()) {
     auto found =
         std::find_if(donated_recordings_.begin(), donated_recordings_.end(),
@@ -402,14 +419,16 @@ absl::StatusOr<std::vector<std::unique_ptr<runtime::Buffer>>> Executable::RunOnD
       if (donated_recordings_.size() == kKeptRecordings) donated_recordings_.pop_back();
       auto fresh = std::make_unique<Recording>();
       fresh->donated_serials = donated_serials;
-      VKSPMD_RETURN_IF_ERROR(Record(physical, fresh->sequences));
+      VKSPMD_RETURN_IF_ERROR(Record(physical, fresh->sequences, timestamps_));
       donated_recordings_.insert(donated_recordings_.begin(), std::move(fresh));
       found = donated_recordings_.begin();
     }
     recording = found->get();
   }
   last_recording_ = recording;
-  VKSPMD_RETURN_IF_ERROR(RunSegments(recording->sequences, physical));
+  const bool traced = debug::TracingOn();
+  VKSPMD_ASSIGN_OR_RETURN(const Sequences* sequences, SequencesFor(*recording, physical, traced));
+  VKSPMD_RETURN_IF_ERROR(RunSegments(*sequences, physical, traced));
   std::vector<std::unique_ptr<runtime::Buffer>> results;
   for (int id : plan_.outputs) {
     if (result_from_argument[id] >= 0) {
@@ -428,14 +447,37 @@ absl::StatusOr<std::vector<std::unique_ptr<runtime::Buffer>>> Executable::RunOnD
   return results;
 }
 
-absl::Status Executable::RunSegments(
-    const std::vector<std::unique_ptr<runtime::CommandSequence>>& sequences,
-    const std::vector<runtime::Buffer*>& physical) {
+absl::StatusOr<const Executable::Sequences*> Executable::SequencesFor(
+    Recording& recording, const std::vector<runtime::Buffer*>& physical, bool traced) {
+  if (!traced || timestamps_) return &recording.sequences;
+  const runtime::PhysicalDeviceInfo& info = device_.device().physical_device();
+  // Without timestamps the trace has host spans only.
+  if (info.queue_families[info.compute_queue_family].timestamp_valid_bits == 0) {
+    return &recording.sequences;
+  }
+  if (recording.traced_sequences.empty()) {
+    VKSPMD_RETURN_IF_ERROR(Record(physical, recording.traced_sequences, /*timestamps=*/true));
+  }
+  return &recording.traced_sequences;
+}
+
+absl::Status Executable::RunSegments(const Sequences& sequences,
+                                     const std::vector<runtime::Buffer*>& physical, bool traced) {
   collective_seconds_ = 0;
   for (size_t s = 0; s < segments_.size(); ++s) {
     const Segment& segment = segments_[s];
-    if (sequences[s] != nullptr) VKSPMD_RETURN_IF_ERROR(sequences[s]->Run());
+    if (sequences[s] != nullptr) {
+      if (traced) {
+        debug::ScopedTraceSpan span("submit and wait");
+        const double submitted_us = debug::TraceNowMicros();
+        VKSPMD_RETURN_IF_ERROR(sequences[s]->Run());
+        TraceKernels(s, *sequences[s], submitted_us, debug::TraceNowMicros());
+      } else {
+        VKSPMD_RETURN_IF_ERROR(sequences[s]->Run());
+      }
+    }
     if (segment.collective < 0) continue;
+    const double collective_start_us = traced ? debug::TraceNowMicros() : 0;
     const auto collective_start = std::chrono::steady_clock::now();
     const codegen::KernelPlan& step = plan_.kernels[segment.collective];
     runtime::Buffer& input = *physical[physical_of_[step.inputs[0]]];
@@ -455,9 +497,13 @@ absl::Status Executable::RunSegments(
           RunCollectiveStep(segment.step, staged_input, staged_output, assignment_.communicator));
       VKSPMD_RETURN_IF_ERROR(runtime::Upload(staged_output, output));
     }
+    if (traced) {
+      TraceCollective(s, collective_start_us, debug::TraceNowMicros(), input_bytes, output_bytes);
+    }
     collective_seconds_ +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - collective_start).count();
   }
+  if (traced) TraceMemory();
   return absl::OkStatus();
 }
 

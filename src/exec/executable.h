@@ -65,6 +65,11 @@ class Executable {
   // Wall seconds the last run spent in collectives (waiting for peers, moving data through the
   // host), for splitting a step's time into kernels, collectives and the rest.
   double last_collective_seconds() const { return collective_seconds_; }
+  // Segments of kernels (each but the last ended by a collective the host runs).
+  size_t segment_count() const { return segments_.size(); }
+  // Where the flow ids of the next traced run's collectives start (see MeshExecutable): ids
+  // flow_base + segment * world + device join the devices of one collective in the trace.
+  void set_trace_flow_base(uint64_t flow_base) { trace_flow_base_ = flow_base; }
 
  private:
   Executable(runtime::MeshDevice& device, codegen::ProgramPlan plan)
@@ -73,10 +78,26 @@ class Executable {
   absl::Status AllocateBuffers();
   // Records every segment's kernels with `physical[i]` standing for buffers_[i].
   absl::Status Record(const std::vector<runtime::Buffer*>& physical,
-                      std::vector<std::unique_ptr<runtime::CommandSequence>>& sequences);
+                      std::vector<std::unique_ptr<runtime::CommandSequence>>& sequences,
+                      bool timestamps);
+  struct Recording;
+  using Sequences = std::vector<std::unique_ptr<runtime::CommandSequence>>;
+  // The recording's sequences for this run: with timestamp queries when the run is traced,
+  // recorded the first time one is (an untraced run has no query in its command buffers).
+  absl::StatusOr<const Sequences*> SequencesFor(Recording& recording,
+                                                const std::vector<runtime::Buffer*>& physical,
+                                                bool traced);
   // Kernels and collectives, after the parameters are in place.
-  absl::Status RunSegments(const std::vector<std::unique_ptr<runtime::CommandSequence>>& sequences,
-                           const std::vector<runtime::Buffer*>& physical);
+  absl::Status RunSegments(const Sequences& sequences,
+                           const std::vector<runtime::Buffer*>& physical, bool traced);
+  // The profiler's spans of a traced run: segment `s`'s kernels, from its timestamps placed
+  // within [submitted_us, finished_us], the host times around its submission; a collective.
+  void TraceKernels(size_t s, const runtime::CommandSequence& sequence, double submitted_us,
+                    double finished_us) const;
+  void TraceCollective(size_t s, double start_us, double end_us, uint64_t input_bytes,
+                       uint64_t output_bytes) const;
+  // A counter of the device's memory in use, after a traced run.
+  void TraceMemory() const;
   runtime::Buffer* buffer(int plan_buffer) const {
     return buffers_[physical_of_[plan_buffer]].get();
   }
@@ -112,7 +133,8 @@ class Executable {
   // executable's own buffers, and with the donated buffers of the latest runs that had some.
   struct Recording {
     std::vector<uint64_t> donated_serials;
-    std::vector<std::unique_ptr<runtime::CommandSequence>> sequences;
+    Sequences sequences;
+    Sequences traced_sequences;  // With timestamps; empty until a traced run needs them.
   };
   Recording own_recording_;
   std::vector<std::unique_ptr<Recording>> donated_recordings_;  // Most recent first.
@@ -120,6 +142,7 @@ class Executable {
   int recording_count_ = 0;
   DeviceAssignment assignment_;
   double collective_seconds_ = 0;
+  uint64_t trace_flow_base_ = 0;
 };
 
 // A literal as the device stores it (pred as one byte or a 4-byte 0/1, everything else as is),

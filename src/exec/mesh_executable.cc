@@ -1,9 +1,12 @@
 // Compiling and running a per-device program on a mesh.
 #include "src/exec/mesh_executable.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "src/base/status_macros.h"
 #include "src/collectives/in_process_world.h"
+#include "src/debug/trace_writer.h"
 
 namespace vkspmd::exec {
 
@@ -51,8 +54,17 @@ absl::StatusOr<std::unique_ptr<MeshExecutable>> MeshExecutable::Compile(
 
 absl::Status MeshExecutable::OnEveryDevice(const std::function<absl::Status(size_t)>& body) {
   const size_t n = executables_.size();
+  if (debug::TracingOn()) {
+    size_t segments = 0;
+    for (const auto& executable : executables_) {
+      segments = std::max(segments, executable->segment_count());
+    }
+    const uint64_t flow_base = debug::NextFlowIds(segments * n);
+    for (const auto& executable : executables_) executable->set_trace_flow_base(flow_base);
+  }
   std::vector<absl::Status> statuses(n);
   workers_->RunOnEach([&](size_t d) {
+    debug::ScopedTraceSpan span("device run");
     statuses[d] = body(d);
     // Peers waiting for this device at a collective fail now instead of at their timeout.
     if (!statuses[d].ok()) {

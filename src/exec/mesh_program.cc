@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/base/status_macros.h"
+#include "src/debug/trace_writer.h"
 #include "src/exec/sharded_value.h"
 #include "src/spmd/partitioner.h"
 
@@ -26,7 +27,12 @@ absl::StatusOr<std::unique_ptr<MeshProgram>> MeshProgram::Create(
 
 absl::StatusOr<std::unique_ptr<MeshProgram>> MeshProgram::Partition(const ir::Module& module,
                                                                     const spmd::Mesh& mesh) {
-  VKSPMD_ASSIGN_OR_RETURN(spmd::PartitionResult partition, spmd::Partition(module, mesh));
+  absl::StatusOr<spmd::PartitionResult> partitioned;
+  {
+    debug::ScopedTraceSpan span("partition (sharding propagation, SPMD partitioner)");
+    partitioned = spmd::Partition(module, mesh);
+  }
+  VKSPMD_ASSIGN_OR_RETURN(spmd::PartitionResult partition, std::move(partitioned));
   std::unique_ptr<MeshProgram> program(new MeshProgram());
   program->mesh_ = mesh;
   program->program_ = std::move(partition.module);
@@ -63,6 +69,7 @@ absl::Status MeshProgram::Compile(std::vector<runtime::MeshDevice*> devices, Opt
     aliased_parameters_.insert(alias.parameter_number);
   }
   devices_ = std::move(devices);
+  debug::ScopedTraceSpan span("compile executables");
   VKSPMD_ASSIGN_OR_RETURN(
       executable_,
       MeshExecutable::Compile(*program_, devices_, options.timestamps, std::move(options.world)));

@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "src/base/status_macros.h"
+#include "src/debug/trace_writer.h"
 #include "src/ir/structural_hash.h"
 #include "src/lazy/engine.h"
 #include "src/lazy/lowering.h"
@@ -140,6 +141,7 @@ absl::Status Context::Sync(const std::vector<std::shared_ptr<TensorState>>& tens
 
 absl::Status Context::SyncNodes(std::vector<NodePtr> nodes, const std::vector<Donation>& donations,
                                 SyncCause cause, const std::source_location& where) {
+  debug::ScopedTraceSpan span("sync: lower graphs");
   // Pending op nodes, once each, grouped by placement in order of first appearance.
   std::vector<std::pair<PlacementPtr, std::vector<NodePtr>>> groups;
   absl::flat_hash_set<const Node*> seen;

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <set>
 
+#include "src/debug/trace_writer.h"
+
 namespace vkspmd::lazy {
 namespace {
 
@@ -78,6 +80,7 @@ absl::StatusOr<spmd::AxisSharding> DeviceValue::WaitSharding() const {
 }
 
 absl::StatusOr<const exec::ShardedBuffer*> DeviceValue::WaitBuffer() const {
+  debug::ScopedTraceSpan span("wait for value");
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait(lock, [&] { return buffer_ != nullptr || !error_.ok(); });
   if (!error_.ok()) return error_;

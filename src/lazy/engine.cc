@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "src/debug/trace_writer.h"
 #include "src/lazy/device_value.h"
 
 namespace vkspmd::lazy {
@@ -18,6 +19,8 @@ Engine& Engine::Get() {
 }
 
 Engine::Engine() {
+  // VKSPMD_TRACE traces from the first use of the runtime.
+  debug::StartTraceFromEnvironment();
   // Set before any work is queued; the pool calls it on the worker when it closes its devices.
   pool_.SetBeforeClose([this] { runner_.Clear(); });
 }
@@ -58,6 +61,7 @@ void Engine::Shutdown() {
 }
 
 void Engine::Loop() {
+  debug::NameHostThread("lazy engine (compiles and launches)");
   while (true) {
     std::function<void()> work;
     {

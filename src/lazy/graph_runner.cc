@@ -9,6 +9,7 @@
 #include "fmt/format.h"
 #include "src/base/status_macros.h"
 #include "src/debug/metrics.h"
+#include "src/debug/trace_writer.h"
 #include "src/lazy/value_transfer.h"
 
 namespace vkspmd::lazy {
@@ -64,6 +65,8 @@ absl::StatusOr<GraphRunner::Compiled*> GraphRunner::FindOrCompile(GraphTask& tas
     debug::RecordCacheHit();
     return &found->second;
   }
+  debug::ScopedTraceSpan span("compile graph");
+  span.AddArg("graph", task.hash);
   auto start = std::chrono::steady_clock::now();
   VKSPMD_ASSIGN_OR_RETURN(Compiled compiled, Compile(task, pool));
   const double seconds = SecondsSince(start);
@@ -78,6 +81,8 @@ absl::StatusOr<GraphRunner::Compiled*> GraphRunner::FindOrCompile(GraphTask& tas
 }
 
 absl::Status GraphRunner::RunOrFail(GraphTask& task, DevicePool& pool) {
+  debug::ScopedTraceSpan span("launch graph");
+  span.AddArg("graph", task.hash);
   VKSPMD_ASSIGN_OR_RETURN(Compiled * compiled, FindOrCompile(task, pool));
   exec::MeshProgram& program = *compiled->program;
   for (size_t k = 0; k < task.outputs.size(); ++k) {
@@ -118,6 +123,7 @@ absl::Status GraphRunner::RunOrFail(GraphTask& task, DevicePool& pool) {
     donate.push_back(aliased);
   }
   auto start = std::chrono::steady_clock::now();
+  debug::ScopedTraceSpan run_span("run on devices");
   VKSPMD_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<exec::ShardedBuffer>> results,
                           program.Run(arguments, donate));
   debug::RecordDonation(std::count(donate.begin(), donate.end(), true), donated_bytes);

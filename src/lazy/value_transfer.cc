@@ -3,6 +3,7 @@
 
 #include "src/base/status_macros.h"
 #include "src/debug/metrics.h"
+#include "src/debug/trace_writer.h"
 
 namespace vkspmd::lazy {
 
@@ -10,6 +11,8 @@ absl::StatusOr<std::unique_ptr<exec::ShardedBuffer>> UploadValue(const ir::Liter
                                                                  const Placement& placement,
                                                                  const spmd::AxisSharding& sharding,
                                                                  DevicePool& pool) {
+  debug::ScopedTraceSpan span("upload (host to device)");
+  span.AddArg("bytes", static_cast<double>(value.bytes().size()));
   VKSPMD_ASSIGN_OR_RETURN(std::vector<runtime::MeshDevice*> devices, pool.DevicesFor(placement));
   VKSPMD_ASSIGN_OR_RETURN(
       std::unique_ptr<exec::ShardedBuffer> buffer,
@@ -20,6 +23,7 @@ absl::StatusOr<std::unique_ptr<exec::ShardedBuffer>> UploadValue(const ir::Liter
 }
 
 absl::StatusOr<ir::Literal> DownloadValue(const exec::ShardedBuffer& buffer) {
+  debug::ScopedTraceSpan span("download (device to host)");
   VKSPMD_ASSIGN_OR_RETURN(ir::Literal value, buffer.Gather());
   debug::RecordDeviceToHost(spmd::ByteSize(buffer.shard_shape()) *
                             static_cast<int64_t>(buffer.shard_count()));

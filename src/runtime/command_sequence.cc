@@ -365,8 +365,10 @@ absl::StatusOr<std::vector<StepTiming>> CommandSequence::ReadTimings() const {
   std::vector<StepTiming> timings;
   for (size_t step = 0; step < step_names_.size(); ++step) {
     uint64_t elapsed = ((ticks[2 * step + 1] & mask) - (ticks[2 * step] & mask)) & mask;
-    timings.push_back(
-        {step_names_[step], static_cast<double>(elapsed) * physical.timestamp_period_ns});
+    uint64_t since_first = ((ticks[2 * step] & mask) - (ticks[0] & mask)) & mask;
+    timings.push_back({step_names_[step],
+                       static_cast<double>(elapsed) * physical.timestamp_period_ns,
+                       static_cast<double>(since_first) * physical.timestamp_period_ns});
   }
   return timings;
 }

@@ -30,6 +30,7 @@ struct BufferRange {
 struct StepTiming {
   std::string name;  // Kernel name, or "copy" / "fill".
   double gpu_nanoseconds = 0;
+  double start_nanoseconds = 0;  // From the start of the run's first step (profiler traces).
 };
 
 class CommandSequence;

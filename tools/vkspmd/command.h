@@ -42,5 +42,6 @@ void RegisterPartitionCommand(CLI::App& app);
 void RegisterVizCommand(CLI::App& app);
 void RegisterTrainCommand(CLI::App& app);
 void RegisterCkptCommand(CLI::App& app);
+void RegisterTraceCommand(CLI::App& app);
 
 }  // namespace vkspmd::cli

@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   RegisterVizCommand(app);
   RegisterTrainCommand(app);
   RegisterCkptCommand(app);
+  RegisterTraceCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {

@@ -52,7 +52,22 @@ struct TrainOptions {
   int64_t keep = 0;            // 0: keep every step.
   bool async_save = false;
   bool resume = false;
+  std::string trace;                // Empty: no profiler trace.
+  std::string trace_steps = "1:4";  // A:B, steps A to B-1 (0-based) in the trace.
 };
+
+// --trace-steps A:B as the first step traced and the one after the last.
+std::pair<int64_t, int64_t> ParseTraceSteps(const std::string& text) {
+  int64_t first = 0, end = 0;
+  char separator = 0, extra = 0;
+  if (std::sscanf(text.c_str(), "%ld%c%ld%c", &first, &separator, &end, &extra) != 3 ||
+      separator != ':' || first < 0 || end <= first) {
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        fmt::format("--trace-steps {}: expected A:B with 0 <= A < B (steps A to B-1)", text));
+  }
+  return {first, end};
+}
 
 // The shape of --mesh; the strategy names the axes (nn::strategy_mesh).
 std::vector<int64_t> ParseMeshShape(const std::string& text) {
@@ -192,6 +207,7 @@ void CheckOptions(const TrainOptions& options) {
                 fmt::format("--save-every {} and --keep {}: expected 0 or more", options.save_every,
                             options.keep));
   }
+  (void)ParseTraceSteps(options.trace_steps);
   if (options.checkpoint_dir.empty() &&
       (options.resume || options.async_save || options.save_every > 0 || options.keep > 0)) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -307,6 +323,21 @@ int Train(const TrainOptions& options) {
                options.checkpoint_dir);
   }
   mark_step();  // The initial parameters and the optimizer state, before the first step.
+  const auto [trace_first, trace_end] = ParseTraceSteps(options.trace_steps);
+  Metrics trace_metrics;     // At the start of the traced steps.
+  std::string trace_report;  // Printed with the summary.
+  auto stop_trace = [&](int64_t end) {
+    profiler::stop_trace();  // Waits for the traced steps' work.
+    const Metrics now = vkspmd::metrics();
+    const double steps = static_cast<double>(end - std::max(trace_first, first_step));
+    const double execute = now.execute_seconds - trace_metrics.execute_seconds;
+    const double collectives = now.collective_seconds - trace_metrics.collective_seconds;
+    trace_report = fmt::format(
+        "  trace: steps {}-{} in {}: compute {:.2f} ms, collectives {:.2f} ms per step (vkspmd "
+        "trace summarize {})\n",
+        std::max(trace_first, first_step), end - 1, options.trace,
+        1e3 * (execute - collectives) / steps, 1e3 * collectives / steps, options.trace);
+  };
   fmt::print("vkspmd train: {} ({} parameters), {} on {}, {} steps of batch {}{}, {}\n",
              options.model, task->model().parameter_count(), options.strategy, mesh.to_string(),
              options.steps, options.batch,
@@ -363,9 +394,16 @@ int Train(const TrainOptions& options) {
                      1e3 * step_seconds});
   };
   for (int64_t step = first_step; step < options.steps; ++step) {
+    if (!options.trace.empty() && step == std::max(trace_first, first_step) && step < trace_end) {
+      trace_metrics = vkspmd::metrics();  // Waits: the trace starts with this step's work.
+      profiler::start_trace(options.trace);
+    }
     Tensor loss = task->Loss(step);
     optimizer->step(grad(loss, parameters));
     mark_step();
+    if (profiler::tracing() && !options.trace.empty() && step + 1 == trace_end) {
+      stop_trace(trace_end);
+    }
     if (pending_loss.defined()) report(pending_loss);
     pending_loss = loss;
     const int64_t done = step + 1;
@@ -381,6 +419,7 @@ int Train(const TrainOptions& options) {
     if (options.save_every > 0 && done % options.save_every == 0) save(done, /*force=*/true);
   }
   if (pending_loss.defined()) report(pending_loss);
+  if (profiler::tracing() && !options.trace.empty()) stop_trace(options.steps);
   progress.Finish();
   if (checkpoints != nullptr) {
     if (first_step < options.steps) save(options.steps, /*force=*/true);
@@ -432,6 +471,7 @@ int Train(const TrainOptions& options) {
     throw Error(static_cast<ErrorCode>(written.code()), std::string(written.message()));
   }
   fmt::print("  loss curve: {0}/loss.csv, {0}/loss.svg\n", options.out);
+  fmt::print("{}", trace_report);
   return kExitOk;
 }
 
@@ -481,6 +521,13 @@ void RegisterTrainCommand(CLI::App& app) {
       ->capture_default_str();
   command->add_flag("--async-save", options->async_save,
                     "write checkpoints in the background while training goes on");
+  command->add_option("--trace", options->trace,
+                      "write a profiler trace (Chrome trace JSON, for ui.perfetto.dev) of the "
+                      "--trace-steps steps here");
+  command
+      ->add_option("--trace-steps", options->trace_steps,
+                   "A:B: trace steps A to B-1 (0-based; step 0 compiles)")
+      ->capture_default_str();
   command->add_flag("--resume", options->resume,
                     "continue from the latest committed checkpoint in --checkpoint-dir (same "
                     "data stream and random state)");

@@ -1,0 +1,111 @@
+// The profiler's device spans of a traced run: each kernel's GPU time on its device's queue
+// track, and each collective on the device's collective track with flow arrows to its peers.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "src/debug/trace_writer.h"
+#include "src/exec/executable.h"
+#include "src/ir/opcode.h"
+
+namespace vkspmd::exec {
+namespace {
+
+const char* KindName(codegen::KernelKind kind) {
+  switch (kind) {
+    case codegen::KernelKind::kMap:
+      return "elementwise (fused)";
+    case codegen::KernelKind::kRows:
+      return "rows (fused row reductions)";
+    case codegen::KernelKind::kReduction:
+      return "reduction";
+    case codegen::KernelKind::kDot:
+      return "dot";
+    case codegen::KernelKind::kCollective:
+      return "collective";
+  }
+  return "kernel";
+}
+
+}  // namespace
+
+void Executable::TraceKernels(size_t s, const runtime::CommandSequence& sequence,
+                              double submitted_us, double finished_us) const {
+  absl::StatusOr<std::vector<runtime::StepTiming>> timings = sequence.ReadTimings();
+  if (!timings.ok() || timings->empty()) return;
+  // The device clock is not the host's: the run is placed to end when the host saw it finish,
+  // and to start no earlier than its submission (bracketing).
+  const runtime::StepTiming& last = timings->back();
+  const double device_us = (last.start_nanoseconds + last.gpu_nanoseconds) * 1e-3;
+  const double start_us = std::max(submitted_us, finished_us - device_us);
+  const int pid = debug::DeviceTracePid(device_.mesh_index());
+  const std::vector<Dispatch>& dispatches = segments_[s].dispatches;
+  for (size_t k = 0; k < timings->size() && k < dispatches.size(); ++k) {
+    const codegen::KernelPlan& kernel = plan_.kernels[dispatches[k].kernel];
+    debug::TraceEvent event{'X', kernel.name, "kernel"};
+    event.pid = pid;
+    event.tid = debug::kQueueTrack;
+    event.ts_us = start_us + (*timings)[k].start_nanoseconds * 1e-3;
+    event.dur_us = (*timings)[k].gpu_nanoseconds * 1e-3;
+    event.text_args = {{"kind", KindName(kernel.kind)}};
+    if (kernel.root != nullptr) {
+      event.text_args.emplace_back("op", std::string(ir::OpcodeName(kernel.root->opcode())));
+    }
+    const auto& groups = dispatches[k].workgroups;
+    event.number_args = {{"workgroups", static_cast<double>(groups[0]) * groups[1] * groups[2]},
+                         {"invocations", static_cast<double>(kernel.invocations)}};
+    debug::AddTraceEvent(std::move(event));
+  }
+}
+
+void Executable::TraceCollective(size_t s, double start_us, double end_us, uint64_t input_bytes,
+                                 uint64_t output_bytes) const {
+  const Segment& segment = segments_[s];
+  const CollectiveStep& step = segment.step;
+  const int pid = debug::DeviceTracePid(device_.mesh_index());
+  debug::TraceEvent event{'X', plan_.kernels[segment.collective].name, "collective"};
+  event.pid = pid;
+  event.tid = debug::kCollectiveTrack;
+  event.ts_us = start_us;
+  event.dur_us = end_us - start_us;
+  event.text_args = {{"op", std::string(ir::OpcodeName(step.collective->opcode()))}};
+  event.number_args = {{"input_bytes", static_cast<double>(input_bytes)},
+                       {"output_bytes", static_cast<double>(output_bytes)},
+                       {"group_size", static_cast<double>(step.group_size)}};
+  debug::AddTraceEvent(std::move(event));
+
+  // Flow arrows: along each replica group from member to member (or from source to target of a
+  // permute). Every device derives the same ids, so the ends pair up without talking.
+  if (trace_flow_base_ == 0 || assignment_.communicator == nullptr) return;
+  const int me = assignment_.communicator->rank();
+  const uint64_t segment_base = trace_flow_base_ + s * static_cast<uint64_t>(step.world_size);
+  auto flow = [&](char phase, int from) {
+    debug::TraceEvent end{phase, "collective", "collective"};
+    end.pid = pid;
+    end.tid = debug::kCollectiveTrack;
+    end.ts_us = start_us + 0.5 * (end_us - start_us);  // Inside the span it binds to.
+    end.id = segment_base + static_cast<uint64_t>(from);
+    debug::AddTraceEvent(std::move(end));
+  };
+  for (auto [source, target] : step.pairs) {
+    if (source == me && target != me) flow('s', me);
+    if (target == me && source != me) flow('f', source);
+  }
+  for (const std::vector<int>& group : step.groups) {
+    auto found = std::find(group.begin(), group.end(), me);
+    if (found == group.end()) continue;
+    if (found + 1 != group.end()) flow('s', me);
+    if (found != group.begin()) flow('f', *(found - 1));
+  }
+}
+
+void Executable::TraceMemory() const {
+  const runtime::MemoryStatistics memory = device_.device().memory().statistics();
+  debug::TraceEvent counter{'C', "device memory", "memory"};
+  counter.pid = debug::DeviceTracePid(device_.mesh_index());
+  counter.ts_us = debug::TraceNowMicros();
+  counter.number_args = {{"in use MiB", static_cast<double>(memory.bytes_in_use) / (1 << 20)},
+                         {"reserved MiB", static_cast<double>(memory.bytes_reserved) / (1 << 20)}};
+  debug::AddTraceEvent(std::move(counter));
+}
+
+}  // namespace vkspmd::exec
