@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """`vkspmd train --trace` end to end: the trace's structure, the same kernel spans in every traced
 step, each inside the host's window for its submission, the devices' time per step (their runs
-less their collectives) within 10% of the compute time train reports for the traced steps, and
-`vkspmd trace summarize` on it.
+less their collectives) within 10% of the compute time train reports for the traced steps,
+`vkspmd trace summarize` on it, and a VKSPMD_TRACE trace of a whole run (its compile stages).
 
 usage: check_train_trace.py VKSPMD WORK_DIR [train options...]
 """
@@ -157,6 +157,25 @@ def main():
                  "collectives (host-staged", "host time per phase", "launch graph"):
         if text not in summary.stdout:
             fail("the summary lacks %r" % text)
+
+    # VKSPMD_TRACE: the whole run, compiles included, written at exit.
+    env_trace = os.path.join(work, "environment.json")
+    run = subprocess.run([vkspmd, "train", "--model", "mlp", "--steps", "2", "--out",
+                          os.path.join(work, "env")], capture_output=True, text=True,
+                         env=dict(os.environ, VKSPMD_TRACE=env_trace))
+    if run.returncode != 0 or not os.path.exists(env_trace):
+        fail("VKSPMD_TRACE: vkspmd train exited %d without writing %s: %s" %
+             (run.returncode, env_trace, run.stderr))
+    with open(env_trace) as handle:
+        events = json.load(handle)["traceEvents"]
+    check_structure(events)
+    names = {event["name"] for event in events if event["ph"] == "X"}
+    for name in ("sync: lower graphs", "compile graph",
+                 "partition (sharding propagation, SPMD partitioner)", "compile executable",
+                 "plan and generate kernels (fusion, GLSL)", "record command buffers",
+                 "launch graph", "device run", "submit and wait"):
+        if name not in names:
+            fail("VKSPMD_TRACE's trace has no %r span" % name)
     print("OK")
 
 
