@@ -45,6 +45,19 @@ std::vector<std::pair<std::string, Totals>> ByTime(const std::map<std::string, T
   return rows;
 }
 
+// The rows of `table` added up by their op.
+std::map<std::string, Totals> ByOp(const std::map<std::string, Totals>& table) {
+  std::map<std::string, Totals> by_op;
+  for (const auto& [name, totals] : table) {
+    Totals& op = by_op[totals.op];
+    op.op = totals.op;
+    op.count += totals.count;
+    op.micros += totals.micros;
+    op.bytes += totals.bytes;
+  }
+  return by_op;
+}
+
 int Summarize(const SummarizeOptions& options) {
   std::ifstream in(options.file);
   if (!in) {
@@ -93,26 +106,25 @@ int Summarize(const SummarizeOptions& options) {
       options.file, runs, devices.size(), dispatches, dispatches / per_run / device_count,
       kernel_micros * 1e-3 / per_run / device_count);
 
+  auto kernel_row = [&](const std::string& name, const Totals& totals) {
+    fmt::print("  {:<32} {:<12} {:>7} {:>11.3f} {:>10.1f} {:>6.1f}%\n", name, totals.op,
+               totals.count, totals.micros * 1e-3, totals.micros / totals.count,
+               100.0 * totals.micros / std::max(kernel_micros, 1e-9));
+  };
+  fmt::print("\nkernel time by op (all devices; share of all kernel time):\n");
+  fmt::print("  {:<32} {:<12} {:>7} {:>11} {:>10} {:>7}\n", "op", "", "count", "total ms",
+             "mean us", "share");
+  for (const auto& [op, totals] : ByTime(ByOp(kernels))) kernel_row("(all " + op + ")", totals);
   fmt::print("\ntop kernels by device time (all devices):\n");
   fmt::print("  {:<32} {:<12} {:>7} {:>11} {:>10} {:>7}\n", "kernel", "op", "count", "total ms",
              "mean us", "share");
   int shown = 0;
   for (const auto& [name, totals] : ByTime(kernels)) {
     if (shown++ == options.top) break;
-    fmt::print("  {:<32} {:<12} {:>7} {:>11.3f} {:>10.1f} {:>6.1f}%\n", name, totals.op,
-               totals.count, totals.micros * 1e-3, totals.micros / totals.count,
-               100.0 * totals.micros / std::max(kernel_micros, 1e-9));
+    kernel_row(name, totals);
   }
   if (!collectives.empty()) {
     // By op first (all-reduce, all-gather, ...), then the most expensive single collectives.
-    std::map<std::string, Totals> by_op;
-    for (const auto& [name, totals] : collectives) {
-      Totals& op = by_op[totals.op];
-      op.op = totals.op;
-      op.count += totals.count;
-      op.micros += totals.micros;
-      op.bytes += totals.bytes;
-    }
     fmt::print("\ncollectives (host-staged, all devices; bytes are each device's input):\n");
     fmt::print("  {:<32} {:<16} {:>7} {:>11} {:>12} {:>9}\n", "collective", "op", "count",
                "total ms", "bytes", "GB/s");
@@ -121,7 +133,7 @@ int Summarize(const SummarizeOptions& options) {
                  totals.count, totals.micros * 1e-3, totals.bytes,
                  totals.micros > 0 ? totals.bytes / (totals.micros * 1e3) : 0.0);
     };
-    for (const auto& [name, totals] : ByTime(by_op)) row("(all " + name + ")", totals);
+    for (const auto& [name, totals] : ByTime(ByOp(collectives))) row("(all " + name + ")", totals);
     shown = 0;
     for (const auto& [name, totals] : ByTime(collectives)) {
       if (shown++ == options.top) break;
