@@ -1,8 +1,12 @@
 // The profiler's device spans of a traced run: each kernel's GPU time on its device's queue
 // track, and each collective on the device's collective track with flow arrows to its peers.
 #include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "src/debug/trace_writer.h"
 #include "src/exec/executable.h"
 #include "src/ir/opcode.h"
@@ -24,6 +28,27 @@ const char* KindName(codegen::KernelKind kind) {
       return "collective";
   }
   return "kernel";
+}
+
+// What a kernel computes: its root and the instructions it computes inline (those without a
+// buffer of their own), in the order a depth-first walk from the root meets them.
+std::string FusedOps(const codegen::KernelPlan& kernel, const codegen::ProgramPlan& plan) {
+  constexpr size_t kMaxListed = 16;
+  std::vector<const ir::Instruction*> stack = {kernel.root};
+  std::set<const ir::Instruction*> seen = {kernel.root};
+  std::vector<std::string> names;
+  while (!stack.empty() && names.size() < kMaxListed) {
+    const ir::Instruction* instruction = stack.back();
+    stack.pop_back();
+    names.push_back(instruction->name());
+    for (const ir::Instruction* operand : instruction->operands()) {
+      if (plan.materialized.count(operand) == 0 && seen.insert(operand).second) {
+        stack.push_back(operand);
+      }
+    }
+  }
+  if (!stack.empty()) names.push_back("...");
+  return absl::StrJoin(names, " ");
 }
 
 }  // namespace
@@ -49,6 +74,7 @@ void Executable::TraceKernels(size_t s, const runtime::CommandSequence& sequence
     event.text_args = {{"kind", KindName(kernel.kind)}};
     if (kernel.root != nullptr) {
       event.text_args.emplace_back("op", std::string(ir::OpcodeName(kernel.root->opcode())));
+      event.text_args.emplace_back("computes", FusedOps(kernel, plan_));
     }
     const auto& groups = dispatches[k].workgroups;
     event.number_args = {{"workgroups", static_cast<double>(groups[0]) * groups[1] * groups[2]},
