@@ -15,6 +15,7 @@
 #include "src/base/status_macros.h"
 #include "src/checkpoint/step_directory.h"
 #include "src/checkpoint/step_writer.h"
+#include "src/debug/trace_writer.h"
 
 namespace vkspmd::checkpoint {
 namespace {
@@ -112,6 +113,7 @@ absl::StatusOr<bool> Manager::Save(int64_t step, const TakeSnapshot& take, bool 
   }
   std::lock_guard<std::mutex> lock(mutex_);
   background_ = std::thread([this, step, snapshot = std::move(snapshot)] {
+    debug::NameHostThread("checkpoint writer");
     background_error_ = WriteAndCollect(step, snapshot);
   });
   return true;

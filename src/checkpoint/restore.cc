@@ -5,6 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "src/base/status_macros.h"
 #include "src/debug/metrics.h"
+#include "src/debug/trace_writer.h"
 #include "src/lazy/engine.h"
 #include "src/spmd/axis_sharding.h"
 
@@ -107,6 +108,8 @@ absl::StatusOr<ir::Literal> ReadWholeTensor(const StepReader& reader,
 }
 
 absl::Status RestoreTensors(const StepReader& reader, const std::vector<NamedTensor>& tensors) {
+  debug::ScopedTraceSpan span("checkpoint restore", "checkpoint");
+  span.AddArg("step", static_cast<double>(reader.step()));
   std::vector<TensorPlan> plans;
   for (const NamedTensor& tensor : tensors) {
     TensorPlan plan;

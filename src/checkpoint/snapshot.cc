@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/base/status_macros.h"
 #include "src/debug/metrics.h"
+#include "src/debug/trace_writer.h"
 #include "src/lazy/context.h"
 #include "src/lazy/engine.h"
 #include "src/spmd/axis_sharding.h"
@@ -104,6 +105,8 @@ int64_t Snapshot::ByteSize() const {
 }
 
 absl::StatusOr<Snapshot> TakeSnapshot(const std::vector<NamedTensor>& tensors) {
+  debug::ScopedTraceSpan span("checkpoint stage", "checkpoint");
+  span.AddArg("tensors", static_cast<double>(tensors.size()));
   std::set<std::string> names;
   std::vector<std::shared_ptr<lazy::TensorState>> states;
   for (const NamedTensor& tensor : tensors) {

@@ -14,6 +14,7 @@
 #include "src/base/status_macros.h"
 #include "src/checkpoint/durable_file.h"
 #include "src/checkpoint/step_directory.h"
+#include "src/debug/trace_writer.h"
 #include "src/io/checksum.h"
 
 namespace vkspmd::checkpoint {
@@ -51,6 +52,9 @@ constexpr size_t kWriterThreads = 4;
 }  // namespace
 
 absl::Status WriteStep(const std::string& directory, int64_t step, const Snapshot& snapshot) {
+  debug::ScopedTraceSpan span("checkpoint write", "checkpoint");
+  span.AddArg("step", static_cast<double>(step));
+  span.AddArg("bytes", static_cast<double>(snapshot.ByteSize()));
   VKSPMD_ASSIGN_OR_RETURN(PendingStep pending, PendingStep::Create(directory, step));
   io::Manifest manifest;
   manifest.library_version = VKSPMD_LIBRARY_VERSION;
@@ -86,7 +90,20 @@ absl::Status WriteStep(const std::string& directory, int64_t step, const Snapsho
   work();
   for (std::thread& writer : writers) writer.join();
   for (const absl::Status& error : errors) VKSPMD_RETURN_IF_ERROR(error);
-  return pending.Commit(io::SerializeManifest(manifest));
+  VKSPMD_RETURN_IF_ERROR(pending.Commit(io::SerializeManifest(manifest)));
+  // The moment the step became visible, as an instant on the writing thread's track.
+  if (debug::TracingOn()) {
+    debug::TraceEvent commit;
+    commit.phase = 'i';
+    commit.name = "checkpoint commit";
+    commit.category = "checkpoint";
+    commit.tid = debug::HostTrack();
+    commit.ts_us = debug::TraceNowMicros();
+    commit.number_args = {{"step", static_cast<double>(step)}};
+    commit.text_args = {{"path", StepPath(directory, step)}};
+    debug::AddTraceEvent(std::move(commit));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace vkspmd::checkpoint

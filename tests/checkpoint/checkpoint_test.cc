@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -498,6 +499,39 @@ TEST_F(CheckpointTest, OptimizerStateResumesBitwise) {
   train_step(2);
   EXPECT_EQ(BitwiseDifference(weight.to_host(), continued), "");
   EXPECT_EQ(optimizer.step_count(0), 3);
+}
+
+// A profiler trace shows the checkpoint: staging on the caller's track, the write on the
+// background writer's, and the commit as an instant naming the step.
+TEST_F(CheckpointTest, TheTraceShowsStagingWritingAndTheCommit) {
+  const std::string directory = FreshDirectory("traced");
+  const std::string trace = directory + "/trace.json";
+  const Mesh mesh({2}, {}, {"x"});
+  std::vector<Tensor> tensors = Place({"2", mesh, {"x", None}}, Values(3));
+  CheckpointManager manager(directory + "/ckpt");
+  profiler::start_trace(trace);
+  manager.save_async(7, StateOf(tensors));
+  manager.wait_until_finished();
+  profiler::stop_trace();
+  std::ifstream stream(trace);
+  const nlohmann::json json = nlohmann::json::parse(stream);
+  std::map<std::string, nlohmann::json> found;
+  std::map<int64_t, std::string> threads;
+  for (const nlohmann::json& event : json["traceEvents"]) {
+    if (event["ph"] == "M" && event["name"] == "thread_name") {
+      threads[event["tid"].get<int64_t>()] = event["args"]["name"];
+    }
+    if (event.value("cat", "") == "checkpoint") found[event["name"]] = event;
+  }
+  ASSERT_TRUE(found.contains("checkpoint stage"));
+  ASSERT_TRUE(found.contains("checkpoint write"));
+  ASSERT_TRUE(found.contains("checkpoint commit"));
+  EXPECT_EQ(found["checkpoint commit"]["ph"], "i");
+  EXPECT_EQ(found["checkpoint commit"]["args"]["step"], 7);
+  EXPECT_EQ(threads[found["checkpoint write"]["tid"].get<int64_t>()], "checkpoint writer");
+  EXPECT_NE(found["checkpoint stage"]["tid"], found["checkpoint write"]["tid"]);
+  EXPECT_GE(found["checkpoint commit"]["ts"].get<double>(),
+            found["checkpoint stage"]["ts"].get<double>());
 }
 
 // The exported file, read by numpy alone (tests/io/safetensors_check.py), holds every tensor equal
