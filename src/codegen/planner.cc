@@ -220,12 +220,24 @@ class Planner {
     row_fusions_ =
         PlanRowFusions(entry, needs_buffer, output_set, Lanes(), kMaxElementsPerInvocation);
     for (const auto& owned : entry.instructions()) {
-      if (needs_buffer.count(owned.get())) Materialize(*owned);
+      if (ir::IsCollective(owned->opcode())) {
+        collective_operands_.insert(owned->operands().begin(), owned->operands().end());
+      }
+    }
+    for (const auto& owned : entry.instructions()) {
+      if (!needs_buffer.count(owned.get())) continue;
+      if (IsBufferAlias(*owned, output_set)) {
+        // Operands come first in definition order, so the operand's buffer exists already.
+        plan_.materialized[owned.get()] = plan_.materialized.at(owned->operand(0));
+        aliases_.insert(owned.get());
+      } else {
+        Materialize(*owned);
+      }
     }
     for (const auto& owned : entry.instructions()) {
       const Instruction* instruction = owned.get();
       auto found = plan_.materialized.find(instruction);
-      if (found == plan_.materialized.end()) continue;
+      if (found == plan_.materialized.end() || aliases_.count(instruction)) continue;
       const Opcode opcode = instruction->opcode();
       if (opcode == Opcode::kParameter || opcode == Opcode::kConstant) continue;
       if (opcode == Opcode::kDot) {
@@ -254,12 +266,29 @@ class Planner {
   }
 
  private:
+  // A reshape of a value already in a buffer reads that buffer as it is: row-major, both hold the
+  // same elements in the same order, and kernels read buffers by linear index. So it gets no
+  // kernel and no buffer of its own. Not for outputs (they own their buffers) or values the host
+  // reads for a collective (it reads them with the collective's operand shape).
+  bool IsBufferAlias(const Instruction& instruction,
+                     const std::set<const Instruction*>& outputs) const {
+    if (instruction.opcode() != Opcode::kReshape || outputs.count(&instruction) ||
+        row_fusions_.count(&instruction) || !plan_.materialized.count(instruction.operand(0)) ||
+        instruction.operand(0)->shape().IsTuple()) {
+      return false;
+    }
+    return !collective_operands_.count(&instruction);
+  }
+
   // Whether `value`, computed in the kernel of `root`, reads `parameter` only at the index it is
   // evaluated at (through elementwise ops alone), given whether the path so far kept the index.
   bool ReadsOnlyInPlace(const Instruction* value, const Instruction* parameter, bool same_index,
                         bool is_root) const {
     if (value == parameter) return same_index;
-    if (!is_root && plan_.materialized.count(value)) return true;  // Read from its own buffer.
+    if (!is_root && plan_.materialized.count(value)) {
+      // Read from its own buffer, unless that is the parameter's (a reshape aliasing it).
+      return plan_.materialized.at(value) != plan_.materialized.at(parameter);
+    }
     const bool elementwise = IsFusedElementwise(value->opcode());
     for (const Instruction* operand : value->operands()) {
       bool keeps_index =
@@ -475,6 +504,8 @@ class Planner {
   const TargetInfo& target_;
   ProgramPlan plan_;
   std::map<const Instruction*, RowFusion> row_fusions_;
+  std::set<const Instruction*> aliases_;  // Reshapes reading their operand's buffer.
+  std::set<const Instruction*> collective_operands_;
 };
 
 }  // namespace

@@ -110,6 +110,27 @@ ENTRY e {
   EXPECT_THAT(plan.kernels[0].inputs, ElementsAre(0, 1));
 }
 
+TEST_F(PlannerTest, AReshapeOfABufferReadsThatBufferWithoutAKernel) {
+  // flat, read by two kernels, would need a buffer; as a reshape of e's buffer it reads that one
+  // (no kernel, no buffer of its own). The output reshape keeps its own buffer and kernel.
+  ProgramPlan plan = Plan(R"(HloModule alias
+ENTRY e {
+  p0 = f32[2,3,4] parameter(0)
+  w = f32[4,5] parameter(1)
+  e = f32[2,3,4] exponential(p0)
+  flat = f32[6,4] reshape(e)
+  d = f32[6,5] dot(flat, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  g = f32[6,4] negate(flat)
+  x = f32[2,3,4] negate(e)
+  out = f32[24] reshape(x)
+  ROOT t = (f32[6,5], f32[6,4], f32[24]) tuple(d, g, out)
+})");
+  EXPECT_THAT(BufferNames(plan), ElementsAre("p0", "w", "e", "d", "g", "out"));
+  EXPECT_THAT(KernelNames(plan), ElementsAre("e", "d", "g", "out"));
+  EXPECT_THAT(plan.kernels[1].inputs, ElementsAre(2, 1));  // The dot reads e's buffer,
+  EXPECT_THAT(plan.kernels[2].inputs, ElementsAre(2));     // and so does g.
+}
+
 TEST_F(PlannerTest, SoftmaxIsOneRowFusedKernel) {
   ProgramPlan plan = PlanFile("softmax");
   EXPECT_THAT(BufferNames(plan), ElementsAre("p0", "softmax"));
