@@ -27,20 +27,6 @@ Tensor Wrap(absl::StatusOr<NodePtr> node) {
   return Tensor(Context::Get().NewTensor(Unwrap(std::move(node))));
 }
 
-ir::DType ToIrType(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return ir::DType::kF32;
-    case DType::kInt32:
-      return ir::DType::kS32;
-    case DType::kUInt32:
-      return ir::DType::kU32;
-    case DType::kBool:
-      return ir::DType::kPred;
-  }
-  return ir::DType::kF32;
-}
-
 DType FromIrType(ir::DType type) {
   switch (type) {
     case ir::DType::kF32:

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "src/lazy/placement.h"
+#include "src/lazy/public_types.h"
 #include "src/lazy/tensor_state.h"
 #include "src/spmd/mesh.h"
 #include "vkspmd/dtype.h"
@@ -31,7 +32,6 @@ NodePtr NodeOf(const Tensor& tensor, const char* op = "this op");
 // A new registered tensor of `node` (throws the error of a failed trace step).
 Tensor Wrap(absl::StatusOr<NodePtr> node);
 
-ir::DType ToIrType(DType dtype);
 // Throws for element types the public API has no name for.
 DType FromIrType(ir::DType type);
 // A user scalar as a graph parameter of the type an op with a `tensor_type` tensor computes in.

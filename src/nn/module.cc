@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "src/base/formatting.h"
 #include "src/io/safetensors.h"
+#include "src/lazy/public_types.h"
 #include "src/nn/init.h"
 #include "vkspmd/nn.h"
 #include "vkspmd/ops.h"
@@ -17,21 +18,6 @@
 
 namespace vkspmd::nn {
 namespace {
-
-// The ir element type of a public one (as src/api maps them; nn sees only the public API).
-ir::DType IrType(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return ir::DType::kF32;
-    case DType::kInt32:
-      return ir::DType::kS32;
-    case DType::kUInt32:
-      return ir::DType::kU32;
-    case DType::kBool:
-      return ir::DType::kPred;
-  }
-  return ir::DType::kF32;
-}
 
 // The error of a failed file operation, its message led by the module function's name.
 [[noreturn]] void ThrowStatus(const char* function, const absl::Status& status) {
@@ -134,7 +120,7 @@ void Module::save_safetensors(const std::string& path) const {
   const std::vector<NamedParameter> table = parameter_table();
   std::vector<io::SafetensorsEntry> entries;
   for (const NamedParameter& entry : table) {
-    entries.push_back({entry.name, IrType(entry.tensor.dtype()), entry.tensor.shape()});
+    entries.push_back({entry.name, lazy::ToIrType(entry.tensor.dtype()), entry.tensor.shape()});
   }
   // Hugging Face's loaders refuse a file without a known "format"; the names and layouts are
   // PyTorch's (Linear weights [out, in]).
@@ -167,7 +153,8 @@ void Module::load_safetensors(const std::string& path, bool strict) {
                                                      " has no tensor for parameter ", entry.name));
     }
     const io::SafetensorsTensorInfo& tensor = *found->second;
-    if (tensor.dtype != IrType(entry.tensor.dtype()) || tensor.shape != entry.tensor.shape()) {
+    if (tensor.dtype != lazy::ToIrType(entry.tensor.dtype()) ||
+        tensor.shape != entry.tensor.shape()) {
       throw Error(
           ErrorCode::kInvalidArgument,
           absl::StrCat("load_safetensors: ", path, " holds ", entry.name, " as ",
