@@ -1,4 +1,5 @@
-// HostTensor: a tensor's values copied to host memory (row-major, bool as one byte per element).
+// HostTensor: a tensor's values copied to host memory (row-major, bool as one byte per element,
+// float16 and bfloat16 as their 16 raw bits).
 #pragma once
 
 #include <cstddef>
@@ -32,6 +33,10 @@ struct HostTensor {
         return static_cast<T>(Load<uint32_t>(i));
       case DType::kBool:
         return static_cast<T>(Load<uint8_t>(i) != 0);
+      case DType::kFloat16:
+        return static_cast<T>(HalfToFloat(Load<uint16_t>(i)));
+      case DType::kBFloat16:
+        return static_cast<T>(BFloat16ToFloat(Load<uint16_t>(i)));
     }
     return T{};
   }
@@ -45,6 +50,21 @@ struct HostTensor {
   }
 
  private:
+  static float BitsToFloat(uint32_t bits) {
+    float value;
+    std::memcpy(&value, &bits, sizeof(value));
+    return value;
+  }
+  static float BFloat16ToFloat(uint16_t bits) { return BitsToFloat(uint32_t{bits} << 16); }
+  static float HalfToFloat(uint16_t bits) {
+    const uint32_t sign = uint32_t{bits & 0x8000u} << 16;
+    const uint32_t exponent = (bits >> 10) & 0x1fu, mantissa = bits & 0x3ffu;
+    if (exponent == 0x1f) return BitsToFloat(sign | 0x7f800000u | (mantissa << 13));
+    if (exponent != 0) return BitsToFloat(sign | ((exponent + 112) << 23) | (mantissa << 13));
+    // Zero or subnormal: mantissa * 2^-24, exact in float.
+    const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
+    return sign != 0 ? -magnitude : magnitude;
+  }
   template <typename S>
   S Load(int64_t i) const {
     S value;

@@ -83,6 +83,17 @@ class Module {
   void set_parallel_plan(std::shared_ptr<const ParallelPlan> plan);
   const std::shared_ptr<const ParallelPlan>& parallel_plan() const { return plan_; }
 
+  // Mixed precision, as PyTorch's autocast with float32 master weights: the parameters (and so
+  // the optimizer state) stay float32; with compute dtype float16 or bfloat16, Linear layers (and
+  // attention's two batched matmuls) cast their input, weight and bias to it and compute in it,
+  // GELU computes in what it is given, while LayerNorm, softmax and the losses compute in
+  // float32 (autocast's float32 list), so the residual stream stays float32. Gradients return to
+  // float32 through the converts (a convert's gradient is the convert back). Set for this module
+  // and its children; float32 (the default) leaves every graph as it was. Throws for a dtype
+  // that is not floating-point. float16 needs loss scaling (optim::GradScaler).
+  void set_compute_dtype(DType dtype);
+  DType compute_dtype() const { return compute_dtype_; }
+
   // Marks `x` (batch-first) with the plan's sharding for `kind`; without a plan returns `x`.
   Tensor constrain(const Tensor& x, Activation kind) const;
   // Places a model input (tokens, features, targets) on the plan's mesh, its dim 0 split over
@@ -96,6 +107,8 @@ class Module {
   void register_module(const std::string& name, Module* child);
   // Throws when this module (not its children) cannot run under `plan`.
   virtual void check_parallel_plan(const ParallelPlan& plan) const { (void)plan; }
+  // A floating-point `x` in the compute dtype (unchanged under float32, and for other types).
+  Tensor to_compute_dtype(const Tensor& x) const;
 
  private:
   struct ParameterSlot {
@@ -110,6 +123,7 @@ class Module {
   std::vector<ParameterSlot> parameters_;
   std::vector<std::pair<std::string, Module*>> children_;
   std::shared_ptr<const ParallelPlan> plan_;
+  DType compute_dtype_ = float32;
 };
 
 // How tensor parallelism splits a Linear (Megatron): column-parallel splits the output features
@@ -269,6 +283,7 @@ class MlpRegressor : public Module {
 };
 
 // Mean cross-entropy of logits [B, T, V] or [N, V] against int32 class indices [B, T] or [N].
+// Both losses compute in float32 whatever the prediction's floating type.
 Tensor cross_entropy_loss(const Tensor& logits, const Tensor& targets);
 // The mean of (prediction - target)^2 over every element.
 Tensor mse_loss(const Tensor& prediction, const Tensor& target);

@@ -4,10 +4,12 @@
 // and everything derived from the step count are graph parameters, a run compiles its step once
 // even with a learning-rate schedule. State tensors are created at construction, zero, and
 // sharded like their parameter (mark_sharding_like): call mark_step() after constructing the
-// optimizer so the first training step already has the graph of every later one.
+// optimizer so the first training step already has the graph of every later one. GradScaler
+// adds PyTorch's dynamic loss scaling for float16 mixed precision.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -98,6 +100,46 @@ class AdamW : public Optimizer {
 
   double beta1_, beta2_, eps_, weight_decay_;
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
+};
+
+// Dynamic loss scaling for float16 mixed precision (torch.cuda.amp.GradScaler): the loss is
+// multiplied by the scale before the gradients are taken, so small gradients do not flush to
+// zero in float16; step() divides the gradients by it (in float32) and skips the optimizer step
+// when any of them is inf or NaN; update() then halves the scale (backoff_factor), or multiplies
+// it by growth_factor after growth_interval good steps in a row. The scale is a graph parameter.
+// step() reads one value (whether a gradient overflowed), so the forward and backward pass run
+// before the update is traced: a step is two graphs, each compiled once.
+class GradScaler {
+ public:
+  // Throws for a scale that is not positive and finite, growth_factor <= 1, backoff_factor
+  // outside (0, 1), or growth_interval < 1 (PyTorch's checks).
+  explicit GradScaler(double init_scale = 65536.0, double growth_factor = 2.0,
+                      double backoff_factor = 0.5, int64_t growth_interval = 2000);
+
+  // loss * scale, in float32.
+  Tensor scale(const Tensor& loss) const;
+  // Unscales `grads` (one per optimizer parameter, as Optimizer::step takes them) and steps the
+  // optimizer with them unless one holds an inf or NaN. Returns whether it stepped.
+  bool step(Optimizer& optimizer, const std::vector<Tensor>& grads);
+  // Adjusts the scale after step() (throws when step() was not called since the last update).
+  void update();
+
+  double get_scale() const { return scale_; }
+  // Good steps in a row since the scale last changed.
+  int64_t growth_tracker() const { return growth_tracker_; }
+  // Steps skipped so far (gradients with an inf or NaN).
+  int64_t skipped_steps() const { return skipped_steps_; }
+  // For checkpoints: the scale and the growth tracker (throws for a bad scale or a negative
+  // tracker).
+  void load_state(double scale, int64_t growth_tracker);
+
+ private:
+  double scale_, growth_factor_, backoff_factor_;
+  int64_t growth_interval_;
+  int64_t growth_tracker_ = 0;
+  int64_t skipped_steps_ = 0;
+  // Whether the last step() found an inf or NaN; empty when update() has nothing to apply.
+  std::optional<bool> found_inf_;
 };
 
 }  // namespace vkspmd::optim

@@ -124,9 +124,9 @@ Tensor arange(Scalar end);
 Tensor arange(Scalar start, Scalar end, Scalar step = 1);
 // Uniform in [0, 1) and standard normal values from a counter-based generator (Philox4x32-10)
 // seeded by manual_seed: the values depend on the seed and the order of calls, never on the
-// mesh or the sharding.
-Tensor rand(std::vector<int64_t> shape);
-Tensor randn(std::vector<int64_t> shape);
+// mesh or the sharding. A float16 or bfloat16 dtype rounds the float32 values drawn.
+Tensor rand(std::vector<int64_t> shape, DType dtype = float32);
+Tensor randn(std::vector<int64_t> shape, DType dtype = float32);
 void manual_seed(uint64_t seed);
 // The generator's state: the seed and how many Philox blocks were drawn since (what a checkpoint
 // saves so a resumed run draws the same numbers next).
@@ -138,13 +138,15 @@ struct RngState {
 RngState get_rng_state();
 void set_rng_state(const RngState& state);
 // Host data (row-major) of the given shape (default: 1-D of the data's length; scalar() makes
-// a 0-d tensor).
-Tensor tensor(std::span<const float> values, std::vector<int64_t> shape = {});
+// a 0-d tensor). Float values may be stored as float16 or bfloat16 (rounded to nearest even);
+// from_host takes their raw 16 bits, as to_host gives them.
+Tensor tensor(std::span<const float> values, std::vector<int64_t> shape = {},
+              DType dtype = float32);
 Tensor tensor(std::span<const int32_t> values, std::vector<int64_t> shape = {});
 Tensor tensor(std::span<const uint32_t> values, std::vector<int64_t> shape = {});
 Tensor tensor(const std::vector<bool>& values, std::vector<int64_t> shape = {});
 Tensor from_host(const HostTensor& value);
-// A NumPy .npy file (float32, int32, uint32 or bool).
+// A NumPy .npy file (float32, float16, int32, uint32 or bool).
 Tensor from_npy(const std::string& path);
 
 }  // namespace vkspmd

@@ -1,6 +1,7 @@
 // Tensor factories: constants, ranges, random values and host data.
 #include <cmath>
 #include <numbers>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "src/api/api_support.h"
@@ -46,9 +47,25 @@ ir::Literal RandomBits(int64_t count) {
   return std::move(result.tuple_elements()[1]);
 }
 
+// A float32 literal's values rounded to `dtype` (a floating type), as a host leaf.
+Tensor FloatLeaf(ir::Literal values, DType dtype, const char* op) {
+  if (!is_floating_point(dtype)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                absl::StrCat(op, ": dtype ", dtype_name(dtype), " is not a floating-point type"));
+  }
+  const ir::DType type = lazy::ToIrType(dtype);
+  if (type == values.dtype()) return lazy::Wrap(lazy::MakeHostLeaf(std::move(values)));
+  ir::Literal rounded(ir::Shape(type, values.shape().dimensions()));
+  for (int64_t i = 0; i < values.ElementCount(); ++i) {
+    rounded.SetFromDouble(i, values.GetAsDouble(i));
+  }
+  return lazy::Wrap(lazy::MakeHostLeaf(std::move(rounded)));
+}
+
 // A word's top 24 bits as a float in [0, 1).
 float Uniform(uint32_t bits) { return static_cast<float>(bits >> 8) * 0x1p-24f; }
 
+// Host values of `type` (a float type rounds them) as a host leaf.
 template <typename T>
 Tensor FromSpan(std::span<const T> values, std::vector<int64_t> shape, ir::DType type) {
   if (shape.empty()) shape = {static_cast<int64_t>(values.size())};
@@ -59,7 +76,13 @@ Tensor FromSpan(std::span<const T> values, std::vector<int64_t> shape, ir::DType
         ErrorCode::kInvalidArgument,
         absl::StrCat("tensor: ", values.size(), " values for shape ", literal.shape().ToString()));
   }
-  for (size_t i = 0; i < values.size(); ++i) literal.Set<T>(static_cast<int64_t>(i), values[i]);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if constexpr (std::is_floating_point_v<T>) {
+      literal.SetFromDouble(static_cast<int64_t>(i), values[i]);
+    } else {
+      literal.Set<T>(static_cast<int64_t>(i), values[i]);
+    }
+  }
   return lazy::Wrap(lazy::MakeHostLeaf(std::move(literal)));
 }
 
@@ -107,17 +130,17 @@ Tensor arange(Scalar start, Scalar end, Scalar step) {
                                         lazy::trace::Constant(start.value(), type), "arange"));
 }
 
-Tensor rand(std::vector<int64_t> shape) {
+Tensor rand(std::vector<int64_t> shape, DType dtype) {
   CheckShape(shape, "rand");
   ir::Literal values(ir::Shape(ir::DType::kF32, shape));
   ir::Literal bits = RandomBits(values.ElementCount());
   for (int64_t i = 0; i < values.ElementCount(); ++i) {
     values.Set<float>(i, Uniform(bits.Get<uint32_t>(i)));
   }
-  return lazy::Wrap(lazy::MakeHostLeaf(std::move(values)));
+  return FloatLeaf(std::move(values), dtype, "rand");
 }
 
-Tensor randn(std::vector<int64_t> shape) {
+Tensor randn(std::vector<int64_t> shape, DType dtype) {
   CheckShape(shape, "randn");
   ir::Literal values(ir::Shape(ir::DType::kF32, shape));
   const int64_t count = values.ElementCount();
@@ -129,7 +152,7 @@ Tensor randn(std::vector<int64_t> shape) {
     values.Set<float>(i, static_cast<float>(radius * std::cos(angle)));
     if (i + 1 < count) values.Set<float>(i + 1, static_cast<float>(radius * std::sin(angle)));
   }
-  return lazy::Wrap(lazy::MakeHostLeaf(std::move(values)));
+  return FloatLeaf(std::move(values), dtype, "randn");
 }
 
 void manual_seed(uint64_t seed) { lazy::Context::Get().SetSeed(seed); }
@@ -143,8 +166,12 @@ void set_rng_state(const RngState& state) {
   lazy::Context::Get().SetRandomState(state.seed, state.offset);
 }
 
-Tensor tensor(std::span<const float> values, std::vector<int64_t> shape) {
-  return FromSpan(values, std::move(shape), ir::DType::kF32);
+Tensor tensor(std::span<const float> values, std::vector<int64_t> shape, DType dtype) {
+  if (!is_floating_point(dtype)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                absl::StrCat("tensor: float values cannot be stored as ", dtype_name(dtype)));
+  }
+  return FromSpan(values, std::move(shape), lazy::ToIrType(dtype));
 }
 Tensor tensor(std::span<const int32_t> values, std::vector<int64_t> shape) {
   return FromSpan(values, std::move(shape), ir::DType::kS32);

@@ -19,7 +19,7 @@ constexpr int64_t kEdgeItems = 3;
 class ElementFormat {
  public:
   explicit ElementFormat(const HostTensor& value) : value_(value) {
-    if (value.dtype != DType::kFloat32) return;
+    if (!is_floating_point(value.dtype)) return;
     bool integral = true;
     double largest = 0, smallest = INFINITY;
     for (int64_t i = 0; i < value.numel(); ++i) {
@@ -44,6 +44,8 @@ class ElementFormat {
       case DType::kUInt32:
         return std::to_string(value_.at<uint32_t>(i));
       case DType::kFloat32:
+      case DType::kFloat16:
+      case DType::kBFloat16:
         break;
     }
     const double x = value_.at<double>(i);
@@ -139,7 +141,13 @@ class Printer {
 }  // namespace
 
 std::string Tensor::to_string(std::source_location where) const {
-  return Printer(to_host(where)).Print();
+  const HostTensor value = to_host(where);
+  std::string text = Printer(value).Print();
+  // PyTorch names the dtype where it is not the default float one it infers from the digits.
+  if (value.dtype == DType::kFloat16 || value.dtype == DType::kBFloat16) {
+    text.insert(text.size() - 1, absl::StrCat(", dtype=torch.", dtype_name(value.dtype)));
+  }
+  return text;
 }
 
 std::ostream& operator<<(std::ostream& stream, const Tensor& tensor) {

@@ -37,12 +37,17 @@ DType FromIrType(ir::DType type) {
       return DType::kUInt32;
     case ir::DType::kPred:
       return DType::kBool;
+    case ir::DType::kF16:
+      return DType::kFloat16;
+    case ir::DType::kBF16:
+      return DType::kBFloat16;
     default:
       break;
   }
   throw Error(ErrorCode::kUnimplemented,
-              absl::StrCat("element type ", std::string(ir::DTypeName(type)),
-                           " has no public name (float32, int32, uint32 and bool have)"));
+              absl::StrCat(
+                  "element type ", std::string(ir::DTypeName(type)),
+                  " has no public name (float32, float16, bfloat16, int32, uint32 and bool have)"));
 }
 
 NodePtr ScalarFor(Scalar value, ir::DType tensor_type) {

@@ -118,6 +118,10 @@ std::string dtype_name(DType dtype) {
       return "uint32";
     case DType::kBool:
       return "bool";
+    case DType::kFloat16:
+      return "float16";
+    case DType::kBFloat16:
+      return "bfloat16";
   }
   return "unknown";
 }

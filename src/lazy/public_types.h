@@ -17,6 +17,10 @@ inline ir::DType ToIrType(DType dtype) {
       return ir::DType::kU32;
     case DType::kBool:
       return ir::DType::kPred;
+    case DType::kFloat16:
+      return ir::DType::kF16;
+    case DType::kBFloat16:
+      return ir::DType::kBF16;
   }
   return ir::DType::kF32;
 }

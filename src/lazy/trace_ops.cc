@@ -124,6 +124,12 @@ absl::StatusOr<ir::DType> PromoteTypes(ir::DType a, ir::DType b, const std::stri
   if (a == ir::DType::kPred) return b;
   if (b == ir::DType::kPred) return a;
   if (ir::IsFloat(a) != ir::IsFloat(b)) return ir::IsFloat(a) ? a : b;
+  // Floats of different widths compute in the wider one; float16 with bfloat16 in float32 (as
+  // PyTorch promotes them).
+  if (ir::IsFloat(a) && ir::IsFloat(b)) {
+    if (ir::DTypeByteSize(a) == ir::DTypeByteSize(b)) return ir::DType::kF32;
+    return ir::DTypeByteSize(a) > ir::DTypeByteSize(b) ? a : b;
+  }
   return absl::InvalidArgumentError(
       absl::StrCat(op, ": no common type for ", std::string(ir::DTypeName(a)), " and ",
                    std::string(ir::DTypeName(b)), "; convert one with to_dtype"));

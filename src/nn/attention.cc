@@ -68,11 +68,13 @@ Tensor CausalSelfAttention::forward(const Tensor& x) const {
   const int64_t batch = x.size(0), length = x.size(1);
   Tensor q = SplitHeads(query_(x)), k = SplitHeads(key_(x)), v = SplitHeads(value_(x));
   const double scale = 1.0 / std::sqrt(static_cast<double>(d_model_ / heads_));
+  // Under mixed precision q, k and v are in the compute dtype; the softmax is in float32 and its
+  // probabilities go back to the compute dtype for the second matmul.
   Tensor scores = matmul(q, k.transpose(-2, -1)) * scale;
   // -inf as PyTorch's masked_fill: the diagonal is never masked, so each row keeps a finite
   // maximum and the masked entries become exact zeros after the softmax.
   scores = where(CausalMask(length), scores, -std::numeric_limits<float>::infinity());
-  Tensor heads = matmul(softmax(scores, -1), v);
+  Tensor heads = matmul(to_compute_dtype(softmax(scores.to(float32), -1)), v);
   Tensor merged = heads.permute({0, 2, 1, 3}).reshape({batch, length, d_model_});
   return constrain(output_(constrain(merged, Activation::kFeatures)), Activation::kBatch);
 }

@@ -32,8 +32,8 @@ Tensor Linear::forward(const Tensor& x) const {
         absl::StrCat("Linear(", in_features_, ", ", out_features_, "): the input's last dim ",
                      x.dim() == 0 ? 0 : x.size(-1), " is not ", in_features_));
   }
-  Tensor y = matmul(x, weight_.t());
-  return bias_.defined() ? y + bias_ : y;
+  Tensor y = matmul(to_compute_dtype(x), to_compute_dtype(weight_).t());
+  return bias_.defined() ? y + to_compute_dtype(bias_) : y;
 }
 
 Embedding::Embedding(int64_t num_embeddings, int64_t dim, bool vocab_parallel) {
@@ -52,8 +52,9 @@ LayerNorm::LayerNorm(int64_t dim, double eps) : dim_(dim), eps_(eps) {
   register_parameter("bias", &bias_);
 }
 
+// In float32 under mixed precision too (its statistics need the range and the digits).
 Tensor LayerNorm::forward(const Tensor& x) const {
-  return layer_norm(x, {dim_}, weight_, bias_, eps_);
+  return layer_norm(x.to(float32), {dim_}, weight_, bias_, eps_);
 }
 
 Tensor GELU::forward(const Tensor& x) const { return gelu(x, "none"); }
@@ -89,7 +90,7 @@ Tensor cross_entropy_loss(const Tensor& logits, const Tensor& targets) {
                 absl::StrCat("cross_entropy_loss: logits must be [B, T, V] or [N, V], not ",
                              ShapeText(logits.shape())));
   }
-  return cross_entropy(logits, targets, "mean");
+  return cross_entropy(logits.to(float32), targets, "mean");
 }
 
 Tensor mse_loss(const Tensor& prediction, const Tensor& target) {
@@ -98,7 +99,7 @@ Tensor mse_loss(const Tensor& prediction, const Tensor& target) {
                 absl::StrCat("mse_loss: the prediction is ", ShapeText(prediction.shape()),
                              " but the target is ", ShapeText(target.shape())));
   }
-  Tensor difference = prediction - target;
+  Tensor difference = prediction.to(float32) - target.to(float32);
   return mean(difference * difference);
 }
 

@@ -202,6 +202,21 @@ void Module::SetPlanRecursively(const std::shared_ptr<const ParallelPlan>& plan)
   for (const auto& [name, child] : children_) child->SetPlanRecursively(plan);
 }
 
+void Module::set_compute_dtype(DType dtype) {
+  if (!is_floating_point(dtype)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                absl::StrCat("set_compute_dtype: ", dtype_name(dtype),
+                             " is not a floating-point type (float32, float16 or bfloat16)"));
+  }
+  compute_dtype_ = dtype;
+  for (const auto& [name, child] : children_) child->set_compute_dtype(dtype);
+}
+
+Tensor Module::to_compute_dtype(const Tensor& x) const {
+  if (compute_dtype_ == float32 || !is_floating_point(x.dtype())) return x;
+  return x.to(compute_dtype_);
+}
+
 Tensor Module::constrain(const Tensor& x, Activation kind) const {
   if (plan_ == nullptr) return x;
   PartitionSpec spec(static_cast<size_t>(x.dim()), None);

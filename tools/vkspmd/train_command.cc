@@ -54,7 +54,27 @@ struct TrainOptions {
   bool resume = false;
   std::string trace;                // Empty: no profiler trace.
   std::string trace_steps = "1:4";  // A:B, steps A to B-1 (0-based) in the trace.
+  std::string precision = "f32";    // f32, bf16 or f16 (mixed precision, f32 master weights).
 };
+
+// The compute dtype of --precision (nn::Module::set_compute_dtype).
+DType PrecisionDType(const std::string& precision) {
+  if (precision == "f32") return float32;
+  if (precision == "bf16") return bfloat16;
+  if (precision == "f16") return float16;
+  throw Error(ErrorCode::kInvalidArgument,
+              fmt::format("--precision {}: expected f32, bf16 or f16", precision));
+}
+
+// How a run's summary names its precision.
+std::string PrecisionText(const std::string& precision) {
+  if (precision == "bf16") return "bf16 mixed precision (f32 master weights)";
+  if (precision == "f16") return "f16 mixed precision with loss scaling (f32 master weights)";
+  return "f32";
+}
+
+// Where a float16 run's loss scaler is kept in a checkpoint's metadata: "<scale> <tracker>".
+constexpr char kLossScaleKey[] = "vkspmd.train.loss_scale";
 
 // --trace-steps A:B as the first step traced and the one after the last.
 std::pair<int64_t, int64_t> ParseTraceSteps(const std::string& text) {
@@ -180,9 +200,10 @@ struct Preempted {
 std::string ConfigText(const TrainOptions& options) {
   return fmt::format(
       "model {} d_model {} heads {} layers {} hidden {} features {} optimizer {} "
-      "lr {} seed {} batch {} seq {}",
+      "lr {} seed {} batch {} seq {}{}",
       options.model, options.d_model, options.heads, options.layers, options.hidden,
-      options.features, options.optimizer, options.lr, options.seed, options.batch, options.seq);
+      options.features, options.optimizer, options.lr, options.seed, options.batch, options.seq,
+      options.precision == "f32" ? "" : " precision " + options.precision);
 }
 
 // Refuses options no run could use, before any work: non-finite or negative learning rates, and
@@ -245,6 +266,7 @@ int Train(const TrainOptions& options) {
                 fmt::format("--optimizer {}: expected adamw or sgd", options.optimizer));
   }
   CheckOptions(options);
+  const DType compute_dtype = PrecisionDType(options.precision);
   // Opening the checkpoint directory removes what a killed run left there; with --resume the
   // latest committed step is where this run starts.
   std::unique_ptr<CheckpointManager> checkpoints;
@@ -284,6 +306,10 @@ int Train(const TrainOptions& options) {
     task = std::make_unique<RegressionTask>(options);
   }
   nn::apply_strategy(task->model(), mesh, options.strategy);
+  task->model().set_compute_dtype(compute_dtype);
+  // float16's range needs the loss scaled (bfloat16 has float32's exponent range).
+  std::unique_ptr<optim::GradScaler> scaler;
+  if (compute_dtype == float16) scaler = std::make_unique<optim::GradScaler>();
   std::vector<Tensor> parameters = task->model().parameters();
   set_memory_kind(parameters, MemoryKind::kParameter);
   std::unique_ptr<optim::Optimizer> optimizer;
@@ -318,6 +344,12 @@ int Train(const TrainOptions& options) {
                  saved, ConfigText(options));
     }
     checkpoint_state.metadata["vkspmd.train.config"] = ConfigText(options);
+    double scale = 0;
+    int64_t tracker = 0;
+    if (scaler != nullptr && std::sscanf(checkpoint_state.metadata[kLossScaleKey].c_str(),
+                                         "%lf %ld", &scale, &tracker) == 2) {
+      scaler->load_state(scale, tracker);
+    }
   } else if (options.resume) {
     fmt::print("vkspmd train: no committed step in {} to resume from; starting at step 0\n",
                options.checkpoint_dir);
@@ -338,11 +370,11 @@ int Train(const TrainOptions& options) {
         std::max(trace_first, first_step), end - 1, options.trace,
         1e3 * (execute - collectives) / steps, 1e3 * collectives / steps, options.trace);
   };
-  fmt::print("vkspmd train: {} ({} parameters), {} on {}, {} steps of batch {}{}, {}\n",
+  fmt::print("vkspmd train: {} ({} parameters), {} on {}, {} steps of batch {}{}, {}, {}\n",
              options.model, task->model().parameter_count(), options.strategy, mesh.to_string(),
              options.steps, options.batch,
              options.model == "transformer" ? fmt::format(" x {} tokens", options.seq) : "",
-             options.optimizer);
+             options.optimizer, PrecisionText(options.precision));
   std::fflush(stdout);
 
   train::Progress progress(stdout, options.steps, isatty(STDOUT_FILENO) != 0, options.log_every,
@@ -350,6 +382,10 @@ int Train(const TrainOptions& options) {
   // Steps done so far (the checkpoint's data position) and the saves of this run.
   auto save = [&](int64_t done, bool force) {
     checkpoint_state.data_position = done;
+    if (scaler != nullptr) {
+      checkpoint_state.metadata[kLossScaleKey] =
+          fmt::format("{} {}", scaler->get_scale(), scaler->growth_tracker());
+    }
     if (options.async_save) {
       checkpoints->save_async(done, checkpoint_state, force);
     } else {
@@ -399,7 +435,12 @@ int Train(const TrainOptions& options) {
       profiler::start_trace(options.trace);
     }
     Tensor loss = task->Loss(step);
-    optimizer->step(grad(loss, parameters));
+    if (scaler != nullptr) {
+      scaler->step(*optimizer, grad(scaler->scale(loss), parameters));
+      scaler->update();
+    } else {
+      optimizer->step(grad(loss, parameters));
+    }
     mark_step();
     if (profiler::tracing() && !options.trace.empty() && step + 1 == trace_end) {
       stop_trace(trace_end);
@@ -444,6 +485,10 @@ int Train(const TrainOptions& options) {
   fmt::print(
       "summary: final loss {:.4f}; mean of the last {} steps {:.4f} = {:.2f} x the first {}\n",
       losses.back(), window, last, last / first, window);
+  fmt::print("  precision: {}{}\n", PrecisionText(options.precision),
+             scaler == nullptr ? ""
+                               : fmt::format("; loss scale {}, {} step(s) skipped (inf/NaN)",
+                                             scaler->get_scale(), scaler->skipped_steps()));
   fmt::print("  {} steps in {:.1f} s; the first {:.2f} s ({} compilation(s), {:.2f} s)\n",
              run_steps, seconds, first_step_seconds, metrics.compile_count,
              metrics.compile_seconds);
@@ -527,6 +572,11 @@ void RegisterTrainCommand(CLI::App& app) {
   command
       ->add_option("--trace-steps", options->trace_steps,
                    "A:B: trace steps A to B-1 (0-based; step 0 compiles)")
+      ->capture_default_str();
+  command
+      ->add_option("--precision", options->precision,
+                   "f32, or mixed precision: bf16, f16 (dynamic loss scaling); parameters and "
+                   "optimizer state stay f32")
       ->capture_default_str();
   command->add_flag("--resume", options->resume,
                     "continue from the latest committed checkpoint in --checkpoint-dir (same "

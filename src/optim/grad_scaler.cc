@@ -1,0 +1,88 @@
+// Dynamic loss scaling (torch.cuda.amp.GradScaler): scale, unscale with the overflow check,
+// skip, back off and grow.
+#include <cmath>
+#include <string>
+
+#include "vkspmd/ops.h"
+#include "vkspmd/optim.h"
+
+namespace vkspmd::optim {
+namespace {
+
+void CheckScale(double scale, const char* where) {
+  if (!(std::isfinite(scale) && scale > 0)) {
+    throw Error(ErrorCode::kInvalidArgument, std::string(where) +
+                                                 ": the scale must be positive and finite, not " +
+                                                 std::to_string(scale));
+  }
+}
+
+}  // namespace
+
+GradScaler::GradScaler(double init_scale, double growth_factor, double backoff_factor,
+                       int64_t growth_interval)
+    : scale_(init_scale),
+      growth_factor_(growth_factor),
+      backoff_factor_(backoff_factor),
+      growth_interval_(growth_interval) {
+  CheckScale(init_scale, "GradScaler");
+  if (!(growth_factor > 1) || !(backoff_factor > 0 && backoff_factor < 1) || growth_interval < 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "GradScaler: expected growth_factor > 1, 0 < backoff_factor < 1 and "
+                "growth_interval >= 1, not " +
+                    std::to_string(growth_factor) + ", " + std::to_string(backoff_factor) + ", " +
+                    std::to_string(growth_interval));
+  }
+}
+
+Tensor GradScaler::scale(const Tensor& loss) const {
+  return loss.to(float32) * vkspmd::scalar(scale_);
+}
+
+bool GradScaler::step(Optimizer& optimizer, const std::vector<Tensor>& grads) {
+  const Tensor inverse = vkspmd::scalar(1.0 / scale_);
+  std::vector<Tensor> unscaled(grads.size());
+  Tensor overflow;  // 0 when every gradient is finite, NaN otherwise (inf * 0 and NaN * 0 are NaN).
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (!grads[i].defined()) continue;
+    unscaled[i] = grads[i].to(float32) * inverse;
+    Tensor probe = (unscaled[i] * 0.0).sum();
+    overflow = overflow.defined() ? overflow + probe : probe;
+  }
+  // The one value read: the forward and backward pass run now, the update is traced after it.
+  found_inf_ = overflow.defined() && !std::isfinite(overflow.item());
+  if (*found_inf_) {
+    ++skipped_steps_;
+    return false;
+  }
+  optimizer.step(unscaled);
+  return true;
+}
+
+void GradScaler::update() {
+  if (!found_inf_.has_value()) {
+    throw Error(ErrorCode::kFailedPrecondition, "GradScaler::update: no step() since the last one");
+  }
+  if (*found_inf_) {
+    scale_ *= backoff_factor_;
+    growth_tracker_ = 0;
+  } else if (++growth_tracker_ == growth_interval_) {
+    scale_ *= growth_factor_;
+    growth_tracker_ = 0;
+  }
+  found_inf_.reset();
+}
+
+void GradScaler::load_state(double scale, int64_t growth_tracker) {
+  CheckScale(scale, "GradScaler::load_state");
+  if (growth_tracker < 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "GradScaler::load_state: the growth tracker is negative (" +
+                    std::to_string(growth_tracker) + ")");
+  }
+  scale_ = scale;
+  growth_tracker_ = growth_tracker;
+  found_inf_.reset();
+}
+
+}  // namespace vkspmd::optim
