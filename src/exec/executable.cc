@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -11,11 +12,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "src/base/environment.h"
 #include "src/base/status_macros.h"
 #include "src/codegen/shader_compiler.h"
 #include "src/debug/metrics.h"
 #include "src/debug/trace_writer.h"
 #include "src/exec/compile_cache.h"
+#include "src/exec/program_dump.h"
 #include "src/runtime/transfers.h"
 
 namespace vkspmd::exec {
@@ -115,6 +118,12 @@ codegen::TargetInfo TargetFor(const runtime::MeshDevice& device) {
   target.int16_buffers = info.storage_buffer_16bit && info.shader_int16;
   target.int64 = info.shader_int64;
   target.float64 = info.shader_float64;
+  // By the device's kind, not its name; VKSPMD_DOT_KERNEL=shared_memory|registers overrides (tests
+  // run the GPU variant on lavapipe).
+  target.shared_memory_dot = !info.is_cpu() && info.subgroup_size >= 16;
+  const std::string dot_kernel = base::EnvironmentValue("VKSPMD_DOT_KERNEL").value_or("");
+  if (dot_kernel == "shared_memory") target.shared_memory_dot = true;
+  if (dot_kernel == "registers") target.shared_memory_dot = false;
   return target;
 }
 
@@ -133,6 +142,10 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
     program_plan = codegen::PlanProgram(module, target, {assignment.replica, assignment.partition});
   }
   VKSPMD_ASSIGN_OR_RETURN(codegen::ProgramPlan plan, std::move(program_plan));
+  if (absl::Status dumped = DumpCompilationIfRequested(module, plan, device.mesh_index());
+      !dumped.ok()) {
+    std::fprintf(stderr, "vkspmd: VKSPMD_DUMP_DIR: %s\n", std::string(dumped.message()).c_str());
+  }
   std::unique_ptr<Executable> executable(new Executable(device, std::move(plan)));
   executable->assignment_ = assignment;
   const codegen::ProgramPlan& program = executable->plan_;

@@ -14,6 +14,7 @@
 #include "src/base/status_macros.h"
 #include "src/exec/executable.h"
 #include "src/exec/mesh_program.h"
+#include "src/exec/program_dump.h"
 #include "src/interp/evaluator.h"
 #include "src/interp/result_comparison.h"
 #include "src/runtime/device_set.h"
@@ -46,25 +47,6 @@ int Fail(int code, absl::string_view message) {
 double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values.empty() ? 0 : values[values.size() / 2];
-}
-
-// Writes each kernel's GLSL to DIR/NN-NAME.comp, numbered in execution order.
-absl::Status DumpKernels(const codegen::ProgramPlan& plan, const std::string& directory) {
-  std::error_code error;
-  std::filesystem::create_directories(directory, error);
-  if (error)
-    return absl::InternalError(fmt::format("cannot create {}: {}", directory, error.message()));
-  for (size_t k = 0; k < plan.kernels.size(); ++k) {
-    std::string name = plan.kernels[k].name;
-    std::replace_if(
-        name.begin(), name.end(), [](char c) { return !std::isalnum(c) && c != '.' && c != '_'; },
-        '_');
-    std::string path = fmt::format("{}/{:02}-{}.comp", directory, k, name);
-    std::ofstream file(path);
-    file << plan.kernels[k].glsl;
-    if (!file.good()) return absl::InternalError(fmt::format("cannot write {}", path));
-  }
-  return absl::OkStatus();
 }
 
 // Opens at least `count` mesh devices. On failure prints why and sets `exit_code`.
@@ -268,7 +250,7 @@ int RunRun(const RunOptions& options) {
   double compile_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
   if (!options.dump_kernels.empty()) {
-    absl::Status dumped = DumpKernels((*executable)->plan(), options.dump_kernels);
+    absl::Status dumped = exec::DumpKernels((*executable)->plan(), options.dump_kernels);
     if (!dumped.ok()) return Fail(kExitRuntimeError, dumped.message());
   }
 
