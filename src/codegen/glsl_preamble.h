@@ -233,4 +233,40 @@ uint64_t xla_f2ul(double x) {
 }
 )";
 
+// f16 and bf16, included only in kernels that use them: values are computed in float and rounded
+// to nearest even after every op by integer bit manipulation, the same steps as the CPU
+// reference's ir::FloatToHalfBits / FloatToBFloat16Bits (NaN stays a quiet NaN of the same sign,
+// overflow gives infinity). Arithmetic in float then one rounding equals the reference's double
+// then float then half for + - * / sqrt, whose f32 results round innocuously twice.
+inline constexpr char kGlslPreambleHalf[] = R"(
+uint xla_f16_bits(float value) {
+  uint bits = floatBitsToUint(value);
+  uint sign = (bits >> 16) & 0x8000u;
+  uint magnitude = bits & 0x7fffffffu;
+  if (magnitude >= 0x7f800000u) return sign | 0x7c00u | (magnitude > 0x7f800000u ? 0x200u : 0u);
+  if (magnitude >= 0x477ff000u) return sign | 0x7c00u;
+  // Subnormal halves and zero: scaled by 2^24 the value is the mantissa, rounded to nearest even.
+  if (magnitude < 0x38800000u) return sign | uint(roundEven(abs(value) * 16777216.0));
+  return sign | ((magnitude - 0x38000000u + 0xfffu + ((magnitude >> 13) & 1u)) >> 13);
+}
+float xla_f16_value(uint h) {
+  uint exponent = (h >> 10) & 0x1fu;
+  uint mantissa = h & 0x3ffu;
+  float magnitude = float(mantissa) * uintBitsToFloat(0x33800000u);  // Subnormal: m * 2^-24.
+  if (exponent == 31u) magnitude = uintBitsToFloat(mantissa == 0u ? 0x7f800000u : 0x7fc00000u);
+  if (exponent != 0u && exponent != 31u) {
+    magnitude = uintBitsToFloat(((exponent + 112u) << 23) | (mantissa << 13));
+  }
+  return uintBitsToFloat(floatBitsToUint(magnitude) | ((h & 0x8000u) << 16));
+}
+float xla_round_f16(float x) { return xla_f16_value(xla_f16_bits(x)); }
+uint xla_bf16_bits(float value) {
+  uint bits = floatBitsToUint(value);
+  if (isnan(value)) return (bits >> 16) | 0x40u;
+  return (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+}
+float xla_bf16_value(uint b) { return uintBitsToFloat(b << 16); }
+float xla_round_bf16(float x) { return xla_bf16_value(xla_bf16_bits(x)); }
+)";
+
 }  // namespace vkspmd::codegen

@@ -8,6 +8,8 @@ namespace vkspmd::codegen {
 absl::StatusOr<std::string> GlslType(ir::DType type) {
   switch (type) {
     case ir::DType::kF32:
+    case ir::DType::kF16:
+    case ir::DType::kBF16:
       return std::string("float");
     case ir::DType::kS8:
     case ir::DType::kS16:
@@ -30,8 +32,14 @@ absl::StatusOr<std::string> GlslType(ir::DType type) {
   }
 }
 
+bool IsHalfFloat(ir::DType type) { return type == ir::DType::kF16 || type == ir::DType::kBF16; }
+
 std::string WrapToWidth(ir::DType type, const std::string& value) {
   switch (type) {
+    case ir::DType::kF16:
+      return absl::StrCat("xla_round_f16(", value, ")");
+    case ir::DType::kBF16:
+      return absl::StrCat("xla_round_bf16(", value, ")");
     case ir::DType::kS8:
       return absl::StrCat("bitfieldExtract(int(", value, "), 0, 8)");
     case ir::DType::kS16:
@@ -43,6 +51,29 @@ std::string WrapToWidth(ir::DType type, const std::string& value) {
     default:
       return value;
   }
+}
+
+std::string StorageType(ir::DType type, uint32_t element_bytes) {
+  const bool is_signed = ir::IsSignedInteger(type);
+  if (element_bytes == 1) return is_signed ? "int8_t" : "uint8_t";
+  if (element_bytes == 2) return is_signed ? "int16_t" : "uint16_t";
+  return *GlslType(type);
+}
+
+std::string LoadFromStorage(ir::DType type, uint32_t element_bytes, const std::string& stored) {
+  if (IsHalfFloat(type) && element_bytes == 2) {
+    return absl::StrCat(type == ir::DType::kF16 ? "xla_f16_value" : "xla_bf16_value", "(uint(",
+                        stored, "))");
+  }
+  return absl::StrCat(*GlslType(type), "(", stored, ")");
+}
+
+std::string StoreToStorage(ir::DType type, uint32_t element_bytes, const std::string& value) {
+  if (IsHalfFloat(type) && element_bytes == 2) {
+    return absl::StrCat("uint16_t(", type == ir::DType::kF16 ? "xla_f16_bits" : "xla_bf16_bits",
+                        "(", value, "))");
+  }
+  return absl::StrCat(StorageType(type, element_bytes), "(", value, ")");
 }
 
 }  // namespace vkspmd::codegen

@@ -1,7 +1,9 @@
-// How IR element types appear in GLSL: the type a device buffer's values are computed in, and
-// narrow integers wrapped back to their width.
+// How IR element types appear in GLSL: the type a device buffer's values are computed in, narrow
+// integers wrapped back to their width, 16-bit floats rounded to their precision, and how values
+// are loaded from and stored to a buffer's storage type.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -9,11 +11,27 @@
 
 namespace vkspmd::codegen {
 
-// The GLSL type a device buffer of `type` holds ("float", "int", "uint"); error for others.
+// The GLSL type values of `type` are computed in ("float", "int", "uint"); error for others.
+// f16 and bf16 are computed in float (and stored as 16 bits, see StorageType): accumulators of
+// dots and reductions over them are f32 with no special case.
 absl::StatusOr<std::string> GlslType(ir::DType type);
 
+// Whether `type` is a 16-bit float (f16, bf16): computed in float, rounded after every op.
+bool IsHalfFloat(ir::DType type);
+
 // `value` (a 32-bit GLSL integer) wrapped to `type`'s width: sign-extended from its low bits for
-// s8/s16, masked for u8/u16; unchanged for other types.
+// s8/s16, masked for u8/u16; for f16/bf16 (a GLSL float) rounded to nearest even at that type's
+// precision (exactly as the CPU reference's ir::FloatToHalfBits / FloatToBFloat16Bits, NaN and
+// overflow to infinity included); unchanged for other types.
 std::string WrapToWidth(ir::DType type, const std::string& value);
+
+// The element type of a buffer of `type` whose elements take `element_bytes` in memory: the
+// compute type, or the narrow type its elements have in memory. 16-bit floats live in memory as
+// uint16_t bit patterns (converted by the kernel, never by the driver, whose rounding of a float
+// to half is not specified); with 4 bytes (partial sums) they are plain floats.
+std::string StorageType(ir::DType type, uint32_t element_bytes);
+// GLSL converting `stored` (an element of StorageType) to the compute type, and back.
+std::string LoadFromStorage(ir::DType type, uint32_t element_bytes, const std::string& stored);
+std::string StoreToStorage(ir::DType type, uint32_t element_bytes, const std::string& value);
 
 }  // namespace vkspmd::codegen

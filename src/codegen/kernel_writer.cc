@@ -1,6 +1,7 @@
 // GLSL for fused elementwise and index-mapping instructions.
 #include "src/codegen/kernel_writer.h"
 
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -38,6 +39,13 @@ std::string Literal(const ir::Literal& literal, int64_t index) {
     }
     case DType::kF32:
       return absl::StrFormat("uintBitsToFloat(0x%08xu)", literal.Get<uint32_t>(index));
+    case DType::kF16:
+    case DType::kBF16: {  // Computed in float: the value's exact f32 bits.
+      const float value = static_cast<float>(literal.GetAsDouble(index));
+      uint32_t bits;
+      std::memcpy(&bits, &value, sizeof(bits));
+      return absl::StrFormat("uintBitsToFloat(0x%08xu)", bits);
+    }
     case DType::kS32:
       return absl::StrFormat("int(0x%08xu)", literal.Get<uint32_t>(index));
     case DType::kU32:
@@ -100,7 +108,8 @@ std::string Convert(DType from, DType to, const std::string& x) {
   if (to == DType::kPred) {
     return absl::StrCat("((", x, ") != ", *GlslType(from), "(0) ? 1u : 0u)");
   }
-  if (to == DType::kF32 || to == DType::kF64) return absl::StrCat(*GlslType(to), "(", x, ")");
+  // To f16/bf16: a float here, rounded to the type by the caller's WrapToWidth.
+  if (ir::IsFloat(to)) return absl::StrCat(*GlslType(to), "(", x, ")");
   const int bits = static_cast<int>(ir::DTypeByteSize(to)) * 8;
   if (bits == 64) {
     if (from_float) return absl::StrCat(to == DType::kS64 ? "xla_f2l(" : "xla_f2ul(", x, ")");
@@ -218,13 +227,16 @@ std::string KernelWriter::ReadBuffer(int buffer_id) {
   if (auto found = buffer_reads_.find(buffer_id); found != buffer_reads_.end())
     return found->second;
   int slot = Bind(buffer_id);
-  std::string type = *GlslType(plan_.buffers[buffer_id].shape.dtype());
-  UseType(plan_.buffers[buffer_id].shape.dtype());
+  const BufferPlan& buffer = plan_.buffers[buffer_id];
+  std::string type = *GlslType(buffer.shape.dtype());
+  UseType(buffer.shape.dtype());
   std::string name = absl::StrCat("read", slot);
-  absl::StrAppend(&functions_, type, " ", name, "(uint i) {\n",
-                  PartDispatch(absl::StrCat("in", slot), plan_.buffers[buffer_id],
-                               absl::StrCat("return ", type, "(data[j])")),
-                  "}\n");
+  absl::StrAppend(
+      &functions_, type, " ", name, "(uint i) {\n",
+      PartDispatch(absl::StrCat("in", slot), buffer,
+                   absl::StrCat("return ", LoadFromStorage(buffer.shape.dtype(),
+                                                           buffer.element_bytes, "data[j]"))),
+      "}\n");
   buffer_reads_[buffer_id] = name;
   return name;
 }
@@ -506,11 +518,7 @@ absl::StatusOr<std::string> KernelWriter::Finish(const std::string& main_body) {
   const std::vector<int>& inputs = kernel_.inputs;
   // A buffer's storage type: its GLSL type, or the narrow type its elements have in memory.
   auto storage = [&](int buffer) {
-    const BufferPlan& planned = plan_.buffers[buffer];
-    const bool is_signed = ir::IsSignedInteger(planned.shape.dtype());
-    if (planned.element_bytes == 1) return std::string(is_signed ? "int8_t" : "uint8_t");
-    if (planned.element_bytes == 2) return std::string(is_signed ? "int16_t" : "uint16_t");
-    return *GlslType(planned.shape.dtype());
+    return StorageType(plan_.buffers[buffer].shape.dtype(), plan_.buffers[buffer].element_bytes);
   };
   bool bytes = plan_.buffers[output_buffer].element_bytes == 1;
   bool shorts = plan_.buffers[output_buffer].element_bytes == 2;
@@ -530,11 +538,15 @@ absl::StatusOr<std::string> KernelWriter::Finish(const std::string& main_body) {
     declare(inputs[slot], "readonly", absl::StrCat("in", slot));
   }
   declare(output_buffer, "writeonly", "out_buffer");
-  const std::string output_type = *GlslType(plan_.buffers[output_buffer].shape.dtype());
-  absl::StrAppend(&declarations, "void store(uint i, ", output_type, " value) {\n",
-                  PartDispatch("out_buffer", plan_.buffers[output_buffer],
-                               absl::StrCat("data[j] = ", storage(output_buffer), "(value)")),
-                  "}\n");
+  const BufferPlan& output = plan_.buffers[output_buffer];
+  const std::string output_type = *GlslType(output.shape.dtype());
+  // After the preamble, whose helpers it may call.
+  const std::string store = absl::StrCat(
+      "void store(uint i, ", output_type, " value) {\n",
+      PartDispatch("out_buffer", output,
+                   absl::StrCat("data[j] = ", StoreToStorage(output.shape.dtype(),
+                                                             output.element_bytes, "value"))),
+      "}\n");
   std::string extensions = bytes ? "#extension GL_EXT_shader_8bit_storage : require\n"
                                    "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : "
                                    "require\n"
@@ -554,6 +566,9 @@ absl::StatusOr<std::string> KernelWriter::Finish(const std::string& main_body) {
   }
   if (float64) absl::StrAppend(&preamble, kGlslPreambleFloat64);
   if (int64 && float64) absl::StrAppend(&preamble, kGlslPreambleFloat64Int64);
+  if (types_.count(DType::kF16) || types_.count(DType::kBF16)) {
+    absl::StrAppend(&preamble, kGlslPreambleHalf);
+  }
   if (shorts) {
     absl::StrAppend(&extensions, "#extension GL_EXT_shader_16bit_storage : require\n",
                     "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n");
@@ -563,7 +578,7 @@ absl::StatusOr<std::string> KernelWriter::Finish(const std::string& main_body) {
                     "#extension GL_KHR_shader_subgroup_shuffle : require\n");
   }
   return absl::StrCat("#version 460\n", extensions, "layout(local_size_x = ", local_size, ") in;\n",
-                      declarations, preamble, functions_, "void main() {\n",
+                      declarations, preamble, store, functions_, "void main() {\n",
                       "  uint i = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * ",
                       local_size, "u + gl_LocalInvocationID.x;\n", main_body, "}\n");
 }

@@ -67,6 +67,8 @@ bool IsDeviceType(ir::DType type) {
     case ir::DType::kU16:
     case ir::DType::kU32:
     case ir::DType::kU64:
+    case ir::DType::kF16:
+    case ir::DType::kBF16:
     case ir::DType::kF32:
     case ir::DType::kF64:
       return true;
@@ -91,15 +93,22 @@ absl::Status Check(const ir::Computation& entry, const TargetInfo& target) {
     }
     const ir::DType type = instruction->shape().dtype();
     if (!IsDeviceType(type)) {
-      return absl::UnimplementedError(
-          absl::StrCat("the device compiler supports pred, s8-s64, u8-u64, f32 and f64; ",
-                       instruction->Describe(), " is ", instruction->shape().ToString()));
+      return absl::UnimplementedError(absl::StrCat(
+          "the device compiler supports pred, s8-s64, u8-u64, f16, bf16, f32 and f64; ",
+          instruction->Describe(), " is ", instruction->shape().ToString()));
     }
     const int64_t bytes = ir::DTypeByteSize(type);
     const bool supported =
         type == ir::DType::kPred || (bytes == 1 && target.int8_buffers) ||
         (bytes == 2 && target.int16_buffers) || bytes == 4 ||
         (bytes == 8 && (type == ir::DType::kF64 ? target.float64 : target.int64));
+    if (!supported && (type == ir::DType::kF16 || type == ir::DType::kBF16)) {
+      // Stored as uint16_t bit patterns and converted in the kernel (glsl_types.h).
+      return absl::UnimplementedError(absl::StrCat(
+          instruction->Describe(), " is ", instruction->shape().ToString(),
+          ", but the device has no 16-bit storage buffers with 16-bit integers in shaders "
+          "(storageBuffer16BitAccess and shaderInt16), which f16 and bf16 values need"));
+    }
     if (!supported) {
       return absl::UnimplementedError(
           absl::StrCat(instruction->Describe(), " is ", instruction->shape().ToString(),
@@ -364,23 +373,26 @@ class Planner {
     return part;
   }
 
-  uint32_t ElementBytes(ir::DType type) const {
+  // A buffer holding an instruction's value stores f16/bf16 in 2 bytes; scratch buffers (partial
+  // reductions, split-K products) keep them in f32, so a split reduction rounds once, at its end.
+  uint32_t ElementBytes(ir::DType type, bool instruction_value) const {
     if (type == ir::DType::kPred) return target_.byte_predicates ? 1 : 4;
+    if (type == ir::DType::kF16 || type == ir::DType::kBF16) return instruction_value ? 2 : 4;
     return static_cast<uint32_t>(ir::DTypeByteSize(type));
   }
 
-  int AddBuffer(ir::Shape shape, const std::string& name) {
+  int AddBuffer(ir::Shape shape, const std::string& name, bool instruction_value = false) {
     BufferPlan buffer;
     buffer.shape = std::move(shape);
     buffer.name = name;
-    buffer.element_bytes = ElementBytes(buffer.shape.dtype());
+    buffer.element_bytes = ElementBytes(buffer.shape.dtype(), instruction_value);
     buffer.part_elements = PartElements(buffer.element_bytes);
     plan_.buffers.push_back(std::move(buffer));
     return static_cast<int>(plan_.buffers.size()) - 1;
   }
 
   void Materialize(const Instruction& instruction) {
-    const int id = AddBuffer(instruction.shape(), instruction.name());
+    const int id = AddBuffer(instruction.shape(), instruction.name(), /*instruction_value=*/true);
     plan_.materialized[&instruction] = id;
     if (instruction.opcode() == Opcode::kParameter) {
       plan_.buffers[id].origin = BufferOrigin::kParameter;

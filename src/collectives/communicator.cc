@@ -11,6 +11,8 @@ size_t ElementSize(ElementType type) {
       return 1;
     case ElementType::kS16:
     case ElementType::kU16:
+    case ElementType::kF16:
+    case ElementType::kBF16:
       return 2;
     case ElementType::kS32:
     case ElementType::kU32:
@@ -22,8 +24,8 @@ size_t ElementSize(ElementType type) {
 }
 
 const char* ElementTypeName(ElementType type) {
-  static constexpr const char* kNames[] = {"pred", "s8",  "u8",  "s16", "u16", "s32",
-                                           "u32",  "s64", "u64", "f32", "f64"};
+  static constexpr const char* kNames[] = {"pred", "s8",  "u8",  "s16", "u16", "s32", "u32",
+                                           "s64",  "u64", "f32", "f64", "f16", "bf16"};
   return kNames[static_cast<int>(type)];
 }
 

@@ -31,7 +31,10 @@ enum class ElementType : uint8_t {
   kS64,
   kU64,
   kF32,
-  kF64
+  kF64,
+  // 16-bit floats as their bit patterns; combined in f32 and rounded to nearest even per step.
+  kF16,
+  kBF16
 };
 size_t ElementSize(ElementType type);
 const char* ElementTypeName(ElementType type);

@@ -1,6 +1,7 @@
 // Typed combine loops. Integer sums and products wrap (computed in the unsigned type of the same
 // width, which C++ defines); float min/max follow XLA (NaN wins, max(-0, +0) = +0); predicates are
-// bytes of 0/1 where sum and max mean "or" and product and min mean "and".
+// bytes of 0/1 where sum and max mean "or" and product and min mean "and"; f16/bf16 combine in
+// f32, rounded per step.
 #include "src/collectives/host_reduce.h"
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "src/base/half_float.h"
 
 namespace vkspmd::collectives {
 namespace {
@@ -88,10 +90,44 @@ void CombineTyped(std::byte* accumulator, const std::byte* operand, size_t count
   }
 }
 
+// f16 and bf16: each pair is combined in f32 and rounded back to nearest even, one rounding per
+// step in the members' order, exactly as the CPU reference's all-reduce combines them (its double
+// sum of two 16-bit floats rounds to the same f32).
+template <bool kBFloat16, ReduceOp kOp>
+void CombineHalfLoop(std::byte* accumulator, const std::byte* operand, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    uint16_t a, b;
+    std::memcpy(&a, accumulator + i * 2, 2);
+    std::memcpy(&b, operand + i * 2, 2);
+    const float x = kBFloat16 ? base::BFloat16BitsToFloat(a) : base::HalfBitsToFloat(a);
+    const float y = kBFloat16 ? base::BFloat16BitsToFloat(b) : base::HalfBitsToFloat(b);
+    const float c = Combine(x, y, kOp);
+    const uint16_t bits = kBFloat16 ? base::FloatToBFloat16Bits(c) : base::FloatToHalfBits(c);
+    std::memcpy(accumulator + i * 2, &bits, 2);
+  }
+}
+
+template <bool kBFloat16>
+void CombineHalf(std::byte* accumulator, const std::byte* operand, size_t count, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return CombineHalfLoop<kBFloat16, ReduceOp::kSum>(accumulator, operand, count);
+    case ReduceOp::kProduct:
+      return CombineHalfLoop<kBFloat16, ReduceOp::kProduct>(accumulator, operand, count);
+    case ReduceOp::kMin:
+      return CombineHalfLoop<kBFloat16, ReduceOp::kMin>(accumulator, operand, count);
+    case ReduceOp::kMax:
+      return CombineHalfLoop<kBFloat16, ReduceOp::kMax>(accumulator, operand, count);
+    default:  // and/or were refused before.
+      return;
+  }
+}
+
 }  // namespace
 
 bool ReductionApplies(ElementType type, ReduceOp op) {
-  const bool is_float = type == ElementType::kF32 || type == ElementType::kF64;
+  const bool is_float = type == ElementType::kF32 || type == ElementType::kF64 ||
+                        type == ElementType::kF16 || type == ElementType::kBF16;
   return !(is_float && (op == ReduceOp::kAnd || op == ReduceOp::kOr));
 }
 
@@ -146,6 +182,12 @@ absl::Status CombineInto(std::span<std::byte> accumulator, std::span<const std::
       break;
     case ElementType::kF64:
       CombineTyped<double>(a, b, count, op);
+      break;
+    case ElementType::kF16:
+      CombineHalf<false>(a, b, count, op);
+      break;
+    case ElementType::kBF16:
+      CombineHalf<true>(a, b, count, op);
       break;
   }
   return absl::OkStatus();

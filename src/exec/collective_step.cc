@@ -43,6 +43,10 @@ absl::StatusOr<ElementType> ElementTypeOf(ir::DType type, uint32_t element_bytes
       return ElementType::kF32;
     case ir::DType::kF64:
       return ElementType::kF64;
+    case ir::DType::kF16:
+      return ElementType::kF16;
+    case ir::DType::kBF16:
+      return ElementType::kBF16;
     default:
       return absl::UnimplementedError(
           absl::StrCat("collectives on ", std::string(ir::DTypeName(type)), " are not supported"));

@@ -1,5 +1,6 @@
 // dot and reduce. A reducer that is a single binary op of its two parameters is applied directly
-// (same order, same rounding) instead of evaluating the computation per element.
+// (same order, same rounding; f16/bf16 reduces accumulate in f32, see EvaluateReduce) instead of
+// evaluating the computation per element.
 #include "src/interp/contraction.h"
 
 #include <algorithm>
@@ -107,24 +108,45 @@ absl::StatusOr<Literal> EvaluateReduce(const ir::Instruction& instruction,
   const ir::Computation& reducer = *instruction.attributes().to_apply;
   const ir::Shape& input_shape = operands[0]->shape();
   const std::vector<int64_t>& reduced = instruction.attributes().dimensions;
+  bool swapped = false;
+  ir::Opcode simple_opcode = ir::Opcode::kAdd;
+  const bool simple = count == 1 && IsSimpleReducer(reducer, simple_opcode, swapped);
+  // f16 and bf16 reduce with a single-op reducer accumulate in f32 and round to the element type
+  // once, at the end, as device kernels do: 10^6 steps each rounded to 11 (or 8) bits would leave
+  // no significant digit of a sum.
+  const bool f32_accumulator = simple && (instruction.shape().dtype() == ir::DType::kF16 ||
+                                          instruction.shape().dtype() == ir::DType::kBF16);
   std::vector<Literal> results;
   for (int64_t i = 0; i < count; ++i) {
     const ir::Shape& shape =
         count == 1 ? instruction.shape() : instruction.shape().tuple_elements()[i];
+    if (f32_accumulator) {
+      results.emplace_back(ir::Shape(ir::DType::kF32, shape.dimensions()));
+      for (int64_t o = 0; o < results.back().ElementCount(); ++o) {
+        results.back().SetFromDouble(o, operands[count + i]->GetAsDouble(0));
+      }
+      continue;
+    }
     results.emplace_back(shape);
     for (int64_t o = 0; o < results.back().ElementCount(); ++o) {
       StoreScalar(*operands[count + i], results.back(), o);
     }
   }
+  auto result = [&]() {
+    if (count != 1) return Literal::Tuple(std::move(results));
+    if (!f32_accumulator) return std::move(results[0]);
+    Literal rounded(instruction.shape());
+    for (int64_t o = 0; o < rounded.ElementCount(); ++o) {
+      rounded.SetFromDouble(o, results[0].GetAsDouble(o));
+    }
+    return rounded;
+  };
   std::vector<int64_t> kept_dims, kept_strides;
   for (int64_t i = 0; i < input_shape.rank(); ++i) {
     if (std::find(reduced.begin(), reduced.end(), i) == reduced.end()) kept_dims.push_back(i);
   }
   kept_strides = ir::RowMajorStrides(results[0].shape().dimensions());
-  bool swapped = false;
-  ir::Opcode simple_opcode = ir::Opcode::kAdd;
-  const bool simple = count == 1 && IsSimpleReducer(reducer, simple_opcode, swapped);
-  if (input_shape.ElementCount() == 0) return count == 1 ? results[0] : Literal::Tuple(results);
+  if (input_shape.ElementCount() == 0) return result();
   std::vector<int64_t> index(input_shape.rank(), 0);
   int64_t linear = 0;
   do {
@@ -148,7 +170,7 @@ absl::StatusOr<Literal> EvaluateReduce(const ir::Instruction& instruction,
     }
     ++linear;
   } while (ir::NextIndex(input_shape.dimensions(), index));
-  return count == 1 ? std::move(results[0]) : Literal::Tuple(std::move(results));
+  return result();
 }
 
 absl::Status CombineElementwise(const ir::Computation& reducer, Literal& accumulator,

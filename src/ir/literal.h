@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "src/base/half_float.h"
 #include "src/ir/shape.h"
 
 namespace vkspmd::ir {
@@ -82,9 +83,9 @@ class Literal {
 };
 
 // IEEE half and bfloat16 conversions with round-to-nearest-even.
-uint16_t FloatToHalfBits(float value);
-float HalfBitsToFloat(uint16_t bits);
-uint16_t FloatToBFloat16Bits(float value);
-float BFloat16BitsToFloat(uint16_t bits);
+using base::BFloat16BitsToFloat;
+using base::FloatToBFloat16Bits;
+using base::FloatToHalfBits;
+using base::HalfBitsToFloat;
 
 }  // namespace vkspmd::ir

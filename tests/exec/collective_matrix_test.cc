@@ -2,8 +2,10 @@
 // lavapipe devices (host-staged through the communicator), equals the CPU reference evaluator's
 // collectives bit for bit: all-reduce with every reducer, all-gather, reduce-scatter, all-to-all
 // and collective-permute, over the full group, either axis of a 2x4 mesh, 3 devices and two
-// groups of 3 out of 6, with 1 and 7 elements per chunk. 16 MiB per rank runs for a sample in CI
-// and for every layout and type under the `slow` label (VKSPMD_FULL_COLLECTIVE_MATRIX=1).
+// groups of 3 out of 6, with 1 and 7 elements per chunk. f16 and bf16 reduce in f32 with one
+// rounding per step in group order on both sides, so they match bit for bit too. 16 MiB per rank
+// runs for a sample in CI and for every layout and type under the `slow` label
+// (VKSPMD_FULL_COLLECTIVE_MATRIX=1).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -150,7 +152,7 @@ class CollectiveMatrixTest : public DeviceTest {
 
 TEST_F(CollectiveMatrixTest, EveryCollectiveTypeAndLayoutWithSmallAndOddChunks) {
   for (const Layout& layout : Layouts()) {
-    for (const char* type : {"f32", "s32", "u32", "pred"}) {
+    for (const char* type : {"f32", "s32", "u32", "pred", "f16", "bf16"}) {
       for (int64_t chunk : {1, 7}) ExpectMatches(type, layout, chunk);
     }
   }
