@@ -100,6 +100,18 @@ struct KernelPlan {
   // A collective between devices, run by the host between kernels instead of a shader (glsl is
   // empty): inputs[0] holds its operand, output receives its result.
   const ir::Instruction* collective = nullptr;
+  // kMap: more values of the root's shape this kernel stores at the index it computes (multi-
+  // output fusion: a producer whose every reader comes later folded into a consumer's kernel),
+  // each into its buffer, bound after `output` in this order. They are computed inline here,
+  // wherever the root's computation reads them, instead of read from their buffers.
+  std::vector<const ir::Instruction*> also_stores;
+  std::vector<int> also_outputs;
+  // Every buffer the kernel writes: output, then also_outputs.
+  std::vector<int> outputs() const {
+    std::vector<int> all = {output};
+    all.insert(all.end(), also_outputs.begin(), also_outputs.end());
+    return all;
+  }
   // Written from the rest by WriteKernels:
   std::string glsl;
   std::vector<uint32_t> push_constants;  // The sizes the kernel reads (KernelWriter::Size).

@@ -1,6 +1,7 @@
 // GLSL for fused elementwise and index-mapping instructions.
 #include "src/codegen/kernel_writer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
@@ -243,7 +244,10 @@ std::string KernelWriter::ReadBuffer(int buffer_id) {
 
 absl::StatusOr<std::string> KernelWriter::Value(const Instruction* instruction, bool compute) {
   auto materialized = plan_.materialized.find(instruction);
-  if (!compute && materialized != plan_.materialized.end()) {
+  // Values this kernel stores besides its root are computed here, not read back.
+  const bool stored_here = std::find(kernel_.also_stores.begin(), kernel_.also_stores.end(),
+                                     instruction) != kernel_.also_stores.end();
+  if (!compute && !stored_here && materialized != plan_.materialized.end()) {
     return ReadBuffer(materialized->second);
   }
   auto key = std::make_pair(instruction, compute);
@@ -537,16 +541,24 @@ absl::StatusOr<std::string> KernelWriter::Finish(const std::string& main_body) {
     bytes |= plan_.buffers[inputs[slot]].element_bytes == 1;
     declare(inputs[slot], "readonly", absl::StrCat("in", slot));
   }
-  declare(output_buffer, "writeonly", "out_buffer");
-  const BufferPlan& output = plan_.buffers[output_buffer];
-  const std::string output_type = *GlslType(output.shape.dtype());
-  // After the preamble, whose helpers it may call.
-  const std::string store = absl::StrCat(
-      "void store(uint i, ", output_type, " value) {\n",
-      PartDispatch("out_buffer", output,
-                   absl::StrCat("data[j] = ", StoreToStorage(output.shape.dtype(),
-                                                             output.element_bytes, "value"))),
-      "}\n");
+  // The output, then the values multi-output fusion added (store1, store2, ...).
+  std::string store;  // After the preamble, whose helpers it may call.
+  const std::vector<int> outputs = kernel_.outputs();
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const BufferPlan& output = plan_.buffers[outputs[k]];
+    const std::string block = k == 0 ? "out_buffer" : absl::StrCat("out", k);
+    declare(outputs[k], "writeonly", block);
+    bytes |= output.element_bytes == 1;
+    shorts |= output.element_bytes == 2;
+    UseType(output.shape.dtype());
+    absl::StrAppend(
+        &store, "void store", k == 0 ? "" : absl::StrCat(k), "(uint i, ",
+        *GlslType(output.shape.dtype()), " value) {\n",
+        PartDispatch(block, output,
+                     absl::StrCat("data[j] = ", StoreToStorage(output.shape.dtype(),
+                                                               output.element_bytes, "value"))),
+        "}\n");
+  }
   std::string extensions = bytes ? "#extension GL_EXT_shader_8bit_storage : require\n"
                                    "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : "
                                    "require\n"

@@ -10,6 +10,8 @@
 #include "src/base/status_macros.h"
 #include "src/codegen/dot_tiling.h"
 #include "src/codegen/fused_ops.h"
+#include "src/codegen/kernel_reads.h"
+#include "src/codegen/multi_output_fusion.h"
 #include "src/codegen/row_fusion.h"
 
 namespace vkspmd::codegen {
@@ -19,41 +21,6 @@ using ir::Instruction;
 using ir::Opcode;
 
 constexpr uint32_t kLocalSize = 64;
-
-// The buffers one kernel reads, in first-read order: materialized values it reads, and those its
-// inline computations read.
-class KernelReads {
- public:
-  explicit KernelReads(const std::map<const Instruction*, int>& materialized)
-      : materialized_(materialized) {}
-
-  // Reads `value`: from its buffer if it has one, else by computing it inline.
-  void Read(const Instruction* value) {
-    if (auto found = materialized_.find(value); found != materialized_.end()) {
-      ReadBuffer(found->second);
-    } else {
-      Compute(value);
-    }
-  }
-  // Computes `value` inline even if it has a buffer (the kernel's own result).
-  void Compute(const Instruction* value) {
-    if (!computed_.insert(value).second) return;
-    for (int64_t k : OperandReadOrder(*value)) Read(value->operand(k));
-  }
-  void ReadBuffer(int buffer) {
-    if (std::find(inputs_.begin(), inputs_.end(), buffer) == inputs_.end()) {
-      inputs_.push_back(buffer);
-    }
-  }
-  // A value the kernel holds in a variable (a row reduction): reading it reads no buffer.
-  void Hold(const Instruction* value) { computed_.insert(value); }
-  const std::vector<int>& inputs() const { return inputs_; }
-
- private:
-  const std::map<const Instruction*, int>& materialized_;
-  std::set<const Instruction*> computed_;
-  std::vector<int> inputs_;
-};
 
 // Whether device kernels handle values of `type` at all (the target may still lack its width).
 bool IsDeviceType(ir::DType type) {
@@ -269,6 +236,7 @@ class Planner {
     }
     for (const Instruction* output : outputs)
       plan_.outputs.push_back(plan_.materialized.at(output));
+    FuseProducersIntoConsumers(plan_, target_, kMaxFusedInstructions);
     PlanDonations(entry, outputs);
     VKSPMD_RETURN_IF_ERROR(CheckLimits());
     return std::move(plan_);
@@ -292,9 +260,9 @@ class Planner {
   // Whether `value`, computed in the kernel of `root`, reads `parameter` only at the index it is
   // evaluated at (through elementwise ops alone), given whether the path so far kept the index.
   bool ReadsOnlyInPlace(const Instruction* value, const Instruction* parameter, bool same_index,
-                        bool is_root) const {
+                        bool is_root, const std::set<const Instruction*>& computed_here) const {
     if (value == parameter) return same_index;
-    if (!is_root && plan_.materialized.count(value)) {
+    if (!is_root && !computed_here.count(value) && plan_.materialized.count(value)) {
       // Read from its own buffer, unless that is the parameter's (a reshape aliasing it).
       return plan_.materialized.at(value) != plan_.materialized.at(parameter);
     }
@@ -302,7 +270,9 @@ class Planner {
     for (const Instruction* operand : value->operands()) {
       bool keeps_index =
           elementwise && operand->shape().dimensions() == value->shape().dimensions();
-      if (!ReadsOnlyInPlace(operand, parameter, same_index && keeps_index, false)) return false;
+      if (!ReadsOnlyInPlace(operand, parameter, same_index && keeps_index, false, computed_here)) {
+        return false;
+      }
     }
     return true;
   }
@@ -327,17 +297,26 @@ class Planner {
       }
       size_t writer = plan_.kernels.size();
       for (size_t kernel = 0; kernel < plan_.kernels.size(); ++kernel) {
-        if (plan_.kernels[kernel].output == output_buffer) writer = kernel;
+        const std::vector<int> written = plan_.kernels[kernel].outputs();
+        if (std::count(written.begin(), written.end(), output_buffer)) writer = kernel;
       }
+      if (writer == plan_.kernels.size()) continue;
       bool read_later = false;
       for (size_t kernel = writer + 1; kernel < plan_.kernels.size(); ++kernel) {
         const std::vector<int>& inputs = plan_.kernels[kernel].inputs;
         read_later |= std::find(inputs.begin(), inputs.end(), parameter_buffer) != inputs.end();
       }
-      if (writer == plan_.kernels.size() || read_later ||
-          !ReadsOnlyInPlace(output, parameter, true, true)) {
-        continue;
+      // Every value the writing kernel computes (it may store several) must read the parameter
+      // only at its own index: an invocation then reads the element before it overwrites it, and
+      // no other invocation reads it.
+      const KernelPlan& writing = plan_.kernels[writer];
+      const std::set<const Instruction*> here(writing.also_stores.begin(),
+                                              writing.also_stores.end());
+      bool in_place = ReadsOnlyInPlace(writing.root, parameter, true, true, here);
+      for (const Instruction* stored : writing.also_stores) {
+        in_place = in_place && ReadsOnlyInPlace(stored, parameter, true, true, here);
       }
+      if (read_later || !in_place) continue;
       plan_.donations.emplace_back(output_buffer, parameter_buffer);
     }
   }
@@ -354,7 +333,8 @@ class Planner {
     }
     for (const KernelPlan& kernel : plan_.kernels) {
       if (kernel.collective != nullptr) continue;
-      uint64_t bindings = plan_.buffers[kernel.output].parts();
+      uint64_t bindings = 0;
+      for (int output : kernel.outputs()) bindings += plan_.buffers[output].parts();
       for (int input : kernel.inputs) bindings += plan_.buffers[input].parts();
       if (bindings > target_.max_storage_buffers_per_stage) {
         return absl::UnimplementedError(absl::StrCat("kernel ", kernel.name, " binds ", bindings,

@@ -17,10 +17,25 @@ namespace {
 using ir::Instruction;
 using ir::Opcode;
 
+// Element i of the root and of the values fused into its kernel (KernelPlan::also_stores), all
+// computed before any is stored: the root's computation calls the others' functions at the same
+// index, and the compiler computes each once.
 absl::StatusOr<std::string> MapBody(const KernelPlan& kernel, KernelWriter& writer) {
   VKSPMD_ASSIGN_OR_RETURN(std::string value, writer.Value(kernel.root, /*compute=*/true));
-  return absl::StrCat("  if (i >= ", writer.Size(kernel.root->shape().ElementCount()),
-                      ") return;\n  store(i, ", value, "(i));\n");
+  std::string body = absl::StrCat("  if (i >= ", writer.Size(kernel.root->shape().ElementCount()),
+                                  ") return;\n");
+  if (kernel.also_stores.empty()) return absl::StrCat(body, "  store(i, ", value, "(i));\n");
+  std::string stores = absl::StrCat("  store(i, r0);\n");
+  VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(kernel.root->shape().dtype()));
+  absl::StrAppend(&body, "  ", type, " r0 = ", value, "(i);\n");
+  for (size_t k = 0; k < kernel.also_stores.size(); ++k) {
+    const Instruction* stored = kernel.also_stores[k];
+    VKSPMD_ASSIGN_OR_RETURN(std::string function, writer.Value(stored));
+    VKSPMD_ASSIGN_OR_RETURN(std::string stored_type, GlslType(stored->shape().dtype()));
+    absl::StrAppend(&body, "  ", stored_type, " r", k + 1, " = ", function, "(i);\n");
+    absl::StrAppend(&stores, "  store", k + 1, "(i, r", k + 1, ");\n");
+  }
+  return body + stores;
 }
 
 // The reduce's operand element (o, r): its linear index from the kept coordinates (of o) and the

@@ -192,7 +192,7 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
       }
     };
     for (int input : kernel.inputs) bind(input, runtime::BindingAccess::kRead);
-    bind(kernel.output, runtime::BindingAccess::kWrite);
+    for (int output : kernel.outputs()) bind(output, runtime::BindingAccess::kWrite);
     spec.push_constant_bytes = static_cast<uint32_t>(kernel.push_constants.size() * 4);
     // Kernels with the same source (comments aside) and bindings share one pipeline on the
     // device, across executables: a sweep over shapes whose sizes are push constants compiles
@@ -306,22 +306,23 @@ absl::Status Executable::AllocateBuffers() {
         ++it;
       }
     }
-    const int output = plan_.kernels[k].output;
-    if (pinned[output]) continue;
-    const uint64_t bytes = plan_.buffers[output].byte_size();
-    auto best = free_physical.end();
-    for (auto it = free_physical.begin(); it != free_physical.end(); ++it) {
-      uint64_t size = buffers_[*it]->size();
-      if (size >= bytes && (best == free_physical.end() || size < buffers_[*best]->size()))
-        best = it;
+    for (int output : plan_.kernels[k].outputs()) {
+      if (pinned[output]) continue;
+      const uint64_t bytes = plan_.buffers[output].byte_size();
+      auto best = free_physical.end();
+      for (auto it = free_physical.begin(); it != free_physical.end(); ++it) {
+        uint64_t size = buffers_[*it]->size();
+        if (size >= bytes && (best == free_physical.end() || size < buffers_[*best]->size()))
+          best = it;
+      }
+      if (best != free_physical.end()) {
+        physical_of_[output] = *best;
+        free_physical.erase(best);
+      } else {
+        VKSPMD_ASSIGN_OR_RETURN(physical_of_[output], create(bytes));
+      }
+      live.push_back(output);
     }
-    if (best != free_physical.end()) {
-      physical_of_[output] = *best;
-      free_physical.erase(best);
-    } else {
-      VKSPMD_ASSIGN_OR_RETURN(physical_of_[output], create(bytes));
-    }
-    live.push_back(output);
   }
   return absl::OkStatus();
 }

@@ -34,8 +34,10 @@ const char* KindName(codegen::KernelKind kind) {
 // buffer of their own), in the order a depth-first walk from the root meets them.
 std::string FusedOps(const codegen::KernelPlan& kernel, const codegen::ProgramPlan& plan) {
   constexpr size_t kMaxListed = 16;
-  std::vector<const ir::Instruction*> stack = {kernel.root};
-  std::set<const ir::Instruction*> seen = {kernel.root};
+  // The values stored besides the root (multi-output fusion) are listed too.
+  std::vector<const ir::Instruction*> stack(kernel.also_stores.rbegin(), kernel.also_stores.rend());
+  stack.push_back(kernel.root);
+  std::set<const ir::Instruction*> seen(stack.begin(), stack.end());
   std::vector<std::string> names;
   while (!stack.empty() && names.size() < kMaxListed) {
     const ir::Instruction* instruction = stack.back();

@@ -78,6 +78,23 @@ ENTRY e {
 }
 
 TEST_F(PlannerTest, ValueUsedTwiceGetsABuffer) {
+  // d reads a at other indices (reversed) than it computes: a is computed once, in a kernel.
+  ProgramPlan plan = Plan(R"(HloModule twice
+ENTRY e {
+  p0 = f32[8] parameter(0)
+  a = f32[8] exponential(p0)
+  b = f32[8] negate(a)
+  c = f32[8] reverse(a), dimensions={0}
+  ROOT d = f32[8] add(b, c)
+})");
+  EXPECT_THAT(BufferNames(plan), ElementsAre("p0", "a", "d"));
+  EXPECT_THAT(KernelNames(plan), ElementsAre("a", "d"));
+  EXPECT_THAT(plan.kernels[1].inputs, ElementsAre(1));  // d reads a's buffer, never p0.
+}
+
+TEST_F(PlannerTest, AValueItsOnlyReaderReadsInPlaceIsComputedInsideThatReader) {
+  // Both of d's reads of a are at d's own index: multi-output fusion folds a's kernel into d's,
+  // and as nothing else reads a, its buffer goes (the compiler computes exp(p0) once per index).
   ProgramPlan plan = Plan(R"(HloModule twice
 ENTRY e {
   p0 = f32[8] parameter(0)
@@ -86,9 +103,64 @@ ENTRY e {
   c = f32[8] sqrt(a)
   ROOT d = f32[8] add(b, c)
 })");
-  EXPECT_THAT(BufferNames(plan), ElementsAre("p0", "a", "d"));
-  EXPECT_THAT(KernelNames(plan), ElementsAre("a", "d"));
-  EXPECT_THAT(plan.kernels[1].inputs, ElementsAre(1));  // d reads a's buffer, never p0.
+  EXPECT_THAT(KernelNames(plan), ElementsAre("d"));
+  EXPECT_THAT(plan.kernels[0].inputs, ElementsAre(0));
+  EXPECT_TRUE(plan.kernels[0].also_stores.empty());
+  EXPECT_EQ(plan.materialized.count(plan.kernels[0].root->operand(0)->operand(0)), 0u);
+}
+
+// An Adam-like update: the transposed gradient is read twice, both moments are results and read
+// by the parameter's update; all three results are donated into their parameters.
+constexpr char kAdamUpdate[] =
+    R"(HloModule adam, input_output_alias={ {0}: (0, {}, may-alias), {1}: (2, {}, may-alias), {2}: (3, {}, may-alias) }
+ENTRY e {
+  w = f32[5,7] parameter(0)
+  gt = f32[7,5] parameter(1)
+  m = f32[5,7] parameter(2)
+  v = f32[5,7] parameter(3)
+  g = f32[5,7] transpose(gt), dimensions={1,0}
+  b1 = f32[] constant(0.9)
+  b1b = f32[5,7] broadcast(b1), dimensions={}
+  c1 = f32[] constant(0.1)
+  c1b = f32[5,7] broadcast(c1), dimensions={}
+  m_decayed = f32[5,7] multiply(m, b1b)
+  g_scaled = f32[5,7] multiply(g, c1b)
+  new_m = f32[5,7] add(m_decayed, g_scaled)
+  gg = f32[5,7] multiply(g, g)
+  new_v = f32[5,7] add(v, gg)
+  root_v = f32[5,7] sqrt(new_v)
+  eps = f32[] constant(0.001)
+  epsb = f32[5,7] broadcast(eps), dimensions={}
+  denom = f32[5,7] add(root_v, epsb)
+  step = f32[5,7] divide(new_m, denom)
+  new_w = f32[5,7] subtract(w, step)
+  ROOT t = (f32[5,7], f32[5,7], f32[5,7]) tuple(new_w, new_m, new_v)
+})";
+
+TEST_F(PlannerTest, MultiOutputFusionUpdatesAParameterAndBothMomentsInOneKernel) {
+  ProgramPlan plan = Plan(kAdamUpdate);
+  ASSERT_THAT(KernelNames(plan), ElementsAre("new_w"));
+  const KernelPlan& kernel = plan.kernels[0];
+  std::vector<std::string> stored;
+  for (const ir::Instruction* value : kernel.also_stores) stored.push_back(value->name());
+  EXPECT_THAT(stored, ElementsAre("new_v", "new_m"));
+  EXPECT_EQ(kernel.also_outputs.size(), 2u);
+  EXPECT_THAT(kernel.inputs, ::testing::UnorderedElementsAre(0, 1, 2, 3));  // No g buffer.
+  EXPECT_EQ(plan.donations.size(), 3u);  // Each result reads its parameter only in place.
+}
+
+TEST_F(PlannerTest, AProducerReadBeforeItsConsumerKeepsItsKernel) {
+  // The dot s reads a before d does: moving a into d's kernel would make s read a buffer not
+  // written yet.
+  ProgramPlan plan = Plan(R"(HloModule early_reader
+ENTRY e {
+  p0 = f32[4,4] parameter(0)
+  p1 = f32[4,4] parameter(1)
+  a = f32[4,4] exponential(p0)
+  s = f32[4,4] dot(a, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT d = f32[4,4] add(a, s)
+})");
+  EXPECT_THAT(KernelNames(plan), ElementsAre("a", "s", "d"));
 }
 
 TEST_F(PlannerTest, CheapValuesUsedTwiceAreRecomputed) {

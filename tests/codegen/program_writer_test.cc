@@ -40,7 +40,8 @@ TEST(ProgramWriterTest, EveryKernelBindsItsPlannedBuffersAndCompiles) {
         EXPECT_TRUE(kernel.glsl.empty());
         continue;
       }
-      uint32_t bindings = plan->buffers[kernel.output].parts();
+      uint32_t bindings = 0;
+      for (int output : kernel.outputs()) bindings += plan->buffers[output].parts();
       for (int input : kernel.inputs) bindings += plan->buffers[input].parts();
       EXPECT_EQ(Count(kernel.glsl, " buffer B"), static_cast<int>(bindings)) << kernel.name;
       absl::StatusOr<std::vector<uint32_t>> spirv = CompileComputeShader(kernel.glsl, kernel.name);

@@ -197,6 +197,42 @@ TEST_F(ExecutableTest, SoftmaxAndLayerNormAreOneKernelEach) {
   EXPECT_EQ(counter.count(), 1) << "mean, variance and scaling in one row kernel";
 }
 
+TEST_F(ExecutableTest, MultiOutputFusionMatchesTheReferenceInOneDispatch) {
+  // An Adam-like update: the new parameter and both moments from one kernel, donated in place.
+  const std::string text =
+      R"(HloModule adam, input_output_alias={ {0}: (0, {}, may-alias), {1}: (2, {}, may-alias), {2}: (3, {}, may-alias) }
+ENTRY e {
+  w = f32[13,7] parameter(0)
+  gt = f32[7,13] parameter(1)
+  m = f32[13,7] parameter(2)
+  v = f32[13,7] parameter(3)
+  g = f32[13,7] transpose(gt), dimensions={1,0}
+  b1 = f32[] constant(0.9)
+  b1b = f32[13,7] broadcast(b1), dimensions={}
+  c1 = f32[] constant(0.1)
+  c1b = f32[13,7] broadcast(c1), dimensions={}
+  m_decayed = f32[13,7] multiply(m, b1b)
+  g_scaled = f32[13,7] multiply(g, c1b)
+  new_m = f32[13,7] add(m_decayed, g_scaled)
+  gg = f32[13,7] multiply(g, g)
+  vv = f32[13,7] multiply(v, v)
+  new_v = f32[13,7] add(vv, gg)
+  root_v = f32[13,7] sqrt(new_v)
+  eps = f32[] constant(0.001)
+  epsb = f32[13,7] broadcast(eps), dimensions={}
+  denom = f32[13,7] add(root_v, epsb)
+  step = f32[13,7] divide(new_m, denom)
+  new_w = f32[13,7] subtract(w, step)
+  ROOT t = (f32[13,7], f32[13,7], f32[13,7]) tuple(new_w, new_m, new_v)
+})";
+  ExpectMatchesReference(text);
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  DispatchCounter counter(device(0));
+  ASSERT_TRUE(exec::Executable::Compile(**module, device(0)).ok());
+  EXPECT_EQ(counter.count(), 1) << "the update and both moments in one multi-output kernel";
+}
+
 TEST_F(ExecutableTest, RowFusionKeepsValuesReadOutsideTheirRow) {
   // %m is read transposed by %t, so its reduction cannot live inside %y's row kernel, and %e
   // is also a result: both keep their buffers, and the results still match.

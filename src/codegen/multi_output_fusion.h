@@ -1,0 +1,23 @@
+// Multi-output fusion, a pass over a planned program: a map kernel absorbs the map kernels whose
+// results it reads at the index it computes, and stores their results too. One kernel then
+// computes what several did (an optimizer's update of a parameter and both its moments; a chain
+// of activations each also kept for the backward pass), reading their shared inputs once.
+#pragma once
+
+#include <cstdint>
+
+#include "src/codegen/kernel_plan.h"
+#include "src/codegen/target_info.h"
+
+namespace vkspmd::codegen {
+
+// Folds kernel P into a later kernel K when both are kMap kernels over the same dimensions, K
+// reads each value P stores only at K's own index (through elementwise ops), and no kernel
+// between them reads what P stores. A folded value no later kernel reads and the program does
+// not return loses its buffer (it is computed inline only). Kernels stay within the target's
+// binding limit and `max_inline_instructions`. Returns how many kernels it removed. Run before
+// donations are planned: they look at the final kernels.
+int FuseProducersIntoConsumers(ProgramPlan& plan, const TargetInfo& target,
+                               int64_t max_inline_instructions);
+
+}  // namespace vkspmd::codegen
