@@ -18,9 +18,9 @@
 namespace vkspmd::testing {
 namespace {
 
-// Floats within 1e-3 of max(1, |reference|): chains of up to 40 f32 ops (tanh, sine, exp, sums of
-// products) on the device against double-then-round on the CPU.
-std::string Difference(const ir::Literal& got, const ir::Literal& want) {
+// Floats within `tolerance` of max(1, |reference|) (1e-3 for f32: chains of up to 40 f32 ops
+// (tanh, sine, exp, sums of products) on the device against double-then-round on the CPU).
+std::string Difference(const ir::Literal& got, const ir::Literal& want, double tolerance = 1e-3) {
   for (size_t k = 0; k < want.tuple_elements().size(); ++k) {
     const ir::Literal& a = got.tuple_elements()[k];
     const ir::Literal& b = want.tuple_elements()[k];
@@ -28,7 +28,7 @@ std::string Difference(const ir::Literal& got, const ir::Literal& want) {
       if (ir::IsFloat(b.dtype())) {
         double x = a.GetAsDouble(i), y = b.GetAsDouble(i);
         if ((std::isnan(x) && std::isnan(y)) || x == y) continue;
-        if (std::fabs(x - y) <= 1e-3 * std::max(1.0, std::fabs(y))) continue;
+        if (std::fabs(x - y) <= tolerance * std::max(1.0, std::fabs(y))) continue;
         return absl::StrCat("output ", k, " element ", i, ": device ", x, ", reference ", y);
       }
       if (a.GetAsInt64(i) != b.GetAsInt64(i)) {
@@ -62,6 +62,34 @@ TEST_F(DifferentialTest, RandomModulesMatchTheReference) {
     ASSERT_TRUE(result.ok()) << result.status();
     ASSERT_EQ(Difference(*result, *reference), "") << "seed " << seed << "\n"
                                                    << ir::PrintModule(**module);
+  }
+}
+
+// The same generator with f16 and bf16 values: both sides round after every op alike, so most
+// outputs are exact, but a transcendental op's one-ulp difference can grow along a chain (a sum of
+// products cancelling, an exp): within 4 ulps of the type relative to max(1, |reference|)
+// (4 * 2^-11 for f16, 4 * 2^-8 for bf16).
+TEST_F(DifferentialTest, RandomHalfPrecisionModulesMatchTheReference) {
+  OpenDevices(1);
+  for (auto [type, tolerance] :
+       {std::pair{ir::DType::kF16, 4.0 / 2048}, std::pair{ir::DType::kBF16, 4.0 / 256}}) {
+    for (int seed = 1; seed <= 40; ++seed) {
+      absl::StatusOr<std::unique_ptr<ir::Module>> module = RandomModule(seed, 20 + seed % 21, type);
+      ASSERT_TRUE(module.ok()) << "seed " << seed << ": " << module.status();
+      ASSERT_TRUE(ir::VerifyModule(**module).ok()) << ir::VerifyModule(**module);
+      std::vector<ir::Literal> arguments = RandomArguments(**module, seed);
+      absl::StatusOr<ir::Literal> reference = interp::Evaluate(**module, arguments);
+      ASSERT_TRUE(reference.ok()) << reference.status();
+      absl::StatusOr<std::unique_ptr<exec::Executable>> executable =
+          exec::Executable::Compile(**module, device(0));
+      ASSERT_TRUE(executable.ok()) << "seed " << seed << ": " << executable.status() << "\n"
+                                   << ir::PrintModule(**module);
+      absl::StatusOr<ir::Literal> result = (*executable)->Run(arguments);
+      ASSERT_TRUE(result.ok()) << result.status();
+      EXPECT_EQ(Difference(*result, *reference, tolerance), "")
+          << ir::DTypeName(type) << " seed " << seed << "\n"
+          << ir::PrintModule(**module);
+    }
   }
 }
 

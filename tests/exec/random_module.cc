@@ -17,17 +17,20 @@ using ir::Shape;
 
 class Generator {
  public:
-  Generator(uint32_t seed, ir::Module& module) : random_(seed), module_(module), builder_("main") {}
+  Generator(uint32_t seed, ir::Module& module, DType float_type)
+      : random_(seed), module_(module), builder_("main"), float_type_(float_type) {}
 
   absl::StatusOr<Instruction*> Build(int operations) {
-    add_f32_ = module_.AddComputation(ir::MakeScalarReducer("add_f32", Opcode::kAdd, DType::kF32));
-    max_f32_ =
-        module_.AddComputation(ir::MakeScalarReducer("max_f32", Opcode::kMaximum, DType::kF32));
+    const std::string type_name(ir::DTypeName(float_type_));
+    add_float_ = module_.AddComputation(
+        ir::MakeScalarReducer("add_" + type_name, Opcode::kAdd, float_type_));
+    max_float_ = module_.AddComputation(
+        ir::MakeScalarReducer("max_" + type_name, Opcode::kMaximum, float_type_));
     add_s32_ = module_.AddComputation(ir::MakeScalarReducer("add_s32", Opcode::kAdd, DType::kS32));
     const std::vector<int64_t> sizes = {1, 3, 5, 8, 17};
     int64_t rows = Pick(sizes), columns = Pick(sizes);
-    floats_.push_back(builder_.Parameter(0, Shape(DType::kF32, {rows, columns}), "x"));
-    floats_.push_back(builder_.Parameter(1, Shape(DType::kF32, {rows, columns}), "y"));
+    floats_.push_back(builder_.Parameter(0, Shape(float_type_, {rows, columns}), "x"));
+    floats_.push_back(builder_.Parameter(1, Shape(float_type_, {rows, columns}), "y"));
     integers_.push_back(builder_.Parameter(2, Shape(DType::kS32, {rows, columns}), "n"));
     for (int step = 0; step < operations; ++step) {
       absl::Status status = Step();
@@ -58,7 +61,7 @@ class Generator {
     if (!matches.empty() && random_() % 4 != 0) return Pick(matches);
     ir::Literal scalar{Shape::Scalar(like->shape().dtype())};
     scalar.SetFromDouble(
-        0, static_cast<double>(random_() % 7) - 3 + 0.5 * (like->shape().dtype() == DType::kF32));
+        0, static_cast<double>(random_() % 7) - 3 + 0.5 * ir::IsFloat(like->shape().dtype()));
     return builder_.Broadcast(builder_.Constant(std::move(scalar)), like->shape(), {});
   }
 
@@ -127,7 +130,7 @@ class Generator {
         return absl::OkStatus();
       }
       case 6: {  // Integers into floats.
-        VKSPMD_ASSIGN_OR_RETURN(Instruction * y, builder_.Convert(Recent(integers_), DType::kF32));
+        VKSPMD_ASSIGN_OR_RETURN(Instruction * y, builder_.Convert(Recent(integers_), float_type_));
         floats_.push_back(y);
         return absl::OkStatus();
       }
@@ -158,11 +161,11 @@ class Generator {
         if (x->shape().rank() != 2) return absl::OkStatus();
         int64_t dimension = random_() % 2;
         bool maximum = random_() % 2;
-        ir::Literal init{Shape::Scalar(DType::kF32)};
+        ir::Literal init{Shape::Scalar(float_type_)};
         init.SetFromDouble(0, maximum ? -1e30 : 0);
         VKSPMD_ASSIGN_OR_RETURN(Instruction * reduced,
                                 builder_.Reduce(x, builder_.Constant(std::move(init)), {dimension},
-                                                maximum ? max_f32_ : add_f32_));
+                                                maximum ? max_float_ : add_float_));
         VKSPMD_ASSIGN_OR_RETURN(Instruction * y,
                                 builder_.Broadcast(reduced, x->shape(), {1 - dimension}));
         floats_.push_back(y);
@@ -195,7 +198,7 @@ class Generator {
             {DType::kS8, DType::kU8, DType::kS16, DType::kU16, DType::kS64, DType::kU64});
         Instruction* source = random_() % 2 ? Recent(integers_) : nullptr;
         if (source == nullptr) {  // Floats far outside the narrow range saturate.
-          ir::Literal scale{Shape::Scalar(DType::kF32)};
+          ir::Literal scale{Shape::Scalar(float_type_)};
           scale.SetFromDouble(0, 40000.0);
           Instruction* x = Recent(floats_);
           VKSPMD_ASSIGN_OR_RETURN(
@@ -226,7 +229,7 @@ class Generator {
         integers_.push_back(wide);
         return absl::OkStatus();
       }
-      case 12: {  // f64 arithmetic, then back to f32.
+      case 12: {  // f64 arithmetic, then back to the float type.
         VKSPMD_ASSIGN_OR_RETURN(Instruction * a, builder_.Convert(Recent(floats_), DType::kF64));
         VKSPMD_ASSIGN_OR_RETURN(Instruction * b, builder_.Convert(Recent(floats_), DType::kF64));
         if (a->shape().dimensions() != b->shape().dimensions()) b = a;
@@ -239,7 +242,7 @@ class Generator {
           VKSPMD_ASSIGN_OR_RETURN(Instruction * magnitude, builder_.Unary(Opcode::kAbs, y));
           VKSPMD_ASSIGN_OR_RETURN(y, builder_.Unary(Opcode::kSqrt, magnitude));
         }
-        VKSPMD_ASSIGN_OR_RETURN(Instruction * narrowed, builder_.Convert(y, DType::kF32));
+        VKSPMD_ASSIGN_OR_RETURN(Instruction * narrowed, builder_.Convert(y, float_type_));
         floats_.push_back(narrowed);
         return absl::OkStatus();
       }
@@ -248,7 +251,7 @@ class Generator {
         if (x->shape().rank() != 2) return absl::OkStatus();
         ir::InstructionAttributes attributes;
         attributes.padding = {{1, 0, static_cast<int64_t>(random_() % 2)}, {0, 2, 0}};
-        ir::Literal zero{Shape::Scalar(DType::kF32)};
+        ir::Literal zero{Shape::Scalar(float_type_)};
         VKSPMD_ASSIGN_OR_RETURN(
             Instruction * padded,
             builder_.Add(Opcode::kPad, {x, builder_.Constant(std::move(zero))}, attributes));
@@ -266,8 +269,9 @@ class Generator {
   ir::ComputationBuilder builder_;
   std::vector<Instruction*> floats_;
   std::vector<Instruction*> integers_;
-  ir::Computation* add_f32_ = nullptr;
-  ir::Computation* max_f32_ = nullptr;
+  const DType float_type_;
+  ir::Computation* add_float_ = nullptr;
+  ir::Computation* max_float_ = nullptr;
   ir::Computation* add_s32_ = nullptr;
 };
 
@@ -291,9 +295,10 @@ std::vector<ir::Literal> RandomArguments(const ir::Module& module, uint32_t seed
   return arguments;
 }
 
-absl::StatusOr<std::unique_ptr<ir::Module>> RandomModule(uint32_t seed, int operations) {
+absl::StatusOr<std::unique_ptr<ir::Module>> RandomModule(uint32_t seed, int operations,
+                                                         ir::DType float_type) {
   auto module = std::make_unique<ir::Module>("random_" + std::to_string(seed));
-  Generator generator(seed, *module);
+  Generator generator(seed, *module, float_type);
   VKSPMD_ASSIGN_OR_RETURN(Instruction * root, generator.Build(operations));
   module->set_entry(module->AddComputation(generator.Finish(root)));
   return module;

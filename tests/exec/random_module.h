@@ -18,7 +18,9 @@ std::vector<ir::Literal> RandomArguments(const ir::Module& module, uint32_t seed
                                          double high = 2);
 
 // A module of about `operations` instructions (plus parameters and constants), its root a tuple of
-// the last values made. The same seed gives the same module.
-absl::StatusOr<std::unique_ptr<ir::Module>> RandomModule(uint32_t seed, int operations);
+// the last values made, its float values of `float_type` (f32, f16 or bf16). The same seed gives
+// the same module.
+absl::StatusOr<std::unique_ptr<ir::Module>> RandomModule(uint32_t seed, int operations,
+                                                         ir::DType float_type = ir::DType::kF32);
 
 }  // namespace vkspmd::testing
