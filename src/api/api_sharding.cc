@@ -33,23 +33,19 @@ spmd::PartitionSpec ToSpmdSpec(const PartitionSpec& spec) {
   return spmd::PartitionSpec(std::move(dims));
 }
 
-// Moves a leaf's value (host data or device data anywhere) onto `placement` with `sharding`.
+// Moves a leaf's value (host data or device data anywhere) onto `placement` with `sharding`:
+// queued on the engine, not waited for, so a step's batch need not wait for the step running now.
+// A value already there with that sharding stays as it is.
 NodePtr Reshard(const NodePtr& leaf, const lazy::PlacementPtr& placement,
                 const spmd::AxisSharding& sharding) {
+  if (!leaf->host_value.has_value() && leaf->device_value->placement()->key == placement->key &&
+      leaf->device_value->KnownSharding() == sharding) {
+    return leaf;
+  }
   auto value = std::make_shared<lazy::DeviceValue>(placement, leaf->shape(), sharding);
-  lazy::ThrowIfError(lazy::Engine::Get().Call([&](lazy::DevicePool& pool) -> absl::Status {
-    ir::Literal host;
-    if (leaf->host_value.has_value()) {
-      host = *leaf->host_value;
-    } else {
-      VKSPMD_ASSIGN_OR_RETURN(const exec::ShardedBuffer* buffer, leaf->device_value->WaitBuffer());
-      VKSPMD_ASSIGN_OR_RETURN(host, lazy::DownloadValue(*buffer));
-    }
-    VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<exec::ShardedBuffer> uploaded,
-                            lazy::UploadValue(host, *placement, sharding, pool));
-    value->SetBuffer(std::move(uploaded));
-    return absl::OkStatus();
-  }));
+  std::shared_ptr<const ir::Literal> host;
+  if (leaf->host_value.has_value()) host = std::make_shared<ir::Literal>(*leaf->host_value);
+  lazy::Engine::Get().Place(std::move(host), leaf->device_value, value);
   return lazy::MakeDeviceLeaf(std::move(value));
 }
 

@@ -95,16 +95,7 @@ ir::Literal ReadValue(const Tensor& tensor, const std::source_location& where) {
     node = tensor.state()->node;
   }
   std::shared_ptr<DeviceValue> value = node->device_value;
-  ir::Literal literal;
-  ThrowIfError(Engine::Get().Call([&](DevicePool&) -> absl::Status {
-    absl::StatusOr<const exec::ShardedBuffer*> buffer = value->WaitBuffer();
-    if (!buffer.ok()) return buffer.status();
-    absl::StatusOr<ir::Literal> downloaded = DownloadValue(**buffer);
-    if (!downloaded.ok()) return downloaded.status();
-    literal = std::move(*downloaded);
-    return absl::OkStatus();
-  }));
-  return literal;
+  return Unwrap(Engine::Get().Read(value));
 }
 
 HostTensor ToHostTensor(const ir::Literal& literal) {

@@ -72,6 +72,11 @@ void DeviceValue::SetError(const absl::Status& error) {
   changed_.notify_all();
 }
 
+std::optional<spmd::AxisSharding> DeviceValue::KnownSharding() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return sharding_;
+}
+
 absl::StatusOr<spmd::AxisSharding> DeviceValue::WaitSharding() const {
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait(lock, [&] { return sharding_.has_value() || !error_.ok(); });

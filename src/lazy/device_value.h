@@ -29,6 +29,8 @@ class DeviceValue {
   void SetBuffer(std::unique_ptr<exec::ShardedBuffer> buffer);
   // Both waits end with the error when the computation failed.
   void SetError(const absl::Status& error);
+  // The sharding when known now (does not wait).
+  std::optional<spmd::AxisSharding> KnownSharding() const;
   // Waits until the sharding over placement()->local_mesh is known.
   absl::StatusOr<spmd::AxisSharding> WaitSharding() const;
   // Waits until the value is on the devices.

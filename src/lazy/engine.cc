@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "src/base/status_macros.h"
 #include "src/debug/trace_writer.h"
 #include "src/lazy/device_value.h"
+#include "src/lazy/value_transfer.h"
 
 namespace vkspmd::lazy {
 
@@ -122,6 +124,45 @@ absl::Status Engine::Call(const std::function<absl::Status(DevicePool&)>& work) 
   std::unique_lock<std::mutex> lock(done_mutex);
   done_changed.wait(lock, [&] { return done; });
   return status;
+}
+
+void Engine::Place(std::shared_ptr<const ir::Literal> host, std::shared_ptr<DeviceValue> source,
+                   std::shared_ptr<DeviceValue> value) {
+  Post([this, host = std::move(host), source = std::move(source), value = std::move(value)] {
+    absl::Status status = [&]() -> absl::Status {
+      ir::Literal downloaded;
+      if (host == nullptr) {
+        VKSPMD_ASSIGN_OR_RETURN(const exec::ShardedBuffer* buffer, source->WaitBuffer());
+        VKSPMD_ASSIGN_OR_RETURN(downloaded, DownloadValue(*buffer));
+      }
+      VKSPMD_ASSIGN_OR_RETURN(spmd::AxisSharding sharding, value->WaitSharding());
+      VKSPMD_ASSIGN_OR_RETURN(
+          std::unique_ptr<exec::ShardedBuffer> buffer,
+          UploadValue(host != nullptr ? *host : downloaded, *value->placement(), sharding, pool_));
+      value->SetBuffer(std::move(buffer));
+      return absl::OkStatus();
+    }();
+    if (!status.ok()) value->SetError(status);
+    GuardExit();
+  });
+}
+
+absl::StatusOr<ir::Literal> Engine::Read(const std::shared_ptr<DeviceValue>& value) {
+  VKSPMD_ASSIGN_OR_RETURN(const exec::ShardedBuffer* buffer, value->WaitBuffer());
+  bool mapped = !buffer->donated();
+  for (size_t d = 0; mapped && d < buffer->shard_count(); ++d) {
+    mapped = buffer->addressable(d) && buffer->shard(d).mapped() != nullptr;
+  }
+  // The run that wrote the value has finished (its fence waited) before the buffer was set, and
+  // the memory is host-coherent: a plain copy sees the result.
+  if (mapped) return DownloadValue(*buffer);
+  ir::Literal literal;
+  VKSPMD_RETURN_IF_ERROR(Call([&](DevicePool&) -> absl::Status {
+    VKSPMD_ASSIGN_OR_RETURN(const exec::ShardedBuffer* queued, value->WaitBuffer());
+    VKSPMD_ASSIGN_OR_RETURN(literal, DownloadValue(*queued));
+    return absl::OkStatus();
+  }));
+  return literal;
 }
 
 void Engine::WaitIdle() {

@@ -27,6 +27,17 @@ class Engine {
   void Launch(GraphTask task);
   // Runs `work` on the worker after everything queued so far, and waits for its result.
   absl::Status Call(const std::function<absl::Status(DevicePool&)>& work);
+  // Queues moving `host` (host data) or else `source` (a device value anywhere) into `value`, on
+  // value's placement with its sharding (known now), and returns at once. A graph launched later
+  // reads `value` in queue order; an error becomes value's error. So placing a step's batch on a
+  // mesh does not wait for the graphs queued before it.
+  void Place(std::shared_ptr<const ir::Literal> host, std::shared_ptr<DeviceValue> source,
+             std::shared_ptr<DeviceValue> value);
+  // Waits for `value` and reads it to the host. Where its shards are mapped host memory
+  // (lavapipe, resizable-BAR GPUs) the copy runs on the calling thread, so reading step k's loss
+  // does not queue behind step k+1's graph and the caller can trace step k+2 while the devices
+  // run k+1; otherwise the download runs on the worker after everything queued.
+  absl::StatusOr<ir::Literal> Read(const std::shared_ptr<DeviceValue>& value);
   void WaitIdle();
   // WaitIdle for at most `timeout`; whether the queue ran empty.
   bool WaitIdleFor(std::chrono::milliseconds timeout);

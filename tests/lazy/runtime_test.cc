@@ -3,13 +3,17 @@
 // VKSPMD_DEBUG analysis names the cause, graph and the caller's line.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <thread>
 
+#include "src/lazy/engine.h"
 #include "tests/lazy/lazy_test_util.h"
 #include "vkspmd/vkspmd.h"
 
@@ -101,6 +105,38 @@ TEST(RuntimeTest, IntermediateShardingIsPropagatedWithoutExecuting) {
   reset_metrics();
   EXPECT_EQ(sharding_spec(y), "{devices=[2,1,2]<=[4] last_tile_dim_replicate}");
   EXPECT_EQ(metrics().execute_count, 0);
+}
+
+// Tracing step k+2 overlaps the devices' work on step k+1 only if what a training loop does
+// meanwhile (read step k's loss, place the next batch on the mesh) does not queue behind k+1. The
+// worker is kept busy here (as by a running step) until the test releases it or 5 s pass.
+TEST(RuntimeTest, ReadingAComputedValueAndPlacingHostDataDoNotWaitForQueuedWork) {
+  Mesh mesh({2});
+  Tensor computed = arange(4).to(float32) * 3;
+  sync();
+  wait_device_ops();
+  std::atomic<bool> started{false}, release{false}, timed_out{false};
+  std::thread busy([&] {
+    (void)lazy::Engine::Get().Call([&](lazy::DevicePool&) {
+      started = true;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (!release && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      timed_out = !release;
+      return absl::OkStatus();
+    });
+  });
+  while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const std::vector<float> read = computed.to_vector<float>();
+  Tensor batch = tensor(std::vector<float>{1, 2, 3, 4}, {4});
+  mark_sharding(batch, mesh, {0});
+  const bool waited = timed_out;
+  release = true;
+  busy.join();
+  EXPECT_FALSE(waited) << "the read or mark_sharding waited for the busy worker";
+  EXPECT_EQ(read, (std::vector<float>{0, 3, 6, 9}));
+  EXPECT_EQ((batch * 2).to_vector<float>(), (std::vector<float>{2, 4, 6, 8}));
 }
 
 std::string ReadFile(const std::string& path) {
