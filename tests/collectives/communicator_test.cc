@@ -10,9 +10,12 @@
 #include <cstring>
 #include <functional>
 #include <random>
+#include <span>
 #include <thread>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "src/collectives/host_reduce.h"
 #include "src/collectives/in_process_world.h"
 #include "src/interp/evaluator.h"
 #include "src/ir/parser.h"
@@ -334,6 +337,35 @@ ENTRY %main (x: f32[257]) -> f32[257] {
     for (int i = 0; i < 257; ++i) {
       EXPECT_FLOAT_EQ(got[i], (*reference)[rank].Get<float>(i)) << "rank " << rank << " at " << i;
     }
+  }
+}
+
+// f16/bf16 combine in f32 and round to nearest even at every step, as the CPU reference's
+// all-reduce does: 1 + 2^-11 (f16) and 1 + 2^-8 (bf16) are ties that round to 1, so adding the
+// small value twice in two steps keeps 1, where one f32 sum would give 1 + 1 ulp. NaN propagates
+// through max, and and/or are refused.
+TEST(CommunicatorTest, HalfPrecisionCombinesRoundEveryStep) {
+  for (auto [type, one, half_ulp, two_ulps] :
+       {std::tuple{ElementType::kF16, uint16_t{0x3c00}, uint16_t{0x1000}, uint16_t{0x3c02}},
+        std::tuple{ElementType::kBF16, uint16_t{0x3f80}, uint16_t{0x3b80}, uint16_t{0x3f82}}}) {
+    SCOPED_TRACE(ElementTypeName(type));
+    std::vector<uint16_t> accumulator = {one, one};
+    const std::vector<uint16_t> small = {half_ulp, half_ulp};
+    auto combine = [&](const std::vector<uint16_t>& operand, ReduceOp op) {
+      return CombineInto(std::as_writable_bytes(std::span(accumulator)),
+                         std::as_bytes(std::span(operand)), type, op);
+    };
+    ASSERT_TRUE(combine(small, ReduceOp::kSum).ok());
+    ASSERT_TRUE(combine(small, ReduceOp::kSum).ok());
+    EXPECT_EQ(accumulator[0], one);
+    const std::vector<uint16_t> larger = {two_ulps, two_ulps};
+    ASSERT_TRUE(combine(larger, ReduceOp::kMax).ok());
+    EXPECT_EQ(accumulator[1], two_ulps);
+    const uint16_t nan = type == ElementType::kF16 ? 0x7e00 : 0x7fc0;
+    ASSERT_TRUE(combine({nan, one}, ReduceOp::kMax).ok());
+    EXPECT_EQ(accumulator[0] & 0x7fff, nan);
+    EXPECT_FALSE(ReductionApplies(type, ReduceOp::kAnd));
+    EXPECT_EQ(ElementSize(type), 2u);
   }
 }
 
