@@ -1,5 +1,5 @@
 // Element types of the IR (HLO primitive types) and their text names, sizes and classes.
-// f16/bf16 are known to the parser and printer; the evaluator computes in the other types.
+// f16/bf16 are stored as their 16-bit patterns and computed in float, rounded after every op.
 #pragma once
 
 #include <cstdint>

@@ -234,6 +234,36 @@ TEST(EvaluatorTest, ConvertSaturatesAndMapsNanToZero) {
   EXPECT_EQ(Values<uint8_t>(t[2]), (std::vector<uint8_t>{1, 1, 1, 1, 1, 0}));
 }
 
+// A reduce of f16/bf16 with a single-op reducer accumulates in f32 and rounds once, as device
+// kernels do: 4096 ones sum to 4096, where steps rounded to f16 stop at 2048 (2048 + 1 is a tie
+// that rounds back to 2048). A reducer computation of more than one op keeps the element type's
+// rounding after every step.
+TEST(EvaluatorTest, HalfPrecisionReduceAccumulatesInF32) {
+  for (const std::string type : {"f16", "bf16"}) {
+    const std::string text =
+        "HloModule r\n%add (a: " + type + "[], b: " + type + "[]) -> " + type +
+        "[] {\n  %a = " + type + "[] parameter(0)\n  %b = " + type +
+        "[] parameter(1)\n  ROOT %s = " + type + "[] add(%a, %b)\n}\n" + "%add_copy (a: " + type +
+        "[], b: " + type + "[]) -> " + type + "[] {\n  %a = " + type +
+        "[] parameter(0)\n  %b = " + type + "[] parameter(1)\n  %s = " + type +
+        "[] add(%a, %b)\n  ROOT %c = " + type + "[] copy(%s)\n}\n" + "ENTRY %e () -> (" + type +
+        "[], " + type + "[]) {\n  %one = " + type + "[] constant(1)\n  %ones = " + type +
+        "[4096] broadcast(%one), dimensions={}\n  %zero = " + type +
+        "[] constant(0)\n  %f32 = " + type +
+        "[] reduce(%ones, %zero), dimensions={0}, to_apply=%add\n  %steps = " + type +
+        "[] reduce(%ones, %zero), dimensions={0}, to_apply=%add_copy\n"
+        "  ROOT %t = (" +
+        type + "[], " + type + "[]) tuple(%f32, %steps)\n}\n";
+    absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
+    ASSERT_TRUE(module.ok()) << module.status() << "\n" << text;
+    absl::StatusOr<Literal> result = Evaluate(**module, {});
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->tuple_elements()[0].GetAsDouble(0), 4096) << type;
+    // bf16 (8 significant bits) stops at 256 the same way.
+    EXPECT_EQ(result->tuple_elements()[1].GetAsDouble(0), type == "f16" ? 2048 : 256) << type;
+  }
+}
+
 TEST(EvaluatorTest, ConvertIntegersWrapAndHalfRounds) {
   Literal result = RunEntry("(a: s32[2]) -> (u32[2], f16[2], f32[2])",
                             "  %a = s32[2]{0} parameter(0)\n"
