@@ -42,15 +42,17 @@ Tensor GradScaler::scale(const Tensor& loss) const {
 bool GradScaler::step(Optimizer& optimizer, const std::vector<Tensor>& grads) {
   const Tensor inverse = vkspmd::scalar(1.0 / scale_);
   std::vector<Tensor> unscaled(grads.size());
-  Tensor overflow;  // 0 when every gradient is finite, NaN otherwise (inf * 0 and NaN * 0 are NaN).
+  // 0 when every gradient is finite, NaN otherwise (inf * 0 and NaN * 0 are NaN). Each sum takes
+  // the one before inside it, a chain of small kernels: the sum of one probe per gradient would
+  // be one fused kernel reading every gradient's probe, more buffers than a device may bind.
+  Tensor overflow = vkspmd::scalar(0.0);
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!grads[i].defined()) continue;
     unscaled[i] = grads[i].to(float32) * inverse;
-    Tensor probe = (unscaled[i] * 0.0).sum();
-    overflow = overflow.defined() ? overflow + probe : probe;
+    overflow = (unscaled[i] * 0.0 + overflow).sum();
   }
   // The one value read: the forward and backward pass run now, the update is traced after it.
-  found_inf_ = overflow.defined() && !std::isfinite(overflow.item());
+  found_inf_ = !std::isfinite(overflow.item());
   if (*found_inf_) {
     ++skipped_steps_;
     return false;

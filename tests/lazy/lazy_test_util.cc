@@ -54,7 +54,7 @@ std::string CompareWithReference(const HostTensor& actual, const ir::Literal& re
   for (int64_t i = 0; i < actual.numel(); ++i) {
     const double a = actual.at<double>(i), b = reference.GetAsDouble(i);
     if (a == b || (std::isnan(a) && std::isnan(b))) continue;
-    if (actual.dtype == DType::kFloat32 && std::isfinite(a) && std::isfinite(b) &&
+    if (is_floating_point(actual.dtype) && std::isfinite(a) && std::isfinite(b) &&
         std::fabs(a - b) <= relative * std::max(1.0, std::fabs(b))) {
       continue;
     }
@@ -76,7 +76,7 @@ std::string CompareWithExpected(const HostTensor& actual, const HostTensor& expe
   for (int64_t i = 0; i < actual.numel(); ++i) {
     const double a = actual.at<double>(i), b = expected.at<double>(i);
     if (a == b || (std::isnan(a) && std::isnan(b))) continue;
-    if (actual.dtype == DType::kFloat32 && std::isfinite(a) && std::isfinite(b) &&
+    if (is_floating_point(actual.dtype) && std::isfinite(a) && std::isfinite(b) &&
         std::fabs(a - b) <= absolute + relative * std::fabs(b)) {
       continue;
     }

@@ -78,9 +78,12 @@ std::unique_ptr<optim::Optimizer> MakeOptimizer(OptimizerKind kind,
 }
 
 TrainingRun Train(ModelKind model_kind, OptimizerKind optimizer_kind, int64_t steps,
-                  const std::string& strategy, const Mesh* mesh) {
+                  const std::string& strategy, const Mesh* mesh, DType compute_dtype) {
   TrainingModel model(model_kind, steps);
   if (mesh != nullptr) nn::apply_strategy(model.module(), *mesh, strategy);
+  model.module().set_compute_dtype(compute_dtype);
+  std::unique_ptr<optim::GradScaler> scaler;
+  if (compute_dtype == float16) scaler = std::make_unique<optim::GradScaler>();
   const std::vector<Tensor> parameters = model.module().parameters();
   std::unique_ptr<optim::Optimizer> optimizer = MakeOptimizer(optimizer_kind, parameters);
   mark_step();  // The initial parameters and optimizer state: every step then has one graph.
@@ -88,7 +91,12 @@ TrainingRun Train(ModelKind model_kind, OptimizerKind optimizer_kind, int64_t st
   TrainingRun run;
   for (int64_t step = 0; step < steps; ++step) {
     Tensor loss = model.Loss(step);
-    optimizer->step(grad(loss, parameters));
+    if (scaler != nullptr) {
+      scaler->step(*optimizer, grad(scaler->scale(loss), parameters));
+      scaler->update();
+    } else {
+      optimizer->step(grad(loss, parameters));
+    }
     mark_step();
     run.losses.push_back(loss.item());
   }

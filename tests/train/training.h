@@ -65,8 +65,11 @@ struct TrainingRun {
 
 // Trains `steps` steps: the model, `strategy` on `mesh` ("" and nullptr: no strategy, one device),
 // the optimizer, mark_step, then per step loss → grad → optimizer step → mark_step → loss.item().
+// A float16 or bfloat16 `compute_dtype` trains with mixed precision as `vkspmd train
+// --precision` does (float16 with an optim::GradScaler).
 TrainingRun Train(ModelKind model, OptimizerKind optimizer, int64_t steps,
-                  const std::string& strategy = "", const Mesh* mesh = nullptr);
+                  const std::string& strategy = "", const Mesh* mesh = nullptr,
+                  DType compute_dtype = float32);
 
 // A parameter's tolerance after training, relative to max(1, |expected|), by dotted name.
 using ParameterTolerance = std::function<double(const std::string& name)>;
