@@ -10,6 +10,9 @@
 //   these ops are innocuous since f32 has more than twice the 16-bit types' precision).
 // - 1 ulp for exp, log, tanh, pow, trigonometry, ...: the device's f32 functions differ from the
 //   reference's double ones in the last f32 bits, which may flip a rounding to 16 bits.
+//   Vulkan does not require correctly rounded f32 divide and sqrt (2.5 ulp; sqrt as 1 /
+//   inversesqrt), so on drivers other than lavapipe (whose are) those, and chains using them,
+//   get 1 ulp.
 // - 1 ulp for dot and reductions: both accumulate in f32 (the reference's dot in double), in
 //   different orders, and round once at the end.
 #include <gtest/gtest.h>
@@ -123,7 +126,9 @@ TEST_F(HalfPrecisionTest, EveryElementwiseOp) {
         if (op.arity == 2) absl::StrAppend(&text, "  %b = ", shape, " parameter(1)\n");
         absl::StrAppend(&text, "  ROOT %r = ", shape, " ", op.name, "(%a",
                         op.arity == 2 ? ", %b" : "", ")\n}\n");
-        EXPECT_EQ(Check(text, op.low, op.high, op.ulps), "") << op.name << " " << shape;
+        const bool inexact_on_driver = !is_lavapipe() && (op.name == "divide" || op.name == "sqrt");
+        EXPECT_EQ(Check(text, op.low, op.high, inexact_on_driver ? 1 : op.ulps), "")
+            << op.name << " " << shape;
       }
     }
   }
@@ -139,7 +144,7 @@ TEST_F(HalfPrecisionTest, FusedChainsRoundAfterEveryOp) {
         "  %a = ", shape, " parameter(0)\n  %b = ", shape, " parameter(1)\n", "  %m = ", shape,
         " multiply(%a, %b)\n  %s = ", shape, " add(%m, %a)\n", "  %d = ", shape,
         " divide(%s, %b)\n  ROOT %r = ", shape, " subtract(%d, %a)\n}\n");
-    EXPECT_EQ(Check(text, 0.5, 3, 0), "") << type;
+    EXPECT_EQ(Check(text, 0.5, 3, is_lavapipe() ? 0 : 1), "") << type;
   }
 }
 
@@ -161,7 +166,8 @@ TEST_F(HalfPrecisionTest, SpecialValuesMatchBitForBit) {
           op, "(%a, %r)\n}\n");
       std::vector<ir::Literal> arguments;
       arguments.push_back(x);
-      EXPECT_EQ(Check(text, 0, 0, 0, std::move(arguments)), "") << type << " " << op;
+      const int64_t ulps = !is_lavapipe() && std::string(op) == "divide" ? 1 : 0;
+      EXPECT_EQ(Check(text, 0, 0, ulps, std::move(arguments)), "") << type << " " << op;
     }
   }
 }
