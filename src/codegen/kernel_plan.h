@@ -106,6 +106,10 @@ struct KernelPlan {
   // wherever the root's computation reads them, instead of read from their buffers.
   std::vector<const ir::Instruction*> also_stores;
   std::vector<int> also_outputs;
+  // kMap: reduces computed first, at the kernel's own index (each invocation reduces the elements
+  // of its output element), into variables the computation reads: a short reduce folded into the
+  // one kernel that reads it, only at that index (reduction_folding.h).
+  std::vector<const ir::Instruction*> held_reductions;
   // Every buffer the kernel writes: output, then also_outputs.
   std::vector<int> outputs() const {
     std::vector<int> all = {output};

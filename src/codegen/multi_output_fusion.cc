@@ -59,27 +59,6 @@ class Fusion {
   }
 
  private:
-  // Whether a kernel computing `value` (and the values in `here` inline) reads
-  // `producer` only at the index `value` is computed at, given whether the path so far kept the
-  // index. Memoised: the same sub-expression is reached by many paths in a DAG.
-  bool ReadsOnlyAtOwnIndex(const Instruction* value, const Instruction* producer, bool same_index,
-                           bool is_root, const std::set<const Instruction*>& here,
-                           std::set<std::pair<const Instruction*, bool>>& checked) const {
-    if (value == producer) return same_index;
-    if (!is_root && !here.count(value) && plan_.materialized.count(value)) return true;
-    if (!checked.insert({value, same_index}).second) return true;
-    const bool elementwise = IsFusedElementwise(value->opcode());
-    for (const Instruction* operand : value->operands()) {
-      const bool keeps_index =
-          elementwise && operand->shape().dimensions() == value->shape().dimensions();
-      if (!ReadsOnlyAtOwnIndex(operand, producer, same_index && keeps_index, false, here,
-                               checked)) {
-        return false;
-      }
-    }
-    return true;
-  }
-
   // Whether a kernel other than `p` and `k`, not removed, reads `buffer`; with `before_k`, only
   // those at or before k count.
   bool ReadByOthers(int buffer, size_t p, size_t k, bool before_k) const {
@@ -111,7 +90,9 @@ class Fusion {
     for (const Instruction* root : roots) {
       for (const Instruction* value : values) {
         std::set<std::pair<const Instruction*, bool>> checked;
-        if (!ReadsOnlyAtOwnIndex(root, value, true, true, here, checked)) return false;
+        if (!ReadsOnlyAtOwnIndex(plan_.materialized, root, value, true, true, here, checked)) {
+          return false;
+        }
       }
     }
     // The merged kernel's stores: the consumer's, then the producer's that are still needed.

@@ -12,6 +12,7 @@
 #include "src/codegen/fused_ops.h"
 #include "src/codegen/kernel_reads.h"
 #include "src/codegen/multi_output_fusion.h"
+#include "src/codegen/reduction_folding.h"
 #include "src/codegen/row_fusion.h"
 
 namespace vkspmd::codegen {
@@ -237,6 +238,7 @@ class Planner {
     for (const Instruction* output : outputs)
       plan_.outputs.push_back(plan_.materialized.at(output));
     FuseProducersIntoConsumers(plan_, target_, kMaxFusedInstructions);
+    FoldReductionsIntoReaders(plan_, target_, kMaxElementsPerInvocation);
     PlanDonations(entry, outputs);
     VKSPMD_RETURN_IF_ERROR(CheckLimits());
     return std::move(plan_);
@@ -255,26 +257,6 @@ class Planner {
       return false;
     }
     return !collective_operands_.count(&instruction);
-  }
-
-  // Whether `value`, computed in the kernel of `root`, reads `parameter` only at the index it is
-  // evaluated at (through elementwise ops alone), given whether the path so far kept the index.
-  bool ReadsOnlyInPlace(const Instruction* value, const Instruction* parameter, bool same_index,
-                        bool is_root, const std::set<const Instruction*>& computed_here) const {
-    if (value == parameter) return same_index;
-    if (!is_root && !computed_here.count(value) && plan_.materialized.count(value)) {
-      // Read from its own buffer, unless that is the parameter's (a reshape aliasing it).
-      return plan_.materialized.at(value) != plan_.materialized.at(parameter);
-    }
-    const bool elementwise = IsFusedElementwise(value->opcode());
-    for (const Instruction* operand : value->operands()) {
-      bool keeps_index =
-          elementwise && operand->shape().dimensions() == value->shape().dimensions();
-      if (!ReadsOnlyInPlace(operand, parameter, same_index && keeps_index, false, computed_here)) {
-        return false;
-      }
-    }
-    return true;
   }
 
   void PlanDonations(const ir::Computation& entry, const std::vector<const Instruction*>& outputs) {
@@ -312,9 +294,13 @@ class Planner {
       const KernelPlan& writing = plan_.kernels[writer];
       const std::set<const Instruction*> here(writing.also_stores.begin(),
                                               writing.also_stores.end());
-      bool in_place = ReadsOnlyInPlace(writing.root, parameter, true, true, here);
-      for (const Instruction* stored : writing.also_stores) {
-        in_place = in_place && ReadsOnlyInPlace(stored, parameter, true, true, here);
+      std::vector<const Instruction*> roots = {writing.root};
+      roots.insert(roots.end(), writing.also_stores.begin(), writing.also_stores.end());
+      bool in_place = true;
+      for (const Instruction* root : roots) {
+        std::set<std::pair<const Instruction*, bool>> checked;
+        in_place = in_place && ReadsOnlyAtOwnIndex(plan_.materialized, root, parameter, true, true,
+                                                   here, checked);
       }
       if (read_later || !in_place) continue;
       plan_.donations.emplace_back(output_buffer, parameter_buffer);

@@ -17,27 +17,6 @@ namespace {
 using ir::Instruction;
 using ir::Opcode;
 
-// Element i of the root and of the values fused into its kernel (KernelPlan::also_stores), all
-// computed before any is stored: the root's computation calls the others' functions at the same
-// index, and the compiler computes each once.
-absl::StatusOr<std::string> MapBody(const KernelPlan& kernel, KernelWriter& writer) {
-  VKSPMD_ASSIGN_OR_RETURN(std::string value, writer.Value(kernel.root, /*compute=*/true));
-  std::string body = absl::StrCat("  if (i >= ", writer.Size(kernel.root->shape().ElementCount()),
-                                  ") return;\n");
-  if (kernel.also_stores.empty()) return absl::StrCat(body, "  store(i, ", value, "(i));\n");
-  std::string stores = absl::StrCat("  store(i, r0);\n");
-  VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(kernel.root->shape().dtype()));
-  absl::StrAppend(&body, "  ", type, " r0 = ", value, "(i);\n");
-  for (size_t k = 0; k < kernel.also_stores.size(); ++k) {
-    const Instruction* stored = kernel.also_stores[k];
-    VKSPMD_ASSIGN_OR_RETURN(std::string function, writer.Value(stored));
-    VKSPMD_ASSIGN_OR_RETURN(std::string stored_type, GlslType(stored->shape().dtype()));
-    absl::StrAppend(&body, "  ", stored_type, " r", k + 1, " = ", function, "(i);\n");
-    absl::StrAppend(&stores, "  store", k + 1, "(i, r", k + 1, ");\n");
-  }
-  return body + stores;
-}
-
 // The reduce's operand element (o, r): its linear index from the kept coordinates (of o) and the
 // reduced ones (of r).
 absl::StatusOr<std::string> ReducedElement(const Instruction& reduce, KernelWriter& writer) {
@@ -68,6 +47,52 @@ absl::StatusOr<std::string> ReducedElement(const Instruction& reduce, KernelWrit
                     strides[sorted_reduced[k]], "u");
   }
   return absl::StrCat(input, "(", index, ")");
+}
+
+// The reduces a map kernel holds (KernelPlan::held_reductions), each into a variable: element o
+// of the reduce, o being the kernel's own index i, combined by this invocation alone.
+absl::StatusOr<std::string> HeldReductions(const KernelPlan& kernel, KernelWriter& writer) {
+  if (kernel.held_reductions.empty()) return std::string();
+  std::string code = "  uint o = i;\n";
+  for (const Instruction* reduce : kernel.held_reductions) {
+    LaneReduction reduction;
+    VKSPMD_ASSIGN_OR_RETURN(reduction.type, GlslType(reduce->shape().dtype()));
+    VKSPMD_ASSIGN_OR_RETURN(reduction.result, writer.DeclareRowValue(reduce));
+    VKSPMD_ASSIGN_OR_RETURN(reduction.element, ReducedElement(*reduce, writer));
+    VKSPMD_ASSIGN_OR_RETURN(std::string init, writer.Value(reduce->operand(1)));
+    VKSPMD_ASSIGN_OR_RETURN(reduction.combine, CombinerCode(*reduce));
+    reduction.init = init + "(0u)";
+    reduction.begin = "0u";
+    reduction.end = absl::StrCat(reduce->operand(0)->shape().ElementCount() /
+                                     std::max<int64_t>(reduce->shape().ElementCount(), 1),
+                                 "u");
+    reduction.lanes = 1;
+    absl::StrAppend(&code, LaneReductionCode(reduction, writer));
+  }
+  return code;
+}
+
+// Element i of the root and of the values fused into its kernel (KernelPlan::also_stores), all
+// computed before any is stored: the root's computation calls the others' functions at the same
+// index, and the compiler computes each once.
+absl::StatusOr<std::string> MapBody(const KernelPlan& kernel, KernelWriter& writer) {
+  std::string body =
+      absl::StrCat("  if (i >= ", writer.Size(kernel.root->shape().ElementCount()), ") return;\n");
+  VKSPMD_ASSIGN_OR_RETURN(std::string reductions, HeldReductions(kernel, writer));
+  absl::StrAppend(&body, reductions);
+  VKSPMD_ASSIGN_OR_RETURN(std::string value, writer.Value(kernel.root, /*compute=*/true));
+  if (kernel.also_stores.empty()) return absl::StrCat(body, "  store(i, ", value, "(i));\n");
+  std::string stores = absl::StrCat("  store(i, r0);\n");
+  VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(kernel.root->shape().dtype()));
+  absl::StrAppend(&body, "  ", type, " r0 = ", value, "(i);\n");
+  for (size_t k = 0; k < kernel.also_stores.size(); ++k) {
+    const Instruction* stored = kernel.also_stores[k];
+    VKSPMD_ASSIGN_OR_RETURN(std::string function, writer.Value(stored));
+    VKSPMD_ASSIGN_OR_RETURN(std::string stored_type, GlslType(stored->shape().dtype()));
+    absl::StrAppend(&body, "  ", stored_type, " r", k + 1, " = ", function, "(i);\n");
+    absl::StrAppend(&stores, "  store", k + 1, "(i, r", k + 1, ");\n");
+  }
+  return body + stores;
 }
 
 // One pass of a reduce, or of the sum of a dot's split-K partial products (see ReductionPass).

@@ -7,9 +7,11 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "src/base/environment.h"
 #include "src/base/status_macros.h"
 #include "src/ir/printer.h"
@@ -84,9 +86,13 @@ absl::Status DumpCompilationIfRequested(const ir::Module& module, const codegen:
   std::string listing;
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
     const codegen::KernelPlan& kernel = plan.kernels[k];
-    absl::StrAppendFormat(&listing, "%3d %-10s %-28s invocations %-8d reads %d buffer(s)\n", k,
-                          KindName(kernel.kind), kernel.name, kernel.invocations,
-                          kernel.inputs.size());
+    std::vector<std::string> reads, writes;
+    for (int buffer : kernel.inputs) reads.push_back(plan.buffers[buffer].name);
+    for (int buffer : kernel.outputs()) writes.push_back(plan.buffers[buffer].name);
+    absl::StrAppendFormat(
+        &listing, "%3d %-10s %-28s invocations %-8d reads %d buffer(s)  [%s -> %s]\n", k,
+        KindName(kernel.kind), kernel.name, kernel.invocations, kernel.inputs.size(),
+        absl::StrJoin(reads, " "), absl::StrJoin(writes, " "));
   }
   VKSPMD_RETURN_IF_ERROR(WriteFile(directory + "/kernels.txt", listing));
   return DumpKernels(plan, directory);

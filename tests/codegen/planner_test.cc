@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "src/ir/parser.h"
 #include "tests/codegen/codegen_test_support.h"
 
@@ -161,6 +162,41 @@ ENTRY e {
   ROOT d = f32[4,4] add(a, s)
 })");
   EXPECT_THAT(KernelNames(plan), ElementsAre("a", "s", "d"));
+}
+
+// A bias update with its gradient, a sum over the batch, read twice at the update's own index.
+constexpr char kBiasUpdate[] = R"(HloModule bias
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT z = f32[] add(x, y)
+}
+ENTRY e {
+  g = f32[9,5] parameter(0)
+  b = f32[5] parameter(1)
+  zero = f32[] constant(0)
+  s = f32[5] reduce(g, zero), dimensions={0}, to_apply=add
+  ss = f32[5] multiply(s, s)
+  lr = f32[] constant(0.1)
+  lrb = f32[5] broadcast(lr), dimensions={}
+  step = f32[5] multiply(ss, lrb)
+  ROOT nb = f32[5] subtract(b, step)
+})";
+
+TEST_F(PlannerTest, AShortReduceIsFoldedIntoItsOnlyReader) {
+  ProgramPlan plan = Plan(kBiasUpdate);
+  ASSERT_THAT(KernelNames(plan), ElementsAre("nb"));
+  ASSERT_EQ(plan.kernels[0].held_reductions.size(), 1u);
+  EXPECT_EQ(plan.kernels[0].held_reductions[0]->name(), "s");
+  EXPECT_THAT(plan.kernels[0].inputs, ::testing::UnorderedElementsAre(0, 1));  // g and b.
+}
+
+TEST_F(PlannerTest, AReduceReadAtOtherIndicesKeepsItsKernel) {
+  // The reversed read needs other elements of s than the one an invocation would reduce.
+  ProgramPlan plan = Plan(absl::StrReplaceAll(
+      kBiasUpdate, {{"ss = f32[5] multiply(s, s)",
+                     "sr = f32[5] reverse(s), dimensions={0}\n  ss = f32[5] multiply(s, sr)"}}));
+  EXPECT_THAT(KernelNames(plan), ElementsAre("s", "nb"));
 }
 
 TEST_F(PlannerTest, CheapValuesUsedTwiceAreRecomputed) {

@@ -233,6 +233,42 @@ ENTRY e {
   EXPECT_EQ(counter.count(), 1) << "the update and both moments in one multi-output kernel";
 }
 
+TEST_F(ExecutableTest, AFoldedReductionMatchesTheReferenceInOneDispatch) {
+  // A bias update with its gradient (a sum over 37 rows, and a max over them) computed by the
+  // update's own invocations; the zero pad maps nothing, as autodiff emits it.
+  const std::string text = R"(HloModule bias
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT z = f32[] add(x, y)
+}
+max {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT z = f32[] maximum(x, y)
+}
+ENTRY e {
+  g = f32[37,11] parameter(0)
+  b = f32[11] parameter(1)
+  zero = f32[] constant(0)
+  s = f32[11] reduce(g, zero), dimensions={0}, to_apply=add
+  sp = f32[11] pad(s, zero), padding=0_0
+  low = f32[] constant(-inf)
+  m = f32[11] reduce(g, low), dimensions={0}, to_apply=max
+  ss = f32[11] multiply(sp, m)
+  lr = f32[] constant(0.1)
+  lrb = f32[11] broadcast(lr), dimensions={}
+  step = f32[11] multiply(ss, lrb)
+  ROOT nb = f32[11] subtract(b, step)
+})";
+  ExpectMatchesReference(text);
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  DispatchCounter counter(device(0));
+  ASSERT_TRUE(exec::Executable::Compile(**module, device(0)).ok());
+  EXPECT_EQ(counter.count(), 1) << "both reductions inside the update's kernel";
+}
+
 TEST_F(ExecutableTest, RowFusionKeepsValuesReadOutsideTheirRow) {
   // %m is read transposed by %t, so its reduction cannot live inside %y's row kernel, and %e
   // is also a result: both keep their buffers, and the results still match.
