@@ -40,121 +40,263 @@ struct Side {
   std::vector<int64_t> contracting;
 };
 
-}  // namespace
+// Everything both variants share: the operands' views, sizes and the GLSL of index offsets.
+struct DotContext {
+  const Instruction& dot;
+  const DotTiling& tiling;
+  std::string type;
+  Side lhs, rhs;
+  std::vector<int64_t> batch_sizes, contracting_sizes;
 
-absl::StatusOr<std::string> WriteDotKernel(const Instruction& dot, const DotTiling& tiling,
-                                           const std::string& lhs_value,
-                                           const std::string& rhs_value) {
-  if (dot.shape().dtype() == ir::DType::kPred) {
-    return absl::UnimplementedError("dot of pred is not supported on devices (" + dot.Describe() +
-                                    ")");
-  }
-  VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(dot.shape().dtype()));
-  const ir::DotDimensions& d = dot.attributes().dot;
-  Side lhs{dot.operand(0), lhs_value, {}, d.lhs_batch, d.lhs_contracting};
-  Side rhs{dot.operand(1), rhs_value, {}, d.rhs_batch, d.rhs_contracting};
-  lhs.free = FreeDims(*lhs.operand, d.lhs_batch, d.lhs_contracting);
-  rhs.free = FreeDims(*rhs.operand, d.rhs_batch, d.rhs_contracting);
-  const int64_t rows = tiling.rows, columns = tiling.columns;
-  std::vector<int64_t> batch_sizes(dot.shape().dimensions().begin(),
-                                   dot.shape().dimensions().begin() + d.lhs_batch.size());
-  std::vector<int64_t> contracting_sizes;
-  for (int64_t dim : d.lhs_contracting) {
-    contracting_sizes.push_back(lhs.operand->shape().dimension(dim));
-  }
-  const int64_t contraction = tiling.contraction;
-  std::string body;
-  if (dot.shape().ElementCount() == 0) return body;  // Nothing to compute or store.
-
-  const int64_t lanes = tiling.lanes;
-  const bool swapped = tiling.swapped;
-  const Side& uniform = swapped ? rhs : lhs;
-  const Side& lane_side = swapped ? lhs : rhs;
-  const int64_t uniform_size = swapped ? columns : rows;
-  const int64_t lane_size = swapped ? rows : columns;
-  const int64_t per_lane = tiling.per_lane;
-  const int64_t tiles = tiling.tiles;
-  const int64_t blocks = tiling.blocks;
-  const int64_t chunks = tiling.chunks;
-  const int64_t groups = tiling.groups;
-  const int64_t max_iterations = tiling.chunk;
-
-  std::vector<int64_t> batch_strides = ir::RowMajorStrides(batch_sizes);
-  std::vector<int64_t> contracting_strides = ir::RowMajorStrides(contracting_sizes);
-  auto base = [&](const Side& side) {
+  // GLSL for the offset in `side`'s operand of batch element `batch` (a GLSL uint).
+  std::string BatchOffset(const Side& side) const {
     std::vector<int64_t> strides = ir::RowMajorStrides(side.operand->shape().dimensions());
+    std::vector<int64_t> batch_strides = ir::RowMajorStrides(batch_sizes);
     std::string code = "0u";
     for (size_t b = 0; b < side.batch.size(); ++b) {
       absl::StrAppend(&code, " + ((batch / ", batch_strides[b], "u) % ", batch_sizes[b], "u) * ",
                       strides[side.batch[b]], "u");
     }
     return code;
-  };
-  auto k_offset = [&](const Side& side) {
+  }
+  // GLSL for the offset in `side`'s operand of contraction step `k` (a GLSL uint below the
+  // contraction's size, so a single contracting dim needs no modulo).
+  std::string ContractionOffset(const Side& side, const std::string& k) const {
     std::vector<int64_t> strides = ir::RowMajorStrides(side.operand->shape().dimensions());
+    if (side.contracting.size() == 1) {
+      return absl::StrCat("(", k, ") * ", strides[side.contracting[0]], "u");
+    }
+    std::vector<int64_t> contracting_strides = ir::RowMajorStrides(contracting_sizes);
     std::string code = "0u";
     for (size_t c = 0; c < side.contracting.size(); ++c) {
-      absl::StrAppend(&code, " + ((r / ", contracting_strides[c], "u) % ", contracting_sizes[c],
-                      "u) * ", strides[side.contracting[c]], "u");
+      absl::StrAppend(&code, " + (((", k, ") / ", contracting_strides[c], "u) % ",
+                      contracting_sizes[c], "u) * ", strides[side.contracting[c]], "u");
     }
     return code;
-  };
+  }
+  // Declares `uint w` (the workgroup), `chunk`, `tile`, `block` and `batch`, returning early
+  // from workgroups past the last.
+  std::string Workgroup() const {
+    auto split = [](const std::string& name, int64_t count) {
+      return count == 1 ? absl::StrCat("  uint ", name, " = 0u;\n")
+                        : absl::StrCat("  uint ", name, " = rest % ", count,
+                                       "u;\n  rest /= ", count, "u;\n");
+    };
+    // Row tiles vary fastest: consecutive workgroups stream the same columns of the lane-side
+    // operand, which then stay in cache.
+    return absl::StrCat(
+        "  uint w = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;\n",
+        "  if (w >= ", tiling.groups, "u) return;\n  uint rest = w;\n",
+        split("chunk", tiling.chunks), split("tile", tiling.tiles), split("block", tiling.blocks),
+        "  uint batch = rest;\n", "  uint k_begin = chunk * ", tiling.chunk, "u;\n",
+        "  uint k_end = min(k_begin + ", tiling.chunk, "u, ", tiling.contraction,
+        "u);\n  uint out_base = ", tiling.chunks > 1 ? "chunk * " : "0u * ",
+        dot.shape().ElementCount(), "u + batch * ", tiling.rows * tiling.columns, "u;\n");
+  }
+};
 
-  absl::StrAppend(&body, "  uint w = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;\n",
-                  "  if (w >= ", groups, "u) return;\n  uint lane = gl_LocalInvocationID.x;\n",
-                  "  uint chunk = w % ", chunks, "u;\n  uint rest = w / ", chunks, "u;\n",
-                  // Row tiles vary fastest: consecutive workgroups stream the same columns of the
-                  // right-hand operand, which then stay in cache.
-                  "  uint tile = rest % ", tiles, "u;\n  rest = rest / ", tiles, "u;\n",
-                  "  uint block = rest % ", blocks, "u;\n  uint batch = rest / ", blocks, "u;\n",
-                  "  uint uniform_base = ", base(uniform),
-                  ";\n  uint lane_base = ", base(lane_side), ";\n");
-  for (int64_t t = 0; t < kRowsPerTile; ++t) {
-    absl::StrAppend(&body, "  uint u", t, " = tile * ", kRowsPerTile, "u + ", t, "u;\n",
-                    "  uint uo", t, " = uniform_base + ",
+// Register tiles (CPU drivers): rows_per_tile uniform rows x per_lane lane columns per
+// invocation, operands read straight from their buffers (or fused producers).
+std::string RegisterTiles(const DotContext& context, KernelWriter& writer) {
+  const DotTiling& tiling = context.tiling;
+  const std::string& type = context.type;
+  const bool swapped = tiling.swapped;
+  const Side& uniform = swapped ? context.rhs : context.lhs;
+  const Side& lane_side = swapped ? context.lhs : context.rhs;
+  const int64_t uniform_size = swapped ? tiling.columns : tiling.rows;
+  const int64_t lane_size = swapped ? tiling.rows : tiling.columns;
+  const int64_t rows = tiling.rows_per_tile;
+  const int64_t per_lane = tiling.per_lane;
+  const int64_t lanes = tiling.lanes;
+  std::string body = context.Workgroup();
+  absl::StrAppend(&body, "  uint lane = gl_LocalInvocationID.x;\n  uint uniform_base = ",
+                  context.BatchOffset(uniform),
+                  ";\n  uint lane_base = ", context.BatchOffset(lane_side), ";\n");
+  for (int64_t t = 0; t < rows; ++t) {
+    absl::StrAppend(&body, "  uint u", t, " = tile * ", rows, "u + ", t, "u;\n", "  uint uo", t,
+                    " = uniform_base + ",
                     Offset(absl::StrCat("min(u", t, ", ", uniform_size - 1, "u)"), *uniform.operand,
                            uniform.free),
                     ";\n");
   }
-  for (int64_t c = 0; c < per_lane; ++c) {
-    absl::StrAppend(&body, "  uint l", c, " = block * ", lanes * per_lane, "u + lane + ", c * lanes,
-                    "u;\n", "  uint lo", c, " = lane_base + ",
-                    Offset(absl::StrCat("min(l", c, ", ", lane_size - 1, "u)"), *lane_side.operand,
-                           lane_side.free),
-                    ";\n");
+  if (tiling.lane_runs) {
+    // The lane's run starts at `start`, moved back to end within the side (`first`): the run's
+    // elements before `start` belong to the previous lane, which stores them.
+    absl::StrAppend(&body, "  uint start = block * ", lanes * per_lane, "u + lane * ", per_lane,
+                    "u;\n  uint first = min(start, ", lane_size - per_lane, "u);\n");
+    for (int64_t c = 0; c < per_lane; ++c) {
+      absl::StrAppend(&body, "  uint l", c, " = first + ", c, "u;\n  uint lo", c,
+                      " = lane_base + l", c, ";\n");
+    }
+  } else {
+    for (int64_t c = 0; c < per_lane; ++c) {
+      absl::StrAppend(&body, "  uint l", c, " = block * ", lanes * per_lane, "u + lane + ",
+                      c * lanes, "u;\n", "  uint lo", c, " = lane_base + ",
+                      Offset(absl::StrCat("min(l", c, ", ", lane_size - 1, "u)"),
+                             *lane_side.operand, lane_side.free),
+                      ";\n");
+    }
   }
-  for (int64_t t = 0; t < kRowsPerTile; ++t) {
+  for (int64_t t = 0; t < rows; ++t) {
     for (int64_t c = 0; c < per_lane; ++c) {
       absl::StrAppend(&body, "  ", type, " acc", t, "_", c, " = ", type, "(0);\n");
     }
   }
-  absl::StrAppend(&body, "  uint k_end = min(chunk * ", max_iterations, "u + ", max_iterations,
-                  "u, ", contraction, "u);\n", "  for (uint r = chunk * ", max_iterations,
-                  "u; r < k_end; ++r) {\n", "    uint uk = ", k_offset(uniform),
-                  ";\n    uint lk = ", k_offset(lane_side), ";\n");
-  for (int64_t t = 0; t < kRowsPerTile; ++t) {
-    absl::StrAppend(&body, "    ", type, " x", t, " = ", uniform.value, "(uo", t, " + uk);\n");
+  std::string tail_begin = "k_begin";
+  if (tiling.subgroup > 0) {
+    const int64_t steps = tiling.subgroup;
+    writer.RequireSubgroups();
+    tail_begin = "k_full";
+    absl::StrAppend(&body, "  uint k_full = k_begin + ((k_end - k_begin) / ", steps, "u) * ", steps,
+                    "u;\n  for (uint k0 = k_begin; k0 < k_full; k0 += ", steps,
+                    "u) {\n    uint uk = ",
+                    context.ContractionOffset(uniform, "k0 + gl_SubgroupInvocationID"), ";\n");
+    for (int64_t t = 0; t < rows; ++t) {
+      absl::StrAppend(&body, "    ", type, " a", t, " = ", uniform.value, "(uo", t, " + uk);\n");
+    }
+    for (int64_t j = 0; j < steps; ++j) {
+      absl::StrAppend(&body, "    {\n      uint lk = ",
+                      context.ContractionOffset(lane_side, absl::StrCat("k0 + ", j, "u")), ";\n");
+      for (int64_t c = 0; c < per_lane; ++c) {
+        absl::StrAppend(&body, "      ", type, " y", c, " = ", lane_side.value, "(lo", c,
+                        " + lk);\n");
+      }
+      for (int64_t t = 0; t < rows; ++t) {
+        absl::StrAppend(&body, "      ", type, " x", t, " = subgroupShuffle(a", t, ", ", j,
+                        "u);\n");
+        for (int64_t c = 0; c < per_lane; ++c) {
+          absl::StrAppend(&body, "      acc", t, "_", c, " += x", t, " * y", c, ";\n");
+        }
+      }
+      absl::StrAppend(&body, "    }\n");
+    }
+    absl::StrAppend(&body, "  }\n");
   }
+  absl::StrAppend(&body, "  for (uint r = ", tail_begin, "; r < k_end; ++r) {\n",
+                  "    uint uk = ", context.ContractionOffset(uniform, "r"),
+                  ";\n    uint lk = ", context.ContractionOffset(lane_side, "r"), ";\n");
   for (int64_t c = 0; c < per_lane; ++c) {
     absl::StrAppend(&body, "    ", type, " y", c, " = ", lane_side.value, "(lo", c, " + lk);\n");
   }
-  for (int64_t t = 0; t < kRowsPerTile; ++t) {
+  for (int64_t t = 0; t < rows; ++t) {
+    absl::StrAppend(&body, "    ", type, " x", t, " = ", uniform.value, "(uo", t, " + uk);\n");
     for (int64_t c = 0; c < per_lane; ++c) {
       absl::StrAppend(&body, "    acc", t, "_", c, " += x", t, " * y", c, ";\n");
     }
   }
-  absl::StrAppend(&body, "  }\n  uint out_base = ", chunks > 1 ? "chunk * " : "0u * ",
-                  dot.shape().ElementCount(), "u + batch * ", rows * columns, "u;\n");
-  for (int64_t t = 0; t < kRowsPerTile; ++t) {
+  absl::StrAppend(&body, "  }\n");
+  for (int64_t t = 0; t < rows; ++t) {
     for (int64_t c = 0; c < per_lane; ++c) {
       const std::string row = swapped ? absl::StrCat("l", c) : absl::StrCat("u", t);
       const std::string column = swapped ? absl::StrCat("u", t) : absl::StrCat("l", c);
-      absl::StrAppend(&body, "  if (u", t, " < ", uniform_size, "u && l", c, " < ", lane_size,
-                      "u) store(out_base + ", row, " * ", columns, "u + ", column, ", acc", t, "_",
-                      c, ");\n");
+      const std::string lane_check = tiling.lane_runs ? absl::StrCat("l", c, " >= start")
+                                                      : absl::StrCat("l", c, " < ", lane_size, "u");
+      absl::StrAppend(&body, "  if (u", t, " < ", uniform_size, "u && ", lane_check,
+                      ") store(out_base + ", row, " * ", tiling.columns, "u + ", column, ", acc", t,
+                      "_", c, ");\n");
     }
   }
   return body;
+}
+
+// Shared-memory tiles (GPUs): the workgroup stages kSharedDepth steps of kSharedTile rows and
+// columns, each invocation accumulates kSharedPerThread x kSharedPerThread results from them.
+std::string SharedTiles(const DotContext& context, KernelWriter& writer) {
+  const DotTiling& tiling = context.tiling;
+  const std::string& type = context.type;
+  const int64_t threads = tiling.lanes;
+  const int64_t side = kSharedTile / kSharedPerThread;  // Invocations along each tile side.
+  const std::string lhs_tile = writer.AddShared(type, kSharedDepth * kSharedTile);
+  const std::string rhs_tile = writer.AddShared(type, kSharedDepth * kSharedTile);
+  std::string body = context.Workgroup();
+  absl::StrAppend(&body, "  uint lane = gl_LocalInvocationID.x;\n  uint tx = lane % ", side,
+                  "u;\n  uint ty = lane / ", side, "u;\n  uint row0 = tile * ", kSharedTile,
+                  "u;\n  uint column0 = block * ", kSharedTile,
+                  "u;\n  uint lhs_base = ", context.BatchOffset(context.lhs),
+                  ";\n  uint rhs_base = ", context.BatchOffset(context.rhs), ";\n");
+  for (int64_t t = 0; t < kSharedPerThread; ++t) {
+    for (int64_t c = 0; c < kSharedPerThread; ++c) {
+      absl::StrAppend(&body, "  ", type, " acc", t, "_", c, " = ", type, "(0);\n");
+    }
+  }
+  // Each invocation stages (kSharedDepth * kSharedTile / threads) elements of each operand;
+  // consecutive invocations take consecutive rows (lhs) or columns (rhs) for coalesced reads.
+  const int64_t per_thread = kSharedDepth * kSharedTile / threads;
+  absl::StrAppend(&body, "  for (uint k0 = k_begin; k0 < k_end; k0 += ", kSharedDepth, "u) {\n");
+  for (int64_t j = 0; j < per_thread; ++j) {
+    absl::StrAppend(
+        &body, "    {\n      uint e = lane + ", j * threads, "u;\n      uint m = e % ", kSharedTile,
+        "u;\n      uint q = e / ", kSharedTile, "u;\n      uint k = k0 + q;\n",
+        "      uint row = row0 + m;\n      uint column = column0 + m;\n", "      ", lhs_tile,
+        "[e] = (row < ", tiling.rows, "u && k < k_end) ? ", context.lhs.value, "(lhs_base + ",
+        Offset(absl::StrCat("min(row, ", tiling.rows - 1, "u)"), *context.lhs.operand,
+               context.lhs.free),
+        " + ",
+        context.ContractionOffset(context.lhs,
+                                  absl::StrCat("min(k, ", tiling.contraction - 1, "u)")),
+        ") : ", type, "(0);\n      ", rhs_tile, "[e] = (column < ", tiling.columns,
+        "u && k < k_end) ? ", context.rhs.value, "(rhs_base + ",
+        Offset(absl::StrCat("min(column, ", tiling.columns - 1, "u)"), *context.rhs.operand,
+               context.rhs.free),
+        " + ",
+        context.ContractionOffset(context.rhs,
+                                  absl::StrCat("min(k, ", tiling.contraction - 1, "u)")),
+        ") : ", type, "(0);\n    }\n");
+  }
+  absl::StrAppend(&body, "    barrier();\n    for (uint q = 0u; q < ", kSharedDepth, "u; ++q) {\n");
+  for (int64_t t = 0; t < kSharedPerThread; ++t) {
+    absl::StrAppend(&body, "      ", type, " x", t, " = ", lhs_tile, "[q * ", kSharedTile,
+                    "u + ty + ", t * side, "u];\n");
+  }
+  for (int64_t c = 0; c < kSharedPerThread; ++c) {
+    absl::StrAppend(&body, "      ", type, " y", c, " = ", rhs_tile, "[q * ", kSharedTile,
+                    "u + tx + ", c * side, "u];\n");
+  }
+  for (int64_t t = 0; t < kSharedPerThread; ++t) {
+    for (int64_t c = 0; c < kSharedPerThread; ++c) {
+      absl::StrAppend(&body, "      acc", t, "_", c, " += x", t, " * y", c, ";\n");
+    }
+  }
+  absl::StrAppend(&body, "    }\n    barrier();\n  }\n");
+  for (int64_t t = 0; t < kSharedPerThread; ++t) {
+    for (int64_t c = 0; c < kSharedPerThread; ++c) {
+      absl::StrAppend(&body, "  {\n    uint row = row0 + ty + ", t * side,
+                      "u;\n    uint column = column0 + tx + ", c * side, "u;\n    if (row < ",
+                      tiling.rows, "u && column < ", tiling.columns, "u) store(out_base + row * ",
+                      tiling.columns, "u + column, acc", t, "_", c, ");\n  }\n");
+    }
+  }
+  return body;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> WriteDotKernel(const Instruction& dot, const DotTiling& tiling,
+                                           const std::string& lhs_value,
+                                           const std::string& rhs_value, KernelWriter& writer) {
+  if (dot.shape().dtype() == ir::DType::kPred) {
+    return absl::UnimplementedError("dot of pred is not supported on devices (" + dot.Describe() +
+                                    ")");
+  }
+  VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(dot.shape().dtype()));
+  if (dot.shape().ElementCount() == 0) return std::string();  // Nothing to compute or store.
+  const ir::DotDimensions& d = dot.attributes().dot;
+  DotContext context{dot,
+                     tiling,
+                     type,
+                     {dot.operand(0), lhs_value, {}, d.lhs_batch, d.lhs_contracting},
+                     {dot.operand(1), rhs_value, {}, d.rhs_batch, d.rhs_contracting},
+                     {},
+                     {}};
+  context.lhs.free = FreeDims(*dot.operand(0), d.lhs_batch, d.lhs_contracting);
+  context.rhs.free = FreeDims(*dot.operand(1), d.rhs_batch, d.rhs_contracting);
+  context.batch_sizes.assign(dot.shape().dimensions().begin(),
+                             dot.shape().dimensions().begin() + d.lhs_batch.size());
+  for (int64_t dim : d.lhs_contracting) {
+    context.contracting_sizes.push_back(dot.operand(0)->shape().dimension(dim));
+  }
+  if (tiling.shared_memory) return SharedTiles(context, writer);
+  return RegisterTiles(context, writer);
 }
 
 }  // namespace vkspmd::codegen

@@ -14,15 +14,17 @@
 
 #include "absl/status/statusor.h"
 #include "src/codegen/kernel_plan.h"
+#include "src/codegen/kernel_writer.h"
 #include "src/ir/instruction.h"
 
 namespace vkspmd::codegen {
 
 // main()'s body, which calls store(). `lhs_value`/`rhs_value` name the GLSL functions returning
-// the operands' elements by linear index. With more than one chunk, the body stores chunk c's
-// partial result at c * (result elements) + index; a following reduction sums the chunks.
+// the operands' elements by linear index; `writer` declares the shared memory a variant uses. With
+// more than one chunk, the body stores chunk c's partial result at c * (result elements) + index; a
+// following reduction sums the chunks.
 absl::StatusOr<std::string> WriteDotKernel(const ir::Instruction& dot, const DotTiling& tiling,
                                            const std::string& lhs_value,
-                                           const std::string& rhs_value);
+                                           const std::string& rhs_value, KernelWriter& writer);
 
 }  // namespace vkspmd::codegen

@@ -30,6 +30,23 @@ int64_t FreeSize(const ir::Instruction& operand, const std::vector<int64_t>& bat
 
 }  // namespace
 
+namespace {
+
+// The shared-memory variant's workgroup: kSharedThreads invocations, each kSharedPerThread x
+// kSharedPerThread results of a kSharedTile x kSharedTile tile.
+constexpr int64_t kSharedThreadsPerSide = kSharedTile / kSharedPerThread;
+
+bool FreeDimsTrailing(const ir::Instruction& operand, const std::vector<int64_t>& free) {
+  for (size_t j = 0; j < free.size(); ++j) {
+    if (free[j] != operand.shape().rank() - static_cast<int64_t>(free.size() - j)) return false;
+  }
+  return true;
+}
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
 DotTiling TileDot(const ir::Instruction& dot, const TargetInfo& target, int64_t max_iterations) {
   const ir::DotDimensions& d = dot.attributes().dot;
   DotTiling tiling;
@@ -44,21 +61,53 @@ DotTiling TileDot(const ir::Instruction& dot, const TargetInfo& target, int64_t 
   tiling.contraction = ir::Product(contracting_sizes);
   tiling.chunk = max_iterations;
   if (dot.shape().ElementCount() == 0) return tiling;  // Nothing to compute or store.
+  tiling.chunks = std::max<int64_t>(CeilDiv(tiling.contraction, max_iterations), 1);
+
+  if (target.shared_memory_dot) {
+    // The chunk is a whole number of staged slabs, so only the contraction's end is partial.
+    tiling.shared_memory = true;
+    tiling.lanes = kSharedThreadsPerSide * kSharedThreadsPerSide;
+    tiling.per_lane = kSharedPerThread;
+    tiling.rows_per_tile = kSharedTile;
+    tiling.tiles = CeilDiv(tiling.rows, kSharedTile);
+    tiling.blocks = CeilDiv(tiling.columns, kSharedTile);
+    tiling.groups = ir::Product(batch_sizes) * tiling.tiles * tiling.blocks * tiling.chunks;
+    return tiling;
+  }
 
   // Lanes run along the longer free side (the result's columns unless it has fewer columns than
   // rows and fewer than a workgroup of lanes, as in a matrix-vector product).
-  // At least 64 lanes: llvmpipe runs a workgroup's groups of 8 lanes back to back (8-lane
-  // workgroups measured 2x slower), and 64 is two warps or one wavefront on GPUs.
-  const int64_t lanes = std::max<int64_t>(64, target.subgroup_size);
-  tiling.lanes = lanes;
-  tiling.swapped = tiling.columns < lanes && tiling.columns < tiling.rows;
+  // At most 64 lanes: llvmpipe runs a workgroup's groups of 8 lanes back to back, and 64 is two
+  // warps or one wavefront on GPUs.
+  const int64_t max_lanes = std::max<int64_t>(64, target.subgroup_size);
+  tiling.swapped = tiling.columns < max_lanes && tiling.columns < tiling.rows;
   const int64_t uniform_size = tiling.swapped ? tiling.columns : tiling.rows;
   const int64_t lane_size = tiling.swapped ? tiling.rows : tiling.columns;
-  tiling.per_lane =
-      std::clamp<int64_t>((lane_size + lanes - 1) / lanes, int64_t{1}, kColumnsPerLane);
-  tiling.tiles = (uniform_size + kRowsPerTile - 1) / kRowsPerTile;
-  tiling.blocks = (lane_size + lanes * tiling.per_lane - 1) / (lanes * tiling.per_lane);
-  tiling.chunks = std::max<int64_t>((tiling.contraction + max_iterations - 1) / max_iterations, 1);
+  const ir::Instruction& lane_operand = *dot.operand(tiling.swapped ? 0 : 1);
+  const std::vector<int64_t> lane_free =
+      tiling.swapped ? FreeDims(lane_operand, d.lhs_batch, d.lhs_contracting)
+                     : FreeDims(lane_operand, d.rhs_batch, d.rhs_contracting);
+  // A lane reads a run of consecutive elements where they are contiguous in memory: llvmpipe
+  // loads every lane's element separately, and a run shares that cost.
+  tiling.lane_runs = FreeDimsTrailing(lane_operand, lane_free) && lane_size >= kColumnsPerLane;
+  if (tiling.lane_runs) {
+    tiling.per_lane = kColumnsPerLane;
+    tiling.per_lane = std::min(tiling.per_lane, lane_size);
+    // Only as many lanes (whole groups of 8) as the columns need: idle lanes cost as much.
+    tiling.lanes =
+        std::clamp<int64_t>(CeilDiv(CeilDiv(lane_size, tiling.per_lane), 8) * 8, 8, max_lanes);
+  } else {
+    tiling.lanes = max_lanes;
+    tiling.per_lane =
+        std::clamp<int64_t>(CeilDiv(lane_size, tiling.lanes), int64_t{1}, kColumnsPerLane);
+  }
+  if (target.subgroup_shuffle && target.subgroup_size > 1 && target.subgroup_size <= 8) {
+    tiling.subgroup = target.subgroup_size;
+  }
+  tiling.rows_per_tile =
+      std::min<int64_t>(tiling.subgroup > 0 ? kShuffledRowsPerTile : kRowsPerTile, uniform_size);
+  tiling.tiles = CeilDiv(uniform_size, tiling.rows_per_tile);
+  tiling.blocks = CeilDiv(lane_size, tiling.lanes * tiling.per_lane);
   tiling.groups = ir::Product(batch_sizes) * tiling.tiles * tiling.blocks * tiling.chunks;
   return tiling;
 }

@@ -76,6 +76,19 @@ struct DotTiling {
   int64_t chunks = 1;  // Chunks of the contraction: more than one writes partial products.
   int64_t groups = 0;  // Workgroups.
   int64_t contraction = 1;
+  // Uniform-side rows per workgroup (register tile height).
+  int64_t rows_per_tile = 4;
+  // Each lane's per_lane lane-side elements are consecutive (a contiguous run of the operand
+  // when its free dims are its trailing dims), rather than strided by `lanes`: CPU drivers load
+  // them together; GPUs prefer the strided, coalesced order.
+  bool lane_runs = false;
+  // The shared-memory tiled variant for GPUs (TargetInfo::shared_memory_dot): a workgroup of
+  // lanes x 1 invocations stages kSharedTile x kSharedDepth tiles of both operands.
+  bool shared_memory = false;
+  // Subgroup size when the uniform side is read `subgroup` contraction steps at a time, one step
+  // per lane, and handed to every lane by subgroup shuffles (0: each lane reads each value). On
+  // llvmpipe every lane's load costs the same whether or not the lanes share the address.
+  int64_t subgroup = 0;
 };
 
 // A kernel computing its output row by row, with the row reductions it absorbed computed first

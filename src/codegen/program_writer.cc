@@ -172,7 +172,7 @@ absl::StatusOr<std::string> DotBody(const KernelPlan& kernel, KernelWriter& writ
   const Instruction& dot = *kernel.root;
   VKSPMD_ASSIGN_OR_RETURN(std::string lhs, writer.Value(dot.operand(0)));
   VKSPMD_ASSIGN_OR_RETURN(std::string rhs, writer.Value(dot.operand(1)));
-  return WriteDotKernel(dot, kernel.dot, lhs, rhs);
+  return WriteDotKernel(dot, kernel.dot, lhs, rhs, writer);
 }
 
 absl::Status WriteKernel(const ProgramPlan& plan, KernelPlan& kernel) {

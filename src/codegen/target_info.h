@@ -27,6 +27,10 @@ struct TargetInfo {
   bool int16_buffers = false;
   bool int64 = false;    // shaderInt64: s64/u64.
   bool float64 = false;  // shaderFloat64: f64.
+  // Dots by the shared-memory tiled kernel (GPUs: barriers are cheap and shared memory is fast)
+  // instead of per-invocation register tiles reading operands directly (CPU drivers, where
+  // barriers and shared memory are slow and the caches serve the reuse).
+  bool shared_memory_dot = false;
 };
 
 }  // namespace vkspmd::codegen
