@@ -81,10 +81,22 @@ void Engine::Loop() {
 }
 
 void Engine::Launch(GraphTask task) {
+  std::vector<std::unique_ptr<ir::Module>> retired;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    retired.swap(retired_modules_);
+  }
+  retired.clear();  // Here, on the tracing thread, while the devices run the queued graphs.
   auto shared = std::make_shared<GraphTask>(std::move(task));
   Post([this, shared] {
     runner_.Run(*shared, pool_);
     GuardExit();
+    // A module the graph cache already had is not needed; freeing its thousands of instructions
+    // here would delay the next graph by milliseconds.
+    if (shared->module != nullptr) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      retired_modules_.push_back(std::move(shared->module));
+    }
   });
 }
 

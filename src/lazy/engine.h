@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "src/lazy/device_pool.h"
@@ -69,6 +70,8 @@ class Engine {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<std::function<void()>> queue_;
+  // Modules of launched graphs found in the graph cache, freed by the next Launch.
+  std::vector<std::unique_ptr<ir::Module>> retired_modules_;
   bool busy_ = false;
   bool stopping_ = false;
   DevicePool pool_;
