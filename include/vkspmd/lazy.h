@@ -44,6 +44,10 @@ struct Metrics {
   // Kernels whose SPIR-V the persistent compile cache (vkspmd/cache.h) held, and those compiled.
   int64_t compile_cache_hits = 0;
   int64_t compile_cache_misses = 0;
+  // Compute kernels dispatched and collectives run, counted on every device (a step on a 2x2
+  // mesh adds each of its 4 devices' kernels): how many pieces the fusion made of the graphs.
+  int64_t kernel_dispatches = 0;
+  int64_t collective_runs = 0;
 };
 
 // The counters so far (waits for launched work first, so they are complete).

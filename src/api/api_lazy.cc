@@ -40,6 +40,8 @@ Metrics metrics() {
   metrics.donated_bytes = snapshot.donated_bytes;
   metrics.compile_cache_hits = snapshot.compile_cache_hits;
   metrics.compile_cache_misses = snapshot.compile_cache_misses;
+  metrics.kernel_dispatches = snapshot.kernel_dispatches;
+  metrics.collective_runs = snapshot.collective_runs;
   return metrics;
 }
 

@@ -27,6 +27,12 @@ void RecordExecute(double seconds, int64_t collective_bytes, double collective_s
   counters.collective_seconds += collective_seconds;
 }
 
+void RecordDispatches(int64_t kernels, int64_t collectives) {
+  std::lock_guard<std::mutex> lock(mutex);
+  counters.kernel_dispatches += kernels;
+  counters.collective_runs += collectives;
+}
+
 void RecordCacheHit() {
   std::lock_guard<std::mutex> lock(mutex);
   ++counters.cache_hits;
@@ -92,6 +98,8 @@ std::string MetricsReport(const MetricsSnapshot& metrics) {
   report += fmt::format("{:<22}{}\n", "ExecuteCount", metrics.execute_count);
   report += fmt::format("{:<22}{:.3f} s\n", "ExecuteTime", metrics.execute_seconds);
   report += fmt::format("{:<22}{}\n", "CacheHits", metrics.cache_hits);
+  report += fmt::format("{:<22}{}\n", "KernelDispatches", metrics.kernel_dispatches);
+  report += fmt::format("{:<22}{}\n", "CollectiveRuns", metrics.collective_runs);
   report += fmt::format("{:<22}{} bytes\n", "HostToDeviceBytes", metrics.host_to_device_bytes);
   report += fmt::format("{:<22}{} bytes\n", "DeviceToHostBytes", metrics.device_to_host_bytes);
   report += fmt::format("{:<22}{} bytes\n", "CollectiveBytes", metrics.collective_bytes);

@@ -30,6 +30,10 @@ struct MetricsSnapshot {
   // pipeline creation (lavapipe compiles the SPIR-V with LLVM here).
   double shader_compile_seconds = 0;
   double pipeline_create_seconds = 0;
+  // Kernels dispatched and collectives run, summed over the devices (one graph step on a 2x2
+  // mesh counts each device's), as recorded by the executables.
+  int64_t kernel_dispatches = 0;
+  int64_t collective_runs = 0;
 };
 
 // Thread-safe updates of the process-wide counters.
@@ -44,6 +48,7 @@ void RecordCompileCacheWrite(int64_t bytes);
 void RecordPipelineCacheLoad(int64_t bytes_read);
 void RecordShaderCompile(double seconds);
 void RecordPipelineCreate(double seconds);
+void RecordDispatches(int64_t kernels, int64_t collectives);
 
 MetricsSnapshot ReadMetrics();
 void ResetMetrics();

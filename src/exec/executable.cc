@@ -166,6 +166,9 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
   }
   VKSPMD_RETURN_IF_ERROR(executable->AllocateBuffers());
   executable->timestamps_ = timestamps;
+  for (const codegen::KernelPlan& kernel : program.kernels) {
+    ++(kernel.collective != nullptr ? executable->collective_count_ : executable->dispatch_count_);
+  }
   // Kernels between two collectives form one segment; the host runs the collective.
   std::vector<Segment>& segments = executable->segments_;
   segments.emplace_back();
@@ -490,6 +493,8 @@ absl::StatusOr<const Executable::Sequences*> Executable::SequencesFor(
 absl::Status Executable::RunSegments(const Sequences& sequences,
                                      const std::vector<runtime::Buffer*>& physical, bool traced) {
   collective_seconds_ = 0;
+  // Counted before the run: a reader waiting for the run's results then sees them counted.
+  debug::RecordDispatches(dispatch_count_, collective_count_);
   for (size_t s = 0; s < segments_.size(); ++s) {
     const Segment& segment = segments_[s];
     if (sequences[s] != nullptr) {

@@ -106,6 +106,8 @@ class Executable {
   runtime::MeshDevice& device_;
   codegen::ProgramPlan plan_;
   bool timestamps_ = false;
+  int64_t dispatch_count_ = 0;    // Compute kernels per run.
+  int64_t collective_count_ = 0;  // Collectives per run.
   std::vector<int> physical_of_;  // Plan buffer id → index into buffers_.
   std::vector<ir::Shape> parameter_shapes_;
   std::vector<std::unique_ptr<runtime::Buffer>> buffers_;

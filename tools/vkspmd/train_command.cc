@@ -505,6 +505,16 @@ int Train(const TrainOptions& options) {
         ms_per_step, task->ItemsPerStep() * 1e3 / ms_per_step, task->ItemName(),
         1e3 * (execute - collectives) / steps, 1e3 * collectives / steps,
         std::max(0.0, ms_per_step - 1e3 * execute / steps));
+    // Per graph run (one per step; the loop runs a step ahead of its reports, so a count of
+    // steps between two metrics reads would be off by one).
+    const double runs = std::max<double>(
+        1, static_cast<double>(metrics.execute_count - first_metrics.execute_count));
+    const double devices = std::max<double>(1, static_cast<double>(memory_stats().size()));
+    fmt::print("  per step and device: {:.0f} kernel dispatches, {:.0f} collectives\n",
+               static_cast<double>(metrics.kernel_dispatches - first_metrics.kernel_dispatches) /
+                   runs / devices,
+               static_cast<double>(metrics.collective_runs - first_metrics.collective_runs) / runs /
+                   devices);
   }
   for (const DeviceMemory& device : memory_stats()) {
     fmt::print("  device {}: parameters {}, optimizer state {}, peak {}\n", device.device,
