@@ -86,6 +86,45 @@ void BM_MatmulDevice(benchmark::State& state) {
   RunOnDevice(state, text, 2.0 * n * n * n, 0);
 }
 
+// The small dots of a training step (issue #18), by index: x.W, x.W (wide), x.W (deep), x.W^T and
+// x^T.g (contracting dim innermost in the rhs / outermost in both, as in backward passes), and
+// batched attention dots.
+struct SmallDot {
+  const char* lhs;
+  const char* rhs;
+  const char* result;
+  const char* dims;
+  double flops;
+};
+constexpr SmallDot kSmallDots[] = {
+    {"f32[256,64]", "f32[64,64]", "f32[256,64]",
+     "lhs_contracting_dims={1}, rhs_contracting_dims={0}", 2.0 * 256 * 64 * 64},
+    {"f32[256,64]", "f32[64,256]", "f32[256,256]",
+     "lhs_contracting_dims={1}, rhs_contracting_dims={0}", 2.0 * 256 * 256 * 64},
+    {"f32[256,256]", "f32[256,64]", "f32[256,64]",
+     "lhs_contracting_dims={1}, rhs_contracting_dims={0}", 2.0 * 256 * 64 * 256},
+    {"f32[256,64]", "f32[256,64]", "f32[256,256]",
+     "lhs_contracting_dims={1}, rhs_contracting_dims={1}", 2.0 * 256 * 256 * 64},
+    {"f32[256,64]", "f32[256,64]", "f32[64,64]",
+     "lhs_contracting_dims={0}, rhs_contracting_dims={0}", 2.0 * 64 * 64 * 256},
+    {"f32[32,32,16]", "f32[32,16,32]", "f32[32,32,32]",
+     "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}",
+     2.0 * 32 * 32 * 32 * 16},
+    {"f32[32,32,32]", "f32[32,32,16]", "f32[32,32,16]",
+     "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}",
+     2.0 * 32 * 32 * 16 * 32},
+};
+
+void BM_SmallDotDevice(benchmark::State& state) {
+  const SmallDot& dot = kSmallDots[state.range(0)];
+  state.SetLabel(absl::StrCat(dot.lhs, " x ", dot.rhs, " ", dot.dims));
+  RunOnDevice(
+      state,
+      absl::StrCat("HloModule d\nENTRY e {\n  x = ", dot.lhs, " parameter(0)\n  w = ", dot.rhs,
+                   " parameter(1)\n  ROOT d = ", dot.result, " dot(x, w), ", dot.dims, "\n}\n"),
+      dot.flops, 0);
+}
+
 void BM_MatmulOpenBlas(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   openblas_set_num_threads(2);
@@ -228,6 +267,7 @@ BENCHMARK(BM_MatmulOpenBlas)
     ->Arg(2048)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SmallDotDevice)->DenseRange(0, 6)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FusedElementwiseChainDevice)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Memcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SoftmaxRows)->UseManualTime()->Unit(benchmark::kMillisecond);
