@@ -377,8 +377,8 @@ ENTRY e {
   ASSERT_THAT(KernelNames(plan), ElementsAre("d.split_k", "d"));
   EXPECT_EQ(plan.kernels[0].kind, KernelKind::kDot);
   EXPECT_EQ(plan.kernels[0].dot.chunks, 40);
-  // 4 row tiles x 1 column block x 40 chunks, 64 lanes each.
-  EXPECT_EQ(plan.kernels[0].invocations, 4u * 40u * 64u);
+  // 1 tile of 16 rows x 1 column block x 40 chunks, 8 lanes each (4 columns per lane).
+  EXPECT_EQ(plan.kernels[0].invocations, 1u * 40u * 8u);
   EXPECT_EQ(plan.kernels[1].kind, KernelKind::kReduction);
   EXPECT_THAT(plan.kernels[1].inputs, ElementsAre(3));
   EXPECT_EQ(plan.kernels[1].invocations, 256u);
