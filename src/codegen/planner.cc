@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/base/status_macros.h"
+#include "src/codegen/collective_scheduling.h"
 #include "src/codegen/dot_tiling.h"
 #include "src/codegen/fused_ops.h"
 #include "src/codegen/kernel_reads.h"
@@ -239,6 +240,7 @@ class Planner {
       plan_.outputs.push_back(plan_.materialized.at(output));
     FuseProducersIntoConsumers(plan_, target_, kMaxFusedInstructions);
     FoldReductionsIntoReaders(plan_, target_, kMaxElementsPerInvocation);
+    ScheduleAllReducesInWaves(plan_);
     PlanDonations(entry, outputs);
     VKSPMD_RETURN_IF_ERROR(CheckLimits());
     return std::move(plan_);

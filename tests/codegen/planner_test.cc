@@ -199,6 +199,36 @@ TEST_F(PlannerTest, AReduceReadAtOtherIndicesKeepsItsKernel) {
   EXPECT_THAT(KernelNames(plan), ElementsAre("s", "nb"));
 }
 
+// Two independent values, each all-reduced, then combined; an all-gather in the middle is a
+// barrier no kernel moves across.
+constexpr char kAllReduceWaves[] = R"(HloModule waves, num_partitions=2
+sum {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT z = f32[] add(x, y)
+}
+ENTRY e {
+  p0 = f32[8] parameter(0)
+  a = f32[8] exponential(p0)
+  ra = f32[8] all-reduce(a), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=sum
+  b = f32[8] negate(p0)
+  rb = f32[8] all-reduce(b), channel_id=2, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=sum
+  c = f32[8] add(ra, rb)
+  g = f32[16] all-gather(c), channel_id=3, replica_groups={{0,1}}, dimensions={0}, use_global_device_ids=true
+  d = f32[16] sqrt(g)
+  rd = f32[16] all-reduce(d), channel_id=4, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=sum
+  e = f32[8] exponential(p0)
+  re = f32[8] all-reduce(e), channel_id=5, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=sum
+  ROOT t = (f32[16], f32[8]) tuple(rd, re)
+})";
+
+TEST_F(PlannerTest, AllReducesRunInWavesAfterTheKernelsThatNeedNone) {
+  ProgramPlan plan = Plan(kAllReduceWaves);
+  // b runs before ra, so ra and rb meet the other devices back to back; e stays after the
+  // all-gather g (no kernel crosses it), and rd and re run as one wave at the end.
+  EXPECT_THAT(KernelNames(plan), ElementsAre("a", "b", "ra", "rb", "c", "g", "d", "e", "rd", "re"));
+}
+
 TEST_F(PlannerTest, CheapValuesUsedTwiceAreRecomputed) {
   // A broadcast of a parameter and a scalar constant, each read twice: no buffers of their own.
   ProgramPlan plan = Plan(R"(HloModule cheap
