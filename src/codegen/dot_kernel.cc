@@ -271,8 +271,8 @@ std::string SharedTiles(const DotContext& context, KernelWriter& writer) {
 
 }  // namespace
 
-absl::StatusOr<std::string> WriteDotKernel(const Instruction& dot, const DotTiling& tiling,
-                                           const std::string& lhs_value,
+absl::StatusOr<std::string> WriteDotKernel(const Instruction& dot, const DotOperands& operands,
+                                           const DotTiling& tiling, const std::string& lhs_value,
                                            const std::string& rhs_value, KernelWriter& writer) {
   if (dot.shape().dtype() == ir::DType::kPred) {
     return absl::UnimplementedError("dot of pred is not supported on devices (" + dot.Describe() +
@@ -280,20 +280,20 @@ absl::StatusOr<std::string> WriteDotKernel(const Instruction& dot, const DotTili
   }
   VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(dot.shape().dtype()));
   if (dot.shape().ElementCount() == 0) return std::string();  // Nothing to compute or store.
-  const ir::DotDimensions& d = dot.attributes().dot;
+  const ir::DotDimensions& d = operands.dims;
   DotContext context{dot,
                      tiling,
                      type,
-                     {dot.operand(0), lhs_value, {}, d.lhs_batch, d.lhs_contracting},
-                     {dot.operand(1), rhs_value, {}, d.rhs_batch, d.rhs_contracting},
+                     {operands.lhs, lhs_value, {}, d.lhs_batch, d.lhs_contracting},
+                     {operands.rhs, rhs_value, {}, d.rhs_batch, d.rhs_contracting},
                      {},
                      {}};
-  context.lhs.free = FreeDims(*dot.operand(0), d.lhs_batch, d.lhs_contracting);
-  context.rhs.free = FreeDims(*dot.operand(1), d.rhs_batch, d.rhs_contracting);
+  context.lhs.free = FreeDims(*operands.lhs, d.lhs_batch, d.lhs_contracting);
+  context.rhs.free = FreeDims(*operands.rhs, d.rhs_batch, d.rhs_contracting);
   context.batch_sizes.assign(dot.shape().dimensions().begin(),
                              dot.shape().dimensions().begin() + d.lhs_batch.size());
   for (int64_t dim : d.lhs_contracting) {
-    context.contracting_sizes.push_back(dot.operand(0)->shape().dimension(dim));
+    context.contracting_sizes.push_back(operands.lhs->shape().dimension(dim));
   }
   if (tiling.shared_memory) return SharedTiles(context, writer);
   return RegisterTiles(context, writer);

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "src/codegen/dot_tiling.h"
 #include "src/codegen/kernel_plan.h"
 #include "src/codegen/kernel_writer.h"
 #include "src/ir/instruction.h"
@@ -23,8 +24,8 @@ namespace vkspmd::codegen {
 // the operands' elements by linear index; `writer` declares the shared memory a variant uses. With
 // more than one chunk, the body stores chunk c's partial result at c * (result elements) + index; a
 // following reduction sums the chunks.
-absl::StatusOr<std::string> WriteDotKernel(const ir::Instruction& dot, const DotTiling& tiling,
-                                           const std::string& lhs_value,
+absl::StatusOr<std::string> WriteDotKernel(const ir::Instruction& dot, const DotOperands& operands,
+                                           const DotTiling& tiling, const std::string& lhs_value,
                                            const std::string& rhs_value, KernelWriter& writer);
 
 }  // namespace vkspmd::codegen

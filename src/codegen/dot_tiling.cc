@@ -47,16 +47,62 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-DotTiling TileDot(const ir::Instruction& dot, const TargetInfo& target, int64_t max_iterations) {
+namespace {
+
+// The dims of the transpose `operand` mapped onto its operand's dims; false where the free dims
+// would not stay in increasing order.
+bool MapThroughTranspose(const ir::Instruction& operand, std::vector<int64_t>& batch,
+                         std::vector<int64_t>& contracting) {
+  const std::vector<int64_t>& permutation = operand.attributes().dimensions;
+  int64_t previous = -1;
+  for (int64_t dim : FreeDims(operand, batch, contracting)) {
+    if (permutation[dim] <= previous) return false;
+    previous = permutation[dim];
+  }
+  for (int64_t& dim : batch) dim = permutation[dim];
+  for (int64_t& dim : contracting) dim = permutation[dim];
+  return true;
+}
+
+}  // namespace
+
+bool CanReadThroughTranspose(const ir::Instruction& dot, int64_t k) {
+  const ir::Instruction& operand = *dot.operand(k);
+  if (operand.opcode() != ir::Opcode::kTranspose) return false;
   const ir::DotDimensions& d = dot.attributes().dot;
+  std::vector<int64_t> batch = k == 0 ? d.lhs_batch : d.rhs_batch;
+  std::vector<int64_t> contracting = k == 0 ? d.lhs_contracting : d.rhs_contracting;
+  return MapThroughTranspose(operand, batch, contracting);
+}
+
+DotOperands ViewDotOperands(const ir::Instruction& dot,
+                            const std::function<bool(const ir::Instruction*)>& in_buffer) {
+  DotOperands view{dot.operand(0), dot.operand(1), dot.attributes().dot};
+  auto look_through = [&](const ir::Instruction*& operand, std::vector<int64_t>& batch,
+                          std::vector<int64_t>& contracting) {
+    if (operand->opcode() != ir::Opcode::kTranspose || !in_buffer(operand->operand(0))) return;
+    std::vector<int64_t> mapped_batch = batch, mapped_contracting = contracting;
+    if (!MapThroughTranspose(*operand, mapped_batch, mapped_contracting)) return;
+    operand = operand->operand(0);
+    batch = std::move(mapped_batch);
+    contracting = std::move(mapped_contracting);
+  };
+  look_through(view.lhs, view.dims.lhs_batch, view.dims.lhs_contracting);
+  look_through(view.rhs, view.dims.rhs_batch, view.dims.rhs_contracting);
+  return view;
+}
+
+DotTiling TileDot(const ir::Instruction& dot, const DotOperands& operands, const TargetInfo& target,
+                  int64_t max_iterations) {
+  const ir::DotDimensions& d = operands.dims;
   DotTiling tiling;
-  tiling.rows = FreeSize(*dot.operand(0), d.lhs_batch, d.lhs_contracting);
-  tiling.columns = FreeSize(*dot.operand(1), d.rhs_batch, d.rhs_contracting);
+  tiling.rows = FreeSize(*operands.lhs, d.lhs_batch, d.lhs_contracting);
+  tiling.columns = FreeSize(*operands.rhs, d.rhs_batch, d.rhs_contracting);
   std::vector<int64_t> batch_sizes(dot.shape().dimensions().begin(),
                                    dot.shape().dimensions().begin() + d.lhs_batch.size());
   std::vector<int64_t> contracting_sizes;
   for (int64_t dim : d.lhs_contracting) {
-    contracting_sizes.push_back(dot.operand(0)->shape().dimension(dim));
+    contracting_sizes.push_back(operands.lhs->shape().dimension(dim));
   }
   tiling.contraction = ir::Product(contracting_sizes);
   tiling.chunk = max_iterations;
@@ -83,7 +129,7 @@ DotTiling TileDot(const ir::Instruction& dot, const TargetInfo& target, int64_t 
   tiling.swapped = tiling.columns < max_lanes && tiling.columns < tiling.rows;
   const int64_t uniform_size = tiling.swapped ? tiling.columns : tiling.rows;
   const int64_t lane_size = tiling.swapped ? tiling.rows : tiling.columns;
-  const ir::Instruction& lane_operand = *dot.operand(tiling.swapped ? 0 : 1);
+  const ir::Instruction& lane_operand = tiling.swapped ? *operands.lhs : *operands.rhs;
   const std::vector<int64_t> lane_free =
       tiling.swapped ? FreeDims(lane_operand, d.lhs_batch, d.lhs_contracting)
                      : FreeDims(lane_operand, d.rhs_batch, d.rhs_contracting);
@@ -101,7 +147,10 @@ DotTiling TileDot(const ir::Instruction& dot, const TargetInfo& target, int64_t 
     tiling.per_lane =
         std::clamp<int64_t>(CeilDiv(lane_size, tiling.lanes), int64_t{1}, kColumnsPerLane);
   }
-  if (target.subgroup_shuffle && target.subgroup_size > 1 && target.subgroup_size <= 8) {
+  // 64-bit values: subgroup shuffles of them need an extension (shader_subgroup_extended_types)
+  // that the kernels do not request, so each lane reads each value.
+  if (target.subgroup_shuffle && target.subgroup_size > 1 && target.subgroup_size <= 8 &&
+      ir::DTypeByteSize(dot.shape().dtype()) <= 4) {
     tiling.subgroup = target.subgroup_size;
   }
   tiling.rows_per_tile =

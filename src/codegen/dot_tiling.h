@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 #include "src/codegen/kernel_plan.h"
 #include "src/codegen/target_info.h"
@@ -26,8 +28,17 @@ constexpr int64_t kSharedTile = 64;
 constexpr int64_t kSharedDepth = 16;
 constexpr int64_t kSharedPerThread = 4;
 
-// The tiling of `dot` with at most `max_iterations` contraction steps per invocation.
-DotTiling TileDot(const ir::Instruction& dot, const TargetInfo& target, int64_t max_iterations);
+// Whether `dot` may read its operand `k` (a transpose) through: its free dims stay in order.
+bool CanReadThroughTranspose(const ir::Instruction& dot, int64_t k);
+
+// The view of `dot`'s operands, reading through transposes whose operand `in_buffer` accepts.
+DotOperands ViewDotOperands(const ir::Instruction& dot,
+                            const std::function<bool(const ir::Instruction*)>& in_buffer);
+
+// The tiling of `dot` (reading `operands`) with at most `max_iterations` contraction steps per
+// invocation.
+DotTiling TileDot(const ir::Instruction& dot, const DotOperands& operands, const TargetInfo& target,
+                  int64_t max_iterations);
 
 // The dims of `operand` that are neither batch nor contracting dims, in order.
 std::vector<int64_t> FreeDims(const ir::Instruction& operand, const std::vector<int64_t>& batch,

@@ -91,6 +91,17 @@ struct DotTiling {
   int64_t subgroup = 0;
 };
 
+// The operands a dot kernel reads, and the dot's dimension numbers over them. A transpose of a
+// value in a buffer is read through (dot_tiling.h: ViewDotOperands): the kernel reads the
+// transpose's operand with the dot's dims mapped back through the permutation, so the transpose
+// needs no kernel of its own. A backward pass's x . W^T and the attention heads' transposes become
+// plain reads with other strides.
+struct DotOperands {
+  const ir::Instruction* lhs = nullptr;
+  const ir::Instruction* rhs = nullptr;
+  ir::DotDimensions dims;
+};
+
 // A kernel computing its output row by row, with the row reductions it absorbed computed first
 // in the same workgroup (row_fusion.h): `lanes` invocations share each row.
 struct RowPlan {
@@ -107,9 +118,10 @@ struct KernelPlan {
   int output = -1;                        // Buffer id bound last.
   uint64_t invocations = 0;
   uint32_t local_size = 64;
-  ReductionPass reduction;  // kReduction.
-  DotTiling dot;            // kDot.
-  RowPlan row;              // kRows.
+  ReductionPass reduction;   // kReduction.
+  DotTiling dot;             // kDot.
+  DotOperands dot_operands;  // kDot: what it reads.
+  RowPlan row;               // kRows.
   // A collective between devices, run by the host between kernels instead of a shader (glsl is
   // empty): inputs[0] holds its operand, output receives its result.
   const ir::Instruction* collective = nullptr;

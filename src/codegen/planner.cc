@@ -131,11 +131,20 @@ std::set<const Instruction*> NeedsBuffer(const ir::Computation& entry,
                                          const std::set<const Instruction*>& outputs,
                                          bool tuple_result) {
   std::map<const Instruction*, int> users;
+  // Of a transpose's users, the dots that read it through (when its operand has a buffer).
+  std::map<const Instruction*, int> dots_reading_through;
   std::set<const Instruction*> collective_operands;  // The host reads them from buffers.
   for (const auto& instruction : entry.instructions()) {
     std::set<const Instruction*> distinct(instruction->operands().begin(),
                                           instruction->operands().end());
     for (const Instruction* operand : distinct) users[operand] += 1;
+    if (instruction->opcode() == Opcode::kDot) {
+      std::set<const Instruction*> through;
+      for (int64_t k = 0; k < 2; ++k) {
+        if (CanReadThroughTranspose(*instruction, k)) through.insert(instruction->operand(k));
+      }
+      for (const Instruction* transpose : through) dots_reading_through[transpose] += 1;
+    }
     if (ir::IsCollective(instruction->opcode())) {
       collective_operands.insert(instruction->operands().begin(), instruction->operands().end());
     }
@@ -145,6 +154,10 @@ std::set<const Instruction*> NeedsBuffer(const ir::Computation& entry,
     const Instruction* instruction = owned.get();
     if (instruction == entry.root() && tuple_result) continue;
     const Opcode opcode = instruction->opcode();
+    // Operands come first, so whether a transpose's operand has a buffer is known here.
+    if (opcode == Opcode::kTranspose && needs_buffer.count(instruction->operand(0))) {
+      users[instruction] -= dots_reading_through[instruction];
+    }
     if (opcode == Opcode::kParameter || opcode == Opcode::kDot || opcode == Opcode::kReduce ||
         ir::IsCollective(opcode) || collective_operands.count(instruction) > 0 ||
         outputs.count(instruction) > 0 ||
@@ -159,15 +172,18 @@ std::set<const Instruction*> NeedsBuffer(const ir::Computation& entry,
 
 // Contraction steps per invocation of a dot kernel. Chunks of 512 keep the slab of the
 // right-hand operand a workgroup streams through small enough for a CPU's cache (1024^3 on
-// llvmpipe: 236 ms with 512, 272 ms with 4096; 2048^3: 3.0 s against 4.8 s), at the price of a
-// split-K partial buffer, which may use at most 64 MiB; otherwise chunks grow up to the
-// iteration bound.
+// llvmpipe: 236 ms with 512, 272 ms with 4096; 2048^3: 3.0 s against 4.8 s; with the shuffled
+// register tiles, 2048^3 takes 0.99 s with 512, 1.09 s with 1024, 1.25 s unsplit, 1.31 s with
+// 256), at the price of a split-K partial buffer, which may use at most 64 MiB; otherwise chunks
+// grow up to the iteration bound.
 int64_t DotChunk(const Instruction& dot) {
   int64_t contraction = 1;
   for (int64_t dim : dot.attributes().dot.lhs_contracting) {
     contraction *= dot.operand(0)->shape().dimension(dim);
   }
-  const int64_t result_bytes = dot.shape().ElementCount() * 8;
+  // Partial products are f32 (f64 for f64 dots): 4 or 8 bytes per element.
+  const int64_t result_bytes =
+      dot.shape().ElementCount() * std::max<int64_t>(4, ir::DTypeByteSize(dot.shape().dtype()));
   for (int64_t chunk = 512; chunk < kMaxElementsPerInvocation; chunk *= 2) {
     const int64_t chunks = (contraction + chunk - 1) / chunk;
     if (chunks == 1 || chunks * result_bytes <= (int64_t{64} << 20)) return chunk;
@@ -454,15 +470,19 @@ class Planner {
   }
 
   void PlanDot(const Instruction& dot, int output) {
-    const DotTiling tiling = TileDot(dot, target_, DotChunk(dot));
+    const DotOperands operands = ViewDotOperands(
+        dot, [&](const Instruction* value) { return plan_.materialized.count(value) > 0; });
+    const DotTiling tiling = TileDot(dot, operands, target_, DotChunk(dot));
     KernelReads reads(plan_.materialized);
-    reads.Read(dot.operand(0));
-    reads.Read(dot.operand(1));
+    reads.Read(operands.lhs);
+    reads.Read(operands.rhs);
     const uint64_t invocations = static_cast<uint64_t>(tiling.groups * tiling.lanes);
     const uint32_t local_size = static_cast<uint32_t>(tiling.lanes);
     if (tiling.chunks == 1) {
-      AddKernel(dot.name(), KernelKind::kDot, dot, output, reads.inputs(), invocations, local_size)
-          .dot = tiling;
+      KernelPlan& kernel = AddKernel(dot.name(), KernelKind::kDot, dot, output, reads.inputs(),
+                                     invocations, local_size);
+      kernel.dot = tiling;
+      kernel.dot_operands = operands;
       return;
     }
     // Split-K: partial products per chunk of the contraction, then their sum.
@@ -471,9 +491,10 @@ class Planner {
                         dot.shape().dimensions().end());
     const int partial =
         AddBuffer(ir::Shape(dot.shape().dtype(), partial_dims), dot.name() + ".split_k");
-    AddKernel(dot.name() + ".split_k", KernelKind::kDot, dot, partial, reads.inputs(), invocations,
-              local_size)
-        .dot = tiling;
+    KernelPlan& kernel = AddKernel(dot.name() + ".split_k", KernelKind::kDot, dot, partial,
+                                   reads.inputs(), invocations, local_size);
+    kernel.dot = tiling;
+    kernel.dot_operands = operands;
     KernelReads sum(plan_.materialized);
     sum.ReadBuffer(partial);
     PlanReduction(dot, output, dot.shape().ElementCount(), tiling.chunks, partial, sum,

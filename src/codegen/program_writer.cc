@@ -170,9 +170,9 @@ absl::StatusOr<std::string> RowsBody(const KernelPlan& kernel, KernelWriter& wri
 
 absl::StatusOr<std::string> DotBody(const KernelPlan& kernel, KernelWriter& writer) {
   const Instruction& dot = *kernel.root;
-  VKSPMD_ASSIGN_OR_RETURN(std::string lhs, writer.Value(dot.operand(0)));
-  VKSPMD_ASSIGN_OR_RETURN(std::string rhs, writer.Value(dot.operand(1)));
-  return WriteDotKernel(dot, kernel.dot, lhs, rhs, writer);
+  VKSPMD_ASSIGN_OR_RETURN(std::string lhs, writer.Value(kernel.dot_operands.lhs));
+  VKSPMD_ASSIGN_OR_RETURN(std::string rhs, writer.Value(kernel.dot_operands.rhs));
+  return WriteDotKernel(dot, kernel.dot_operands, kernel.dot, lhs, rhs, writer);
 }
 
 absl::Status WriteKernel(const ProgramPlan& plan, KernelPlan& kernel) {

@@ -229,6 +229,36 @@ TEST_F(PlannerTest, AllReducesRunInWavesAfterTheKernelsThatNeedNone) {
   EXPECT_THAT(KernelNames(plan), ElementsAre("a", "b", "ra", "rb", "c", "g", "d", "e", "rd", "re"));
 }
 
+TEST_F(PlannerTest, DotsReadThroughATransposeOfABuffer) {
+  // x . W^T forward and g . W backward share W^T; both dots read W itself with mapped dims, so
+  // the transpose has no kernel. The batched dot's head transpose keeps its free dims in order
+  // and is read through too; bad's transpose would swap its free dims and is not.
+  ProgramPlan plan = Plan(R"(HloModule through
+ENTRY e {
+  x = f32[6,4] parameter(0)
+  w = f32[5,4] parameter(1)
+  g = f32[6,5] parameter(2)
+  q = f32[2,3,7,4] parameter(3)
+  r = f32[3,5,2] parameter(4)
+  wt = f32[4,5] transpose(w), dimensions={1,0}
+  y = f32[6,5] dot(x, wt), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  dx = f32[6,4] dot(g, wt), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  qt = f32[2,7,3,4] transpose(q), dimensions={0,2,1,3}
+  s = f32[2,7,4,4] dot(qt, qt), lhs_batch_dims={0,1}, lhs_contracting_dims={2}, rhs_batch_dims={0,1}, rhs_contracting_dims={2}
+  rt = f32[3,2,5] transpose(r), dimensions={0,2,1}
+  bad = f32[2,5,2,5] dot(rt, rt), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  ROOT t = (f32[6,5], f32[6,4], f32[2,7,4,4], f32[2,5,2,5]) tuple(y, dx, s, bad)
+})");
+  EXPECT_THAT(KernelNames(plan), ElementsAre("y", "dx", "s", "bad"));
+  EXPECT_EQ(plan.kernels[0].dot_operands.rhs->name(), "w");
+  EXPECT_EQ(plan.kernels[1].dot_operands.rhs->name(), "w");
+  EXPECT_THAT(plan.kernels[1].dot_operands.dims.rhs_contracting, ElementsAre(0));
+  EXPECT_EQ(plan.kernels[2].dot_operands.lhs->name(), "q");
+  EXPECT_THAT(plan.kernels[2].dot_operands.dims.lhs_batch, ElementsAre(0, 2));
+  EXPECT_THAT(plan.kernels[2].dot_operands.dims.lhs_contracting, ElementsAre(1));
+  EXPECT_EQ(plan.kernels[3].dot_operands.lhs->name(), "rt");  // Computed inline instead.
+}
+
 TEST_F(PlannerTest, CheapValuesUsedTwiceAreRecomputed) {
   // A broadcast of a parameter and a scalar constant, each read twice: no buffers of their own.
   ProgramPlan plan = Plan(R"(HloModule cheap

@@ -269,6 +269,28 @@ ENTRY e {
   EXPECT_EQ(counter.count(), 1) << "both reductions inside the update's kernel";
 }
 
+TEST_F(ExecutableTest, DotsReadingThroughTransposesMatchTheReference) {
+  const std::string text = R"(HloModule through
+ENTRY e {
+  x = f32[13,9] parameter(0)
+  w = f32[11,9] parameter(1)
+  g = f32[13,11] parameter(2)
+  q = f32[2,3,7,5] parameter(3)
+  wt = f32[9,11] transpose(w), dimensions={1,0}
+  y = f32[13,11] dot(x, wt), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  dx = f32[13,9] dot(g, wt), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  qt = f32[2,7,3,5] transpose(q), dimensions={0,2,1,3}
+  s = f32[2,7,5,5] dot(qt, qt), lhs_batch_dims={0,1}, lhs_contracting_dims={2}, rhs_batch_dims={0,1}, rhs_contracting_dims={2}
+  ROOT t = (f32[13,11], f32[13,9], f32[2,7,5,5]) tuple(y, dx, s)
+})";
+  ExpectMatchesReference(text);
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  DispatchCounter counter(device(0));
+  ASSERT_TRUE(exec::Executable::Compile(**module, device(0)).ok());
+  EXPECT_EQ(counter.count(), 3) << "three dots, no transpose kernels";
+}
+
 TEST_F(ExecutableTest, RowFusionKeepsValuesReadOutsideTheirRow) {
   // %m is read transposed by %t, so its reduction cannot live inside %y's row kernel, and %e
   // is also a result: both keep their buffers, and the results still match.
