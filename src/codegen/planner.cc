@@ -125,11 +125,36 @@ void SplitLongFusions(const ir::Computation& entry, std::set<const Instruction*>
   }
 }
 
+// Gives a buffer to every instruction whose inline computation would read more than `max_reads`
+// buffers: a sum of 40 gradients' norms becomes kernels that each bind at most that many, where
+// one kernel would bind more storage buffers than the device allows. One pass in definition
+// order; the sets stay small (at most max_reads + 1 each).
+void SplitWideFusions(const ir::Computation& entry, std::set<const Instruction*>& needs_buffer,
+                      size_t max_reads) {
+  std::map<const Instruction*, std::set<const Instruction*>> reads;  // Empty for buffered ones.
+  for (const auto& owned : entry.instructions()) {
+    const Instruction* instruction = owned.get();
+    if (needs_buffer.count(instruction) || instruction == entry.root()) continue;
+    std::set<const Instruction*>& own = reads[instruction];
+    for (const Instruction* operand : instruction->operands()) {
+      if (needs_buffer.count(operand)) {
+        own.insert(operand);
+      } else if (auto found = reads.find(operand); found != reads.end()) {
+        own.insert(found->second.begin(), found->second.end());
+      }
+    }
+    if (own.size() > max_reads) {
+      needs_buffer.insert(instruction);
+      reads.erase(instruction);
+    }
+  }
+}
+
 // The instructions that get buffers before row fusion: parameters, dots, reduces, collectives
 // and their operands, outputs, array constants, and values used twice unless cheap to recompute.
 std::set<const Instruction*> NeedsBuffer(const ir::Computation& entry,
                                          const std::set<const Instruction*>& outputs,
-                                         bool tuple_result) {
+                                         bool tuple_result, const TargetInfo& target) {
   std::map<const Instruction*, int> users;
   // Of a transpose's users, the dots that read it through (when its operand has a buffer).
   std::map<const Instruction*, int> dots_reading_through;
@@ -167,6 +192,9 @@ std::set<const Instruction*> NeedsBuffer(const ir::Computation& entry,
     }
   }
   SplitLongFusions(entry, needs_buffer);
+  // Room for the kernel's output and a split buffer or two; CheckLimits reports what is left.
+  SplitWideFusions(entry, needs_buffer,
+                   std::max<size_t>(target.max_storage_buffers_per_stage, 8) - 4);
   return needs_buffer;
 }
 
@@ -210,7 +238,8 @@ class Planner {
       outputs.push_back(root);
     }
     std::set<const Instruction*> output_set(outputs.begin(), outputs.end());
-    std::set<const Instruction*> needs_buffer = NeedsBuffer(entry, output_set, plan_.tuple_result);
+    std::set<const Instruction*> needs_buffer =
+        NeedsBuffer(entry, output_set, plan_.tuple_result, target_);
     row_fusions_ =
         PlanRowFusions(entry, needs_buffer, output_set, Lanes(), kMaxElementsPerInvocation);
     for (const auto& owned : entry.instructions()) {

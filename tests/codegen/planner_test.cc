@@ -259,6 +259,54 @@ ENTRY e {
   EXPECT_EQ(plan.kernels[3].dot_operands.lhs->name(), "rt");  // Computed inline instead.
 }
 
+TEST_F(PlannerTest, AFusionReadingMoreBuffersThanTheDeviceBindsIsSplit) {
+  // A sum of 40 parameters: one kernel would bind 41 storage buffers; the target allows 16.
+  ProgramPlan plan = Plan(
+      "HloModule wide\nENTRY e {\n  p0 = f32[4] parameter(0)\n  p1 = f32[4] parameter(1)\n  p2 = "
+      "f32[4] parameter(2)\n  p3 = f32[4] parameter(3)\n  p4 = f32[4] parameter(4)\n  p5 = f32[4] "
+      "parameter(5)\n  p6 = f32[4] parameter(6)\n  p7 = f32[4] parameter(7)\n  p8 = f32[4] "
+      "parameter(8)\n  p9 = f32[4] parameter(9)\n  p10 = f32[4] parameter(10)\n  p11 = f32[4] "
+      "parameter(11)\n  p12 = f32[4] parameter(12)\n  p13 = f32[4] parameter(13)\n  p14 = f32[4] "
+      "parameter(14)\n  p15 = f32[4] parameter(15)\n  p16 = f32[4] parameter(16)\n  p17 = f32[4] "
+      "parameter(17)\n  p18 = f32[4] parameter(18)\n  p19 = f32[4] parameter(19)\n  p20 = f32[4] "
+      "parameter(20)\n  p21 = f32[4] parameter(21)\n  p22 = f32[4] parameter(22)\n  p23 = f32[4] "
+      "parameter(23)\n  p24 = f32[4] parameter(24)\n  p25 = f32[4] parameter(25)\n  p26 = f32[4] "
+      "parameter(26)\n  p27 = f32[4] parameter(27)\n  p28 = f32[4] parameter(28)\n  p29 = f32[4] "
+      "parameter(29)\n  p30 = f32[4] parameter(30)\n  p31 = f32[4] parameter(31)\n  p32 = f32[4] "
+      "parameter(32)\n  p33 = f32[4] parameter(33)\n  p34 = f32[4] parameter(34)\n  p35 = f32[4] "
+      "parameter(35)\n  p36 = f32[4] parameter(36)\n  p37 = f32[4] parameter(37)\n  p38 = f32[4] "
+      "parameter(38)\n  p39 = f32[4] parameter(39)\n  acc1 = f32[4] add(p0, p1)\n  acc2 = f32[4] "
+      "add(acc1, p2)\n  acc3 = f32[4] add(acc2, p3)\n  acc4 = f32[4] add(acc3, p4)\n  acc5 = "
+      "f32[4] add(acc4, "
+      "p5)\n  acc6 = f32[4] add(acc5, p6)\n  acc7 = f32[4] add(acc6, p7)\n  acc8 = f32[4] "
+      "add(acc7, p8)\n  acc9 "
+      "= f32[4] add(acc8, p9)\n  acc10 = f32[4] add(acc9, p10)\n  acc11 = f32[4] add(acc10, p11)\n "
+      " acc12 = "
+      "f32[4] add(acc11, p12)\n  acc13 = f32[4] add(acc12, p13)\n  acc14 = f32[4] add(acc13, "
+      "p14)\n  acc15 = "
+      "f32[4] add(acc14, p15)\n  acc16 = f32[4] add(acc15, p16)\n  acc17 = f32[4] add(acc16, "
+      "p17)\n  acc18 = "
+      "f32[4] add(acc17, p18)\n  acc19 = f32[4] add(acc18, p19)\n  acc20 = f32[4] add(acc19, "
+      "p20)\n  acc21 = "
+      "f32[4] add(acc20, p21)\n  acc22 = f32[4] add(acc21, p22)\n  acc23 = f32[4] add(acc22, "
+      "p23)\n  acc24 = "
+      "f32[4] add(acc23, p24)\n  acc25 = f32[4] add(acc24, p25)\n  acc26 = f32[4] add(acc25, "
+      "p26)\n  acc27 = "
+      "f32[4] add(acc26, p27)\n  acc28 = f32[4] add(acc27, p28)\n  acc29 = f32[4] add(acc28, "
+      "p29)\n  acc30 = "
+      "f32[4] add(acc29, p30)\n  acc31 = f32[4] add(acc30, p31)\n  acc32 = f32[4] add(acc31, "
+      "p32)\n  acc33 = "
+      "f32[4] add(acc32, p33)\n  acc34 = f32[4] add(acc33, p34)\n  acc35 = f32[4] add(acc34, "
+      "p35)\n  acc36 = "
+      "f32[4] add(acc35, p36)\n  acc37 = f32[4] add(acc36, p37)\n  acc38 = f32[4] add(acc37, "
+      "p38)\n  acc39 = "
+      "f32[4] add(acc38, p39)\n  ROOT r = f32[4] negate(acc39)\n}");
+  EXPECT_GE(plan.kernels.size(), 2u);
+  for (const KernelPlan& kernel : plan.kernels) {
+    EXPECT_LE(kernel.inputs.size() + kernel.outputs().size(), 16u) << kernel.name;
+  }
+}
+
 TEST_F(PlannerTest, CheapValuesUsedTwiceAreRecomputed) {
   // A broadcast of a parameter and a scalar constant, each read twice: no buffers of their own.
   ProgramPlan plan = Plan(R"(HloModule cheap

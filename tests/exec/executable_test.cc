@@ -291,6 +291,19 @@ ENTRY e {
   EXPECT_EQ(counter.count(), 3) << "three dots, no transpose kernels";
 }
 
+TEST_F(ExecutableTest, ASumOfMoreBuffersThanTheDeviceBindsMatchesTheReference) {
+  // 70 parameters summed elementwise: more than the 32 storage buffers lavapipe binds per kernel.
+  std::string text = "HloModule wide\nENTRY e {\n";
+  for (int k = 0; k < 70; ++k) absl::StrAppend(&text, "  p", k, " = f32[5] parameter(", k, ")\n");
+  std::string previous = "p0";
+  for (int k = 1; k < 70; ++k) {
+    absl::StrAppend(&text, "  acc", k, " = f32[5] add(", previous, ", p", k, ")\n");
+    previous = absl::StrCat("acc", k);
+  }
+  absl::StrAppend(&text, "  ROOT r = f32[5] negate(", previous, ")\n}\n");
+  ExpectMatchesReference(text);
+}
+
 TEST_F(ExecutableTest, RowFusionKeepsValuesReadOutsideTheirRow) {
   // %m is read transposed by %t, so its reduction cannot live inside %y's row kernel, and %e
   // is also a result: both keep their buffers, and the results still match.
