@@ -2,13 +2,18 @@
 #include "src/lazy/context.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
+#include <string_view>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "src/base/status_macros.h"
 #include "src/debug/trace_writer.h"
+#include "src/ir/printer.h"
 #include "src/ir/structural_hash.h"
 #include "src/lazy/engine.h"
 #include "src/lazy/lowering.h"
@@ -42,29 +47,38 @@ std::optional<spmd::AxisSharding> KnownSharding(const Node& node, const Placemen
   return *sharding;
 }
 
-// Adds an input_output_alias to `graph` for each donation it can take: the donor is a parameter
-// of this graph only (host data uploaded by this run included) and the output is one of this
-// graph's. Returns per parameter whether it is donated.
-std::vector<bool> AddAliases(LoweredGraph& graph, const std::vector<Context::Donation>& donations,
-                             const absl::flat_hash_map<const Node*, int>& graphs_reading) {
-  std::vector<bool> donated(graph.parameters.size(), false);
+// The input_output_aliases a graph takes for `donations`: the donor is a parameter of this graph
+// only (host data uploaded by this run included) and the output is one of this graph's. Sets
+// `donated` per parameter.
+std::vector<ir::InputOutputAlias> Aliases(
+    const std::vector<NodePtr>& parameters, const std::vector<NodePtr>& outputs,
+    const std::vector<Context::Donation>& donations,
+    const absl::flat_hash_map<const Node*, int>& graphs_reading, std::vector<bool>& donated) {
+  std::vector<ir::InputOutputAlias> aliases;
+  donated.assign(parameters.size(), false);
   for (const Context::Donation& donation : donations) {
-    auto parameter = std::find(graph.parameters.begin(), graph.parameters.end(), donation.donor);
-    auto output = std::find_if(graph.outputs.begin(), graph.outputs.end(),
+    auto parameter = std::find(parameters.begin(), parameters.end(), donation.donor);
+    auto output = std::find_if(outputs.begin(), outputs.end(),
                                [&](const NodePtr& node) { return node.get() == donation.output; });
-    if (parameter == graph.parameters.end() || output == graph.outputs.end() ||
+    if (parameter == parameters.end() || output == outputs.end() ||
         graphs_reading.at(donation.donor.get()) != 1) {
       continue;
     }
-    const int64_t number = parameter - graph.parameters.begin();
-    const int64_t index = output - graph.outputs.begin();
+    const int64_t number = parameter - parameters.begin();
+    const int64_t index = output - outputs.begin();
     ir::InputOutputAlias alias;
-    if (graph.outputs.size() > 1) alias.output_index = {index};
+    if (outputs.size() > 1) alias.output_index = {index};
     alias.parameter_number = number;
-    graph.module->input_output_aliases().push_back(std::move(alias));
+    aliases.push_back(std::move(alias));
     donated[number] = true;
   }
-  return donated;
+  return aliases;
+}
+
+bool EnvironmentFlag(const char* name, bool otherwise) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return otherwise;
+  return std::string_view(value) != "0";
 }
 
 }  // namespace
@@ -156,19 +170,91 @@ absl::Status Context::SyncNodes(std::vector<NodePtr> nodes, const std::vector<Do
     }
     group->second.push_back(std::move(node));
   }
-  std::vector<LoweredGraph> graphs;
+  // A graph whose signature was seen before reuses that lowering's hash (and, should the
+  // executable be gone, its text) instead of lowering and printing thousands of instructions.
+  // VKSPMD_LOWERING_CACHE=0 lowers every graph; VKSPMD_CHECK_LOWERING_CACHE=1 lowers every graph
+  // too and fails the sync when a cached lowering differs from the fresh one (tests).
+  const bool use_cache = EnvironmentFlag("VKSPMD_LOWERING_CACHE", true);
+  const bool check_cache = EnvironmentFlag("VKSPMD_CHECK_LOWERING_CACHE", false);
+  struct Pending {
+    PlacementPtr placement;
+    std::vector<NodePtr> outputs;
+    std::vector<NodePtr> parameters;
+    uint64_t signature[2] = {0, 0};
+    std::optional<LoweredGraph> lowered;
+    std::vector<bool> donated;
+    GraphTask task;
+  };
+  std::vector<Pending> graphs;
   absl::flat_hash_map<const Node*, int> graphs_reading;  // Per leaf, the graphs that read it.
   for (auto& [placement, outputs] : groups) {
-    VKSPMD_ASSIGN_OR_RETURN(LoweredGraph graph, Lower(outputs, placement));
+    Pending graph;
+    graph.placement = placement;
+    if (use_cache) {
+      VKSPMD_ASSIGN_OR_RETURN(GraphSignature signature, Signature(outputs, *placement));
+      graph.parameters = std::move(signature.parameters);
+      graph.signature[0] = signature.hash[0];
+      graph.signature[1] = signature.hash[1];
+    } else {
+      VKSPMD_ASSIGN_OR_RETURN(LoweredGraph lowered, Lower(outputs, placement));
+      graph.parameters = lowered.parameters;
+      graph.lowered = std::move(lowered);
+    }
+    graph.outputs = std::move(outputs);
     for (const NodePtr& parameter : graph.parameters) ++graphs_reading[parameter.get()];
     graphs.push_back(std::move(graph));
   }
-  for (LoweredGraph& graph : graphs) {
+  // Every graph is lowered before any task is made: making a task gives its host leaves device
+  // values, which would change how a later graph of this sync lowers them.
+  for (Pending& graph : graphs) {
     const PlacementPtr& placement = graph.placement;
-    std::vector<bool> donated = AddAliases(graph, donations, graphs_reading);
-    GraphTask task;
+    GraphTask& task = graph.task;
     task.placement = placement;
-    task.hash = ir::StructuralHashHex(*graph.module);
+    task.aliases =
+        Aliases(graph.parameters, graph.outputs, donations, graphs_reading, graph.donated);
+    std::string key;
+    if (use_cache) {
+      key = absl::StrCat(absl::Hex(graph.signature[0], absl::kZeroPad16),
+                         absl::Hex(graph.signature[1], absl::kZeroPad16));
+      for (const ir::InputOutputAlias& alias : task.aliases) {
+        absl::StrAppend(&key, " ", absl::StrJoin(alias.output_index, ","), "<-",
+                        alias.parameter_number);
+      }
+    }
+    auto cached = use_cache ? lowerings_.find(key) : lowerings_.end();
+    if (cached != lowerings_.end() && !check_cache) {
+      task.hash = cached->second.hash;
+      task.module_text = cached->second.text;
+    } else {
+      if (!graph.lowered.has_value()) {
+        VKSPMD_ASSIGN_OR_RETURN(graph.lowered, Lower(graph.outputs, placement));
+      }
+      LoweredGraph& lowered = *graph.lowered;
+      if (lowered.parameters != graph.parameters) {
+        return absl::InternalError(
+            "lazy sync: the graph signature numbers the parameters unlike the lowering");
+      }
+      lowered.module->input_output_aliases() = task.aliases;
+      task.hash = ir::StructuralHashHex(*lowered.module);
+      if (cached != lowerings_.end() && cached->second.hash != task.hash) {
+        return absl::InternalError(absl::StrCat("lazy sync: the lowering cache gave graph ",
+                                                cached->second.hash, " for a graph that lowers to ",
+                                                task.hash));
+      }
+      if (use_cache && cached == lowerings_.end()) {
+        // Unbounded growth would only come from a program that traces new graphs forever.
+        if (lowerings_.size() >= 4096) lowerings_.clear();
+        CachedLowering& entry = lowerings_[key];
+        entry.hash = task.hash;
+        entry.text = std::make_shared<const std::string>(ir::PrintModule(*lowered.module));
+        task.module_text = entry.text;
+      }
+      task.module = std::move(lowered.module);
+    }
+  }
+  for (Pending& graph : graphs) {
+    const PlacementPtr& placement = graph.placement;
+    GraphTask& task = graph.task;
     for (size_t p = 0; p < graph.parameters.size(); ++p) {
       const NodePtr& parameter = graph.parameters[p];
       GraphInput input;
@@ -181,7 +267,7 @@ absl::Status Context::SyncNodes(std::vector<NodePtr> nodes, const std::vector<Do
         input.host = *parameter->host_value;
       }
       input.value = parameter->device_value;
-      input.donate = donated[p];
+      input.donate = graph.donated[p];
       task.inputs.push_back(std::move(input));
     }
     for (const NodePtr& output : graph.outputs) {
@@ -197,7 +283,6 @@ absl::Status Context::SyncNodes(std::vector<NodePtr> nodes, const std::vector<Do
     task.analysis.outputs = static_cast<int64_t>(task.outputs.size());
     task.analysis.placement =
         placement->is_mesh ? placement->mesh.ToString() : std::string("device 0");
-    task.module = std::move(graph.module);
     Engine::Get().Launch(std::move(task));
   }
   return absl::OkStatus();

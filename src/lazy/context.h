@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "src/lazy/tensor_state.h"
 
@@ -58,11 +59,19 @@ class Context {
   absl::Status SyncNodes(std::vector<NodePtr> outputs, const std::vector<Donation>& donations,
                          SyncCause cause, const std::source_location& where);
 
+  // A lowering a later sync with the same graph signature (and aliases) reuses.
+  struct CachedLowering {
+    std::string hash;                         // Structural hash of the module.
+    std::shared_ptr<const std::string> text;  // The module, for compiling it again.
+  };
+
   std::mutex mutex_;  // Guards the trace: tensors are traced from one thread at a time.
   std::vector<std::weak_ptr<TensorState>> tensors_;
   uint64_t seed_ = 0;
   uint64_t random_counter_ = 0;
   std::optional<Mesh> global_mesh_;
+  // By graph signature and input_output_aliases (see SyncNodes).
+  absl::flat_hash_map<std::string, CachedLowering> lowerings_;
 };
 
 }  // namespace vkspmd::lazy

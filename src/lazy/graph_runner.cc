@@ -10,6 +10,7 @@
 #include "src/base/status_macros.h"
 #include "src/debug/metrics.h"
 #include "src/debug/trace_writer.h"
+#include "src/ir/parser.h"
 #include "src/lazy/value_transfer.h"
 
 namespace vkspmd::lazy {
@@ -37,6 +38,11 @@ absl::StatusOr<GraphRunner::Compiled> GraphRunner::Compile(GraphTask& task, Devi
   // Opening the devices first: a reopen changes the generation the executable belongs to.
   VKSPMD_ASSIGN_OR_RETURN(std::vector<runtime::MeshDevice*> devices,
                           pool.DevicesFor(*task.placement));
+  if (task.module == nullptr) {
+    // The executable was dropped since (devices reopened): parse the lowering kept as text.
+    if (task.module_text == nullptr) return absl::InternalError("a graph without its module");
+    VKSPMD_ASSIGN_OR_RETURN(task.module, ir::ParseModule(*task.module_text));
+  }
   Compiled compiled;
   compiled.generation = pool.generation();
   const spmd::Mesh& mesh = task.placement->local_mesh;
@@ -52,9 +58,9 @@ absl::StatusOr<GraphRunner::Compiled> GraphRunner::Compile(GraphTask& task, Devi
 
 absl::StatusOr<GraphRunner::Compiled*> GraphRunner::FindOrCompile(GraphTask& task,
                                                                   DevicePool& pool) {
-  // The structural hash ignores input_output_alias; the executable depends on it.
+  // The executable depends on input_output_alias (the structural hash covers it too).
   std::string aliases;
-  for (const ir::InputOutputAlias& alias : task.module->input_output_aliases()) {
+  for (const ir::InputOutputAlias& alias : task.aliases) {
     absl::StrAppend(&aliases, " alias ", absl::StrJoin(alias.output_index, ","), "<-",
                     alias.parameter_number);
   }

@@ -26,7 +26,11 @@ struct GraphInput {
 };
 
 struct GraphTask {
+  // The lowered module, or null when the sync reused an earlier lowering of the same graph: the
+  // graph cache then has the executable, or it is compiled again from `module_text`.
   std::unique_ptr<ir::Module> module;
+  std::shared_ptr<const std::string> module_text;
+  std::vector<ir::InputOutputAlias> aliases;  // The module's input_output_aliases.
   PlacementPtr placement;
   std::string hash;  // Structural hash of the module.
   std::vector<GraphInput> inputs;

@@ -1,6 +1,8 @@
 // Building the module of a sync from the trace.
 #include "src/lazy/lowering.h"
 
+#include <atomic>
+#include <cstring>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +12,113 @@
 
 namespace vkspmd::lazy {
 namespace {
+
+std::atomic<int64_t> lowering_count{0};
+
+// Two 64-bit multiply-xorshift streams with different constants: a 128-bit key, so that two
+// different graphs sharing a cached module is not a practical possibility.
+class Hasher {
+ public:
+  void Add(uint64_t value) {
+    a_ = (a_ ^ value) * 0x9e3779b97f4a7c15ull;
+    a_ ^= a_ >> 29;
+    b_ = (b_ + value + 0x632be59bd9b4e019ull) * 0xc2b2ae3d27d4eb4full;
+    b_ ^= b_ >> 31;
+  }
+  void AddInts(const std::vector<int64_t>& values) {
+    Add(values.size());
+    for (int64_t value : values) Add(static_cast<uint64_t>(value));
+  }
+  void AddBytes(const void* data, size_t size) {
+    Add(size);
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    size_t k = 0;
+    for (; k + 8 <= size; k += 8) {
+      uint64_t word;
+      std::memcpy(&word, bytes + k, 8);
+      Add(word);
+    }
+    uint64_t tail = 0;
+    std::memcpy(&tail, bytes + k, size - k);
+    Add(tail);
+  }
+  void AddString(const std::string& text) { AddBytes(text.data(), text.size()); }
+  void AddShape(const ir::Shape& shape) {
+    Add(shape.IsTuple());
+    if (shape.IsTuple()) {
+      Add(shape.tuple_elements().size());
+      for (const ir::Shape& element : shape.tuple_elements()) AddShape(element);
+      return;
+    }
+    Add(static_cast<uint64_t>(shape.dtype()));
+    AddInts(shape.dimensions());
+  }
+  void AddLiteral(const ir::Literal& literal) {
+    AddShape(literal.shape());
+    AddBytes(literal.bytes().data(), literal.bytes().size());
+    Add(literal.tuple_elements().size());
+    for (const ir::Literal& element : literal.tuple_elements()) AddLiteral(element);
+  }
+  uint64_t a() const { return a_; }
+  uint64_t b() const { return b_; }
+
+ private:
+  uint64_t a_ = 0x243f6a8885a308d3ull;
+  uint64_t b_ = 0x13198a2e03707344ull;
+};
+
+// Everything LowerNode copies from an op node's proto into the module.
+void HashOp(Node& node) {
+  const ir::Instruction& proto = *node.proto;
+  const ir::InstructionAttributes& a = proto.attributes();
+  Hasher h;
+  h.Add(static_cast<uint64_t>(proto.opcode()));
+  h.AddShape(proto.shape());
+  h.Add(proto.sharding().has_value());
+  if (proto.sharding().has_value()) h.AddString(proto.sharding()->ToString());
+  h.Add(static_cast<uint64_t>(a.parameter_number));
+  h.Add(a.literal.has_value());
+  if (a.literal.has_value()) h.AddLiteral(*a.literal);
+  h.AddInts(a.dimensions);
+  h.Add(static_cast<uint64_t>(a.iota_dimension));
+  h.Add(static_cast<uint64_t>(a.tuple_index));
+  h.Add(a.slice.size());
+  for (const ir::SliceDimension& d : a.slice) {
+    h.Add(static_cast<uint64_t>(d.start));
+    h.Add(static_cast<uint64_t>(d.limit));
+    h.Add(static_cast<uint64_t>(d.stride));
+  }
+  h.AddInts(a.dynamic_slice_sizes);
+  h.Add(a.padding.size());
+  for (const ir::PaddingDimension& d : a.padding) {
+    h.Add(static_cast<uint64_t>(d.low));
+    h.Add(static_cast<uint64_t>(d.high));
+    h.Add(static_cast<uint64_t>(d.interior));
+  }
+  h.AddInts(a.dot.lhs_batch);
+  h.AddInts(a.dot.rhs_batch);
+  h.AddInts(a.dot.lhs_contracting);
+  h.AddInts(a.dot.rhs_contracting);
+  h.Add(static_cast<uint64_t>(a.direction));
+  // The lowering rebuilds the reducer from its root opcode and the op's element type.
+  h.Add(a.to_apply == nullptr ? ~0ull : static_cast<uint64_t>(a.to_apply->root()->opcode()));
+  const bool has_groups = !a.replica_groups.groups.empty() || a.replica_groups.iota.has_value();
+  h.Add(has_groups);
+  if (has_groups) h.AddString(a.replica_groups.ToString());
+  h.Add(a.channel_id.has_value());
+  h.Add(static_cast<uint64_t>(a.channel_id.value_or(0)));
+  h.Add(a.use_global_device_ids);
+  h.Add(a.source_target_pairs.size());
+  for (const auto& [source, target] : a.source_target_pairs) {
+    h.Add(static_cast<uint64_t>(source));
+    h.Add(static_cast<uint64_t>(target));
+  }
+  h.AddString(a.custom_call_target);
+  h.Add(static_cast<uint64_t>(a.rng_algorithm));
+  node.op_hash[0] = h.a();
+  node.op_hash[1] = h.b();
+  node.op_hashed = true;
+}
 
 class Lowering {
  public:
@@ -117,7 +226,77 @@ class Lowering {
 
 absl::StatusOr<LoweredGraph> Lower(const std::vector<NodePtr>& outputs, PlacementPtr placement,
                                    const absl::flat_hash_set<const Node*>& variables) {
+  lowering_count.fetch_add(1, std::memory_order_relaxed);
   return Lowering(std::move(placement), variables).Run(outputs);
+}
+
+int64_t LoweringCount() { return lowering_count.load(std::memory_order_relaxed); }
+
+// The same traversal as Lowering::Visit (with no variables), so positions and parameter numbers
+// match the module Lower would build.
+absl::StatusOr<GraphSignature> Signature(const std::vector<NodePtr>& outputs,
+                                         const Placement& placement) {
+  GraphSignature signature;
+  Hasher h;
+  h.AddString(placement.key);
+  h.Add(placement.is_mesh);
+  absl::flat_hash_map<const Node*, uint64_t> position;
+  position.reserve(1024);
+  std::vector<std::pair<Node*, size_t>> stack;
+  for (const NodePtr& output : outputs) {
+    stack.push_back({output.get(), 0});
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (position.contains(node)) {
+        stack.pop_back();
+        continue;
+      }
+      if (!node->is_leaf() && next < node->operands.size()) {
+        Node* operand = node->operands[next++].get();
+        if (!position.contains(operand)) stack.push_back({operand, 0});
+        continue;
+      }
+      if (node->is_leaf()) {
+        // Mirrors LowerParameter: shape, and on a mesh the sharding annotation it gets.
+        h.Add(0x1eaf);
+        h.AddShape(node->shape());
+        if (placement.is_mesh) {
+          const bool failed = node->device_value != nullptr && node->device_value->Failed();
+          if (node->host_value.has_value() && (node->device_value == nullptr || failed)) {
+            h.Add(1);  // Replicated.
+          } else if (node->device_value != nullptr &&
+                     node->device_value->placement()->key == placement.key) {
+            VKSPMD_ASSIGN_OR_RETURN(spmd::AxisSharding sharding,
+                                    node->device_value->WaitSharding());
+            h.Add(2);
+            h.Add(sharding.dims.size());
+            for (const std::vector<int64_t>& axes : sharding.dims) h.AddInts(axes);
+            h.Add(sharding.maximal_device.has_value());
+            h.Add(static_cast<uint64_t>(sharding.maximal_device.value_or(0)));
+            h.Add(sharding.manual);
+          } else {
+            h.Add(3);  // No annotation.
+          }
+        }
+        signature.parameters.push_back(node->shared_from_this());
+      } else {
+        if (!node->op_hashed) HashOp(*node);
+        h.Add(node->op_hash[0]);
+        h.Add(node->op_hash[1]);
+        h.Add(node->operands.size());
+        for (const NodePtr& operand : node->operands) h.Add(position.at(operand.get()));
+      }
+      const uint64_t at = position.size();
+      position[node] = at;
+      stack.pop_back();
+    }
+  }
+  h.Add(0x0a7);
+  h.Add(outputs.size());
+  for (const NodePtr& output : outputs) h.Add(position.at(output.get()));
+  signature.hash[0] = h.a();
+  signature.hash[1] = h.b();
+  return signature;
 }
 
 }  // namespace vkspmd::lazy

@@ -30,6 +30,10 @@ struct Node : std::enable_shared_from_this<Node> {
   PlacementPtr placement;
   std::optional<ir::Literal> host_value;
   std::shared_ptr<DeviceValue> device_value;
+  // Hash of the op (opcode, shape, attributes, sharding constraint), computed by the first
+  // Signature that meets it: the proto is complete by then and never changes afterwards.
+  bool op_hashed = false;
+  uint64_t op_hash[2] = {0, 0};
 
   const ir::Shape& shape() const { return proto->shape(); }
   bool is_leaf() const { return host_value.has_value() || device_value != nullptr; }

@@ -14,6 +14,8 @@
 #include <thread>
 
 #include "src/lazy/engine.h"
+#include "src/lazy/lowering.h"
+#include "src/lazy/trace_ops.h"
 #include "tests/lazy/lazy_test_util.h"
 #include "vkspmd/vkspmd.h"
 
@@ -195,6 +197,88 @@ TEST(RuntimeTest, AHundredThousandTracedOpsRun) {
   ASSERT_EQ(actual.size(), expected.size());
   for (size_t i = 0; i < actual.size(); ++i) {
     EXPECT_NEAR(actual[i], expected[i], 1e-5) << "element " << i;
+  }
+}
+
+// The lowering cache: a sync whose graph signature it has seen reuses the lowered module's hash
+// instead of lowering and hashing its text again. The signature must tell apart every graph that
+// lowers differently.
+TEST(RuntimeTest, GraphSignatureSeparatesGraphsThatLowerDifferently) {
+  using lazy::NodePtr;
+  const lazy::PlacementPtr device = lazy::SingleDevicePlacement();
+  auto leaf = [](std::vector<float> values, ir::DType type = ir::DType::kF32) {
+    ir::Literal literal(ir::Shape(type, {static_cast<int64_t>(values.size())}));
+    return lazy::MakeHostLeaf(std::move(literal));
+  };
+  auto add = [](NodePtr a, NodePtr b) {
+    return *lazy::trace::Binary(ir::Opcode::kAdd, std::move(a), std::move(b), "add");
+  };
+  auto scaled = [&](NodePtr x, double constant) {
+    NodePtr c = *lazy::trace::Reshape(lazy::trace::Constant(constant, ir::DType::kF32), {1});
+    return *lazy::trace::Binary(ir::Opcode::kMultiply, x, c, "mul");
+  };
+  auto signature = [&](const std::vector<NodePtr>& outputs) {
+    absl::StatusOr<lazy::GraphSignature> result = lazy::Signature(outputs, *device);
+    EXPECT_TRUE(result.ok()) << result.status();
+    return std::make_pair(result->hash[0], result->hash[1]);
+  };
+  NodePtr p = leaf({1, 2}), q = leaf({3, 4});
+  const auto base = signature({scaled(add(p, q), 2)});
+  // Other leaves of the same shapes (the next step's data): the same graph.
+  EXPECT_EQ(signature({scaled(add(leaf({5, 6}), leaf({7, 8})), 2)}), base);
+  EXPECT_NE(signature({scaled(add(p, q), 3)}), base);  // Constants by value.
+  EXPECT_NE(signature({scaled(add(p, p), 2)}), base);  // One parameter, not two.
+  EXPECT_NE(signature({scaled(add(leaf({1, 2, 3}), leaf({1, 2, 3})), 2)}), base);  // Shapes.
+  EXPECT_NE(signature({scaled(add(p, q), 2), add(p, q)}), base);                   // Outputs.
+  NodePtr s = leaf({1, 2}, ir::DType::kS32);
+  EXPECT_NE(signature({add(s, s)}), signature({add(p, p)}));  // Element types.
+  // p - q and q - p are one program (parameter 0 minus parameter 1) bound to other leaves.
+  EXPECT_EQ(signature({*lazy::trace::Binary(ir::Opcode::kSubtract, p, q, "sub")}),
+            signature({*lazy::trace::Binary(ir::Opcode::kSubtract, q, p, "sub")}));
+  // Parameters in the lowering's order.
+  NodePtr graph = add(q, p);
+  absl::StatusOr<lazy::GraphSignature> sig = lazy::Signature({graph}, *device);
+  absl::StatusOr<lazy::LoweredGraph> lowered = lazy::Lower({graph}, device);
+  ASSERT_TRUE(sig.ok() && lowered.ok());
+  EXPECT_EQ(sig->parameters, lowered->parameters);
+}
+
+std::vector<float> RepeatedSteps(const Mesh* mesh, int steps) {
+  Tensor w = tensor(std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}, {2, 4});
+  Tensor b = tensor(std::vector<float>{1, -1, 2, -2}, {4});
+  if (mesh != nullptr) mark_sharding(w, *mesh, {None, "tp"});
+  mark_step();
+  for (int step = 0; step < steps; ++step) {
+    w.assign(relu(w * (1.0 - 0.01 * step) + b) - 0.5);  // New scalar data every step.
+    mark_step();
+  }
+  return w.to_vector<float>();
+}
+
+TEST(RuntimeTest, ARepeatedStepIsLoweredOnceAndRecompilesFromTheCachedLowering) {
+  Mesh mesh({2, 2}, {}, {"dp", "tp"});
+  for (const Mesh* m : std::vector<const Mesh*>{nullptr, &mesh}) {
+    SCOPED_TRACE(m == nullptr ? "one device" : "2x2 mesh");
+    setenv("VKSPMD_LOWERING_CACHE", "0", 1);
+    const std::vector<float> expected = RepeatedSteps(m, 6);
+    unsetenv("VKSPMD_LOWERING_CACHE");
+    // Lowers the steps once more, now into the cache (the first step, reading the initial w, may
+    // be a graph of its own on the mesh: w's sharding there is the one mark_sharding gave).
+    RepeatedSteps(m, 3);
+    const int64_t before = lazy::LoweringCount();
+    reset_metrics();
+    EXPECT_EQ(RepeatedSteps(m, 6), expected);
+    EXPECT_EQ(lazy::LoweringCount() - before, 0);
+    EXPECT_EQ(metrics().compile_count, 0) << metrics_report();
+    // Executables gone (devices closed): the cached lowering is compiled again from its text.
+    lazy::Engine::Get().CloseDevices();
+    reset_metrics();
+    EXPECT_EQ(RepeatedSteps(m, 6), expected);
+    EXPECT_GT(metrics().compile_count, 0);
+    // Checking every cached lowering against a fresh one finds no difference.
+    setenv("VKSPMD_CHECK_LOWERING_CACHE", "1", 1);
+    EXPECT_EQ(RepeatedSteps(m, 6), expected);
+    unsetenv("VKSPMD_CHECK_LOWERING_CACHE");
   }
 }
 
