@@ -59,6 +59,16 @@ HostTensor DistinctValues(const std::vector<int64_t>& shape, DType dtype, uint64
       case DType::kBool:
         tensor.bytes.push_back(static_cast<std::byte>((mixed >> 7) & 1));
         break;
+      case DType::kFloat16:
+      case DType::kBFloat16: {
+        // Finite bit patterns (below the all-ones exponent of either type), signed by `mixed`.
+        const uint64_t finite = dtype == DType::kFloat16 ? 0x7800 : 0x7F00;
+        const uint16_t value = static_cast<uint16_t>(
+            ((static_cast<uint64_t>(i) * 37 + seed * 101) % finite) | (((mixed >> 11) & 1) << 15));
+        const auto* bytes = reinterpret_cast<const std::byte*>(&value);
+        tensor.bytes.insert(tensor.bytes.end(), bytes, bytes + 2);
+        break;
+      }
     }
   }
   return tensor;
