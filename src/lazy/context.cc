@@ -60,8 +60,10 @@ std::vector<ir::InputOutputAlias> Aliases(
     auto parameter = std::find(parameters.begin(), parameters.end(), donation.donor);
     auto output = std::find_if(outputs.begin(), outputs.end(),
                                [&](const NodePtr& node) { return node.get() == donation.output; });
+    // A shared scalar upload (see SharedScalars) is read by other leaves: never given away.
     if (parameter == parameters.end() || output == outputs.end() ||
-        graphs_reading.at(donation.donor.get()) != 1) {
+        graphs_reading.at(donation.donor.get()) != 1 ||
+        (donation.donor->device_value != nullptr && donation.donor->device_value->shared())) {
       continue;
     }
     const int64_t number = parameter - parameters.begin();
@@ -73,6 +75,12 @@ std::vector<ir::InputOutputAlias> Aliases(
     donated[number] = true;
   }
   return aliases;
+}
+
+std::string ScalarKey(const ir::Literal& value, const Placement& placement) {
+  return absl::StrCat(
+      placement.key, "|", std::string(ir::DTypeName(value.dtype())), "|",
+      absl::string_view(reinterpret_cast<const char*>(value.bytes().data()), value.bytes().size()));
 }
 
 bool EnvironmentFlag(const char* name, bool otherwise) {
@@ -260,11 +268,22 @@ absl::Status Context::SyncNodes(std::vector<NodePtr> nodes, const std::vector<Do
       GraphInput input;
       const bool failed = parameter->device_value != nullptr && parameter->device_value->Failed();
       if (parameter->host_value.has_value() && (parameter->device_value == nullptr || failed)) {
-        // Uploaded replicated (see Lower), so its sharding is known now.
-        parameter->device_value = std::make_shared<DeviceValue>(
-            placement, parameter->shape(),
-            spmd::AxisSharding::Replicated(parameter->shape().rank()));
-        input.host = *parameter->host_value;
+        // A scalar equal to one uploaded before (and not donated) reads that upload.
+        const bool shareable = parameter->shape().rank() == 0 && !graph.donated[p];
+        const std::string key =
+            shareable ? ScalarKey(*parameter->host_value, *placement) : std::string();
+        parameter->device_value = shareable ? SharedScalars::Find(key) : nullptr;
+        if (parameter->device_value == nullptr) {
+          // Uploaded replicated (see Lower), so its sharding is known now.
+          parameter->device_value = std::make_shared<DeviceValue>(
+              placement, parameter->shape(),
+              spmd::AxisSharding::Replicated(parameter->shape().rank()));
+          input.host = *parameter->host_value;
+          if (shareable) {
+            parameter->device_value->MarkShared();
+            SharedScalars::Insert(key, parameter->device_value);
+          }
+        }
       }
       input.value = parameter->device_value;
       input.donate = graph.donated[p];

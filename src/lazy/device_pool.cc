@@ -55,6 +55,7 @@ absl::Status DevicePool::Open(int64_t needed) {
         "mesh device ", needed - 1, " is needed but VKSPMD_DEVICES=", config.mesh_device_count));
   }
   if (devices_ != nullptr) {
+    SharedScalars::Clear();
     if (DeviceValue::LiveBufferCount() > 0) {
       return absl::FailedPreconditionError(absl::StrCat(
           "a mesh needs ", needed, " mesh devices but ", devices_->size(),
@@ -75,8 +76,9 @@ absl::StatusOr<std::vector<runtime::MeshDevice*>> DevicePool::DevicesFor(
   const int64_t needed = *std::max_element(placement.devices.begin(), placement.devices.end()) + 1;
   // Grow to what every mesh so far needs while nothing lives on the devices, so that a mesh
   // created earlier can still be used after values exist.
-  const bool can_grow = devices_ != nullptr && devices_->size() < wanted_devices.load() &&
-                        DeviceValue::LiveBufferCount() == 0;
+  const bool may_grow = devices_ != nullptr && devices_->size() < wanted_devices.load();
+  if (may_grow) SharedScalars::Clear();
+  const bool can_grow = may_grow && DeviceValue::LiveBufferCount() == 0;
   if (devices_ == nullptr || devices_->size() < needed || can_grow) {
     VKSPMD_RETURN_IF_ERROR(Open(needed));
   }
@@ -109,6 +111,7 @@ bool DevicePool::WorkMayStillRun() {
 
 void DevicePool::Close() {
   if (devices_ == nullptr) return;
+  SharedScalars::Clear();
   // Executables still holding descriptor pools and pipelines of these devices must go first
   // (reopening to grow the mesh used to leave them behind, to be destroyed after their device).
   if (before_close_) before_close_();

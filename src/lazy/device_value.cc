@@ -4,6 +4,7 @@
 #include <atomic>
 #include <set>
 
+#include "absl/container/flat_hash_map.h"
 #include "src/debug/trace_writer.h"
 
 namespace vkspmd::lazy {
@@ -105,5 +106,44 @@ bool DeviceValue::Failed() const {
 }
 
 int64_t DeviceValue::LiveBufferCount() { return live_buffers.load(); }
+
+namespace {
+
+// Enough for every distinct constant of a training step; a scalar that changes every step (a
+// learning rate schedule) adds one a step, so the map is emptied now and then.
+constexpr size_t kMaxSharedScalars = 4096;
+
+struct SharedScalarMap {
+  std::mutex mutex;
+  absl::flat_hash_map<std::string, std::shared_ptr<DeviceValue>> values;
+};
+
+SharedScalarMap& Scalars() {
+  static auto* scalars = new SharedScalarMap();
+  return *scalars;
+}
+
+}  // namespace
+
+std::shared_ptr<DeviceValue> SharedScalars::Find(const std::string& key) {
+  SharedScalarMap& scalars = Scalars();
+  std::lock_guard<std::mutex> lock(scalars.mutex);
+  auto found = scalars.values.find(key);
+  if (found == scalars.values.end() || found->second->Failed()) return nullptr;
+  return found->second;
+}
+
+void SharedScalars::Insert(const std::string& key, std::shared_ptr<DeviceValue> value) {
+  SharedScalarMap& scalars = Scalars();
+  std::lock_guard<std::mutex> lock(scalars.mutex);
+  if (scalars.values.size() >= kMaxSharedScalars) scalars.values.clear();
+  scalars.values[key] = std::move(value);
+}
+
+void SharedScalars::Clear() {
+  SharedScalarMap& scalars = Scalars();
+  std::lock_guard<std::mutex> lock(scalars.mutex);
+  scalars.values.clear();
+}
 
 }  // namespace vkspmd::lazy

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "src/exec/sharded_buffer.h"
@@ -40,6 +41,10 @@ class DeviceValue {
 
   // Whether the computation has failed (does not wait).
   bool Failed() const;
+  // A value that several host leaves share (one upload of an often repeated scalar): never
+  // donated. Set and read by the tracing thread only.
+  void MarkShared() { shared_ = true; }
+  bool shared() const { return shared_; }
 
   // Buffers alive in the process: the engine may reopen devices only when none are.
   static int64_t LiveBufferCount();
@@ -55,6 +60,19 @@ class DeviceValue {
   std::optional<spmd::AxisSharding> sharding_;
   std::unique_ptr<exec::ShardedBuffer> buffer_;
   absl::Status error_;
+  bool shared_ = false;
+};
+
+// The device values of host scalars, by placement, type and bytes, that equal scalars of later
+// steps read instead of uploading again (an optimizer's constants are hundreds of fresh scalars
+// every step). Its lock is never held while waiting. Emptied before the devices close or grow,
+// so it never keeps a buffer alive that would stop them.
+class SharedScalars {
+ public:
+  // A value not failed, or null.
+  static std::shared_ptr<DeviceValue> Find(const std::string& key);
+  static void Insert(const std::string& key, std::shared_ptr<DeviceValue> value);
+  static void Clear();
 };
 
 }  // namespace vkspmd::lazy

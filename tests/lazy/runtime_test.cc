@@ -141,6 +141,48 @@ TEST(RuntimeTest, ReadingAComputedValueAndPlacingHostDataDoNotWaitForQueuedWork)
   EXPECT_EQ((batch * 2).to_vector<float>(), (std::vector<float>{2, 4, 6, 8}));
 }
 
+// An optimizer's scalars are fresh host leaves every step; equal ones share one upload. A step
+// repeated with the same scalars uploads nothing, one with a new scalar uploads only it, and a
+// scalar tensor that is assigned (its value donated) never gives away a shared upload.
+TEST(RuntimeTest, RepeatedScalarsAreUploadedOnce) {
+  Tensor w = ones({16});
+  Tensor counter =
+      tensor(std::vector<float>{2}, {});  // A scalar of host data, like the repeated 2.0 below.
+  auto step = [&](double rate) {
+    w -= (w * 2.0 + 0.5) * rate;
+    counter += 1;
+    mark_step();
+    return w.sum().item();
+  };
+  double expected = 16;
+  auto expect = [&](double rate) {
+    expected -= (2 * expected + 0.5 * 16) * rate;
+    return expected;
+  };
+  EXPECT_NEAR(step(0.25), expect(0.25), 1e-4);
+  wait_device_ops();
+  reset_metrics();
+  EXPECT_NEAR(step(0.25), expect(0.25), 1e-4);
+  EXPECT_EQ(metrics().host_to_device_bytes, 0) << "the repeated scalars were uploaded again";
+  reset_metrics();
+  EXPECT_NEAR(step(0.125), expect(0.125), 1e-4);
+  EXPECT_EQ(metrics().host_to_device_bytes, 4) << "only the new rate is uploaded";
+  EXPECT_EQ(counter.item(), 5);
+  Tensor two = tensor(std::vector<float>{2}, {}) *
+               1;  // Reads the shared 2.0, which counter's donation left alone.
+  EXPECT_EQ(two.item(), 2);
+  // A scalar tensor whose upload is shared while it is only read, then assigned: the shared
+  // upload is not donated to the update, so equal scalars read later still read 2.
+  Tensor held = tensor(std::vector<float>{2}, {});
+  Tensor read = held * 1;
+  mark_step();
+  held += 1;
+  mark_step();
+  EXPECT_EQ(held.item(), 3);
+  EXPECT_EQ(read.item(), 2);
+  EXPECT_EQ((tensor(std::vector<float>{2}, {}) * 1).item(), 2);
+}
+
 std::string ReadFile(const std::string& path) {
   std::ifstream file(path);
   std::stringstream text;
