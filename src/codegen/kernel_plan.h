@@ -110,6 +110,23 @@ struct RowPlan {
   std::vector<const ir::Instruction*> reductions;  // In execution order.
 };
 
+// What a kernel of `kind` is, for traces and dumps: "elementwise (fused)", "dot", ...
+inline const char* KernelKindName(KernelKind kind) {
+  switch (kind) {
+    case KernelKind::kMap:
+      return "elementwise (fused)";
+    case KernelKind::kRows:
+      return "rows (fused row reductions)";
+    case KernelKind::kReduction:
+      return "reduction";
+    case KernelKind::kDot:
+      return "dot";
+    case KernelKind::kCollective:
+      return "collective";
+  }
+  return "kernel";
+}
+
 struct KernelPlan {
   std::string name;
   KernelKind kind = KernelKind::kMap;

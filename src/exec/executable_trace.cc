@@ -14,22 +14,6 @@
 namespace vkspmd::exec {
 namespace {
 
-const char* KindName(codegen::KernelKind kind) {
-  switch (kind) {
-    case codegen::KernelKind::kMap:
-      return "elementwise (fused)";
-    case codegen::KernelKind::kRows:
-      return "rows (fused row reductions)";
-    case codegen::KernelKind::kReduction:
-      return "reduction";
-    case codegen::KernelKind::kDot:
-      return "dot";
-    case codegen::KernelKind::kCollective:
-      return "collective";
-  }
-  return "kernel";
-}
-
 // What a kernel computes: its root and the instructions it computes inline (those without a
 // buffer of their own), in the order a depth-first walk from the root meets them.
 std::string FusedOps(const codegen::KernelPlan& kernel, const codegen::ProgramPlan& plan) {
@@ -73,7 +57,7 @@ void Executable::TraceKernels(size_t s, const runtime::CommandSequence& sequence
     event.tid = debug::kQueueTrack;
     event.ts_us = start_us + (*timings)[k].start_nanoseconds * 1e-3;
     event.dur_us = (*timings)[k].gpu_nanoseconds * 1e-3;
-    event.text_args = {{"kind", KindName(kernel.kind)}};
+    event.text_args = {{"kind", codegen::KernelKindName(kernel.kind)}};
     if (kernel.root != nullptr) {
       event.text_args.emplace_back("op", std::string(ir::OpcodeName(kernel.root->opcode())));
       event.text_args.emplace_back("computes", FusedOps(kernel, plan_));

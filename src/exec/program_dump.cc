@@ -42,22 +42,6 @@ absl::Status MakeDirectory(const std::string& directory) {
   return absl::OkStatus();
 }
 
-const char* KindName(codegen::KernelKind kind) {
-  switch (kind) {
-    case codegen::KernelKind::kMap:
-      return "map";
-    case codegen::KernelKind::kRows:
-      return "rows";
-    case codegen::KernelKind::kReduction:
-      return "reduction";
-    case codegen::KernelKind::kDot:
-      return "dot";
-    case codegen::KernelKind::kCollective:
-      return "collective";
-  }
-  return "?";
-}
-
 }  // namespace
 
 absl::Status DumpKernels(const codegen::ProgramPlan& plan, const std::string& directory) {
@@ -90,8 +74,8 @@ absl::Status DumpCompilationIfRequested(const ir::Module& module, const codegen:
     for (int buffer : kernel.inputs) reads.push_back(plan.buffers[buffer].name);
     for (int buffer : kernel.outputs()) writes.push_back(plan.buffers[buffer].name);
     absl::StrAppendFormat(
-        &listing, "%3d %-10s %-28s invocations %-8d reads %d buffer(s)  [%s -> %s]\n", k,
-        KindName(kernel.kind), kernel.name, kernel.invocations, kernel.inputs.size(),
+        &listing, "%3d %-28s %-28s invocations %-8d reads %d buffer(s)  [%s -> %s]\n", k,
+        codegen::KernelKindName(kernel.kind), kernel.name, kernel.invocations, kernel.inputs.size(),
         absl::StrJoin(reads, " "), absl::StrJoin(writes, " "));
   }
   VKSPMD_RETURN_IF_ERROR(WriteFile(directory + "/kernels.txt", listing));
