@@ -110,36 +110,10 @@ ENTRY e {
   EXPECT_EQ(plan.materialized.count(plan.kernels[0].root->operand(0)->operand(0)), 0u);
 }
 
-// An Adam-like update: the transposed gradient is read twice, both moments are results and read
-// by the parameter's update; all three results are donated into their parameters.
-constexpr char kAdamUpdate[] =
-    R"(HloModule adam, input_output_alias={ {0}: (0, {}, may-alias), {1}: (2, {}, may-alias), {2}: (3, {}, may-alias) }
-ENTRY e {
-  w = f32[5,7] parameter(0)
-  gt = f32[7,5] parameter(1)
-  m = f32[5,7] parameter(2)
-  v = f32[5,7] parameter(3)
-  g = f32[5,7] transpose(gt), dimensions={1,0}
-  b1 = f32[] constant(0.9)
-  b1b = f32[5,7] broadcast(b1), dimensions={}
-  c1 = f32[] constant(0.1)
-  c1b = f32[5,7] broadcast(c1), dimensions={}
-  m_decayed = f32[5,7] multiply(m, b1b)
-  g_scaled = f32[5,7] multiply(g, c1b)
-  new_m = f32[5,7] add(m_decayed, g_scaled)
-  gg = f32[5,7] multiply(g, g)
-  new_v = f32[5,7] add(v, gg)
-  root_v = f32[5,7] sqrt(new_v)
-  eps = f32[] constant(0.001)
-  epsb = f32[5,7] broadcast(eps), dimensions={}
-  denom = f32[5,7] add(root_v, epsb)
-  step = f32[5,7] divide(new_m, denom)
-  new_w = f32[5,7] subtract(w, step)
-  ROOT t = (f32[5,7], f32[5,7], f32[5,7]) tuple(new_w, new_m, new_v)
-})";
-
 TEST_F(PlannerTest, MultiOutputFusionUpdatesAParameterAndBothMomentsInOneKernel) {
-  ProgramPlan plan = Plan(kAdamUpdate);
+  // An Adam-like update: the transposed gradient is read twice, both moments are results and
+  // read by the parameter's update; all three results are donated into their parameters.
+  ProgramPlan plan = PlanFile("adam_update");
   ASSERT_THAT(KernelNames(plan), ElementsAre("new_w"));
   const KernelPlan& kernel = plan.kernels[0];
   std::vector<std::string> stored;

@@ -9,7 +9,10 @@
 
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <random>
+#include <sstream>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -103,6 +106,31 @@ class DispatchCounter {
   runtime::DeviceFunctions& functions_;
   PFN_vkCmdDispatch real_;
 };
+
+// vkCmdDispatch calls recorded while compiling `text` for `device` (-1, and a failure, if it does
+// not parse or compile).
+int DispatchesOfCompiling(runtime::MeshDevice& device, const std::string& text) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
+  if (!module.ok()) {
+    ADD_FAILURE() << module.status();
+    return -1;
+  }
+  DispatchCounter counter(device);
+  absl::Status compiled = exec::Executable::Compile(**module, device).status();
+  if (!compiled.ok()) {
+    ADD_FAILURE() << compiled;
+    return -1;
+  }
+  return counter.count();
+}
+
+// The text of tests/testdata/NAME.hlo.
+std::string TestdataText(const std::string& name) {
+  std::ifstream file(std::string(VKSPMD_TESTDATA_DIR) + "/" + name + ".hlo");
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
 
 TEST_F(ExecutableTest, FusesElementwiseChainsIntoOneKernel) {
   constexpr char kChain[] = R"(
@@ -198,39 +226,12 @@ TEST_F(ExecutableTest, SoftmaxAndLayerNormAreOneKernelEach) {
 }
 
 TEST_F(ExecutableTest, MultiOutputFusionMatchesTheReferenceInOneDispatch) {
-  // An Adam-like update: the new parameter and both moments from one kernel, donated in place.
-  const std::string text =
-      R"(HloModule adam, input_output_alias={ {0}: (0, {}, may-alias), {1}: (2, {}, may-alias), {2}: (3, {}, may-alias) }
-ENTRY e {
-  w = f32[13,7] parameter(0)
-  gt = f32[7,13] parameter(1)
-  m = f32[13,7] parameter(2)
-  v = f32[13,7] parameter(3)
-  g = f32[13,7] transpose(gt), dimensions={1,0}
-  b1 = f32[] constant(0.9)
-  b1b = f32[13,7] broadcast(b1), dimensions={}
-  c1 = f32[] constant(0.1)
-  c1b = f32[13,7] broadcast(c1), dimensions={}
-  m_decayed = f32[13,7] multiply(m, b1b)
-  g_scaled = f32[13,7] multiply(g, c1b)
-  new_m = f32[13,7] add(m_decayed, g_scaled)
-  gg = f32[13,7] multiply(g, g)
-  vv = f32[13,7] multiply(v, v)
-  new_v = f32[13,7] add(vv, gg)
-  root_v = f32[13,7] sqrt(new_v)
-  eps = f32[] constant(0.001)
-  epsb = f32[13,7] broadcast(eps), dimensions={}
-  denom = f32[13,7] add(root_v, epsb)
-  step = f32[13,7] divide(new_m, denom)
-  new_w = f32[13,7] subtract(w, step)
-  ROOT t = (f32[13,7], f32[13,7], f32[13,7]) tuple(new_w, new_m, new_v)
-})";
+  // An Adam-like update (testdata/adam_update.hlo): the new parameter and both moments from one
+  // kernel, donated in place.
+  const std::string text = TestdataText("adam_update");
   ExpectMatchesReference(text);
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
-  ASSERT_TRUE(module.ok()) << module.status();
-  DispatchCounter counter(device(0));
-  ASSERT_TRUE(exec::Executable::Compile(**module, device(0)).ok());
-  EXPECT_EQ(counter.count(), 1) << "the update and both moments in one multi-output kernel";
+  EXPECT_EQ(DispatchesOfCompiling(device(0), text), 1)
+      << "the update and both moments in one multi-output kernel";
 }
 
 TEST_F(ExecutableTest, AFoldedReductionMatchesTheReferenceInOneDispatch) {
@@ -262,11 +263,8 @@ ENTRY e {
   ROOT nb = f32[11] subtract(b, step)
 })";
   ExpectMatchesReference(text);
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
-  ASSERT_TRUE(module.ok()) << module.status();
-  DispatchCounter counter(device(0));
-  ASSERT_TRUE(exec::Executable::Compile(**module, device(0)).ok());
-  EXPECT_EQ(counter.count(), 1) << "both reductions inside the update's kernel";
+  EXPECT_EQ(DispatchesOfCompiling(device(0), text), 1)
+      << "both reductions inside the update's kernel";
 }
 
 TEST_F(ExecutableTest, DotsReadingThroughTransposesMatchTheReference) {
@@ -284,11 +282,7 @@ ENTRY e {
   ROOT t = (f32[13,11], f32[13,9], f32[2,7,5,5]) tuple(y, dx, s)
 })";
   ExpectMatchesReference(text);
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
-  ASSERT_TRUE(module.ok()) << module.status();
-  DispatchCounter counter(device(0));
-  ASSERT_TRUE(exec::Executable::Compile(**module, device(0)).ok());
-  EXPECT_EQ(counter.count(), 3) << "three dots, no transpose kernels";
+  EXPECT_EQ(DispatchesOfCompiling(device(0), text), 3) << "three dots, no transpose kernels";
 }
 
 TEST_F(ExecutableTest, ASumOfMoreBuffersThanTheDeviceBindsMatchesTheReference) {
