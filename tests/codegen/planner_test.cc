@@ -113,7 +113,7 @@ ENTRY e {
 TEST_F(PlannerTest, MultiOutputFusionUpdatesAParameterAndBothMomentsInOneKernel) {
   // An Adam-like update: the transposed gradient is read twice, both moments are results and
   // read by the parameter's update; all three results are donated into their parameters.
-  ProgramPlan plan = PlanFile("adam_update");
+  ProgramPlan plan = PlanFile("fusion/adam_update");
   ASSERT_THAT(KernelNames(plan), ElementsAre("new_w"));
   const KernelPlan& kernel = plan.kernels[0];
   std::vector<std::string> stored;

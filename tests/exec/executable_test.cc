@@ -226,9 +226,9 @@ TEST_F(ExecutableTest, SoftmaxAndLayerNormAreOneKernelEach) {
 }
 
 TEST_F(ExecutableTest, MultiOutputFusionMatchesTheReferenceInOneDispatch) {
-  // An Adam-like update (testdata/adam_update.hlo): the new parameter and both moments from one
-  // kernel, donated in place.
-  const std::string text = TestdataText("adam_update");
+  // An Adam-like update (testdata/fusion/adam_update.hlo): the new parameter and both moments
+  // from one kernel, donated in place.
+  const std::string text = TestdataText("fusion/adam_update");
   ExpectMatchesReference(text);
   EXPECT_EQ(DispatchesOfCompiling(device(0), text), 1)
       << "the update and both moments in one multi-output kernel";
