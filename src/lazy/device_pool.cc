@@ -48,6 +48,8 @@ absl::StatusOr<int64_t> DevicePool::AvailableDeviceCount() {
   return static_cast<int64_t>(selected.size());
 }
 
+int64_t DevicePool::WantedDevices() { return wanted_devices.load(); }
+
 absl::Status DevicePool::Open(int64_t needed) {
   VKSPMD_ASSIGN_OR_RETURN(runtime::RuntimeConfig config, runtime::RuntimeConfig::FromEnvironment());
   if (config.mesh_device_count > 0 && needed > config.mesh_device_count) {
@@ -68,6 +70,7 @@ absl::Status DevicePool::Open(int64_t needed) {
       std::max({needed, wanted_devices.load(), static_cast<int64_t>(config.mesh_device_count)}));
   VKSPMD_ASSIGN_OR_RETURN(devices_, runtime::DeviceSet::Create(config));
   ++generation_;
+  open_count_ = devices_->size();
   return absl::OkStatus();
 }
 
@@ -118,6 +121,7 @@ void DevicePool::Close() {
   devices_->CloseDevices();
   closed_messages_ = ValidationMessageCount();
   devices_.reset();
+  open_count_ = 0;
 }
 
 std::vector<runtime::MeshDevice*> DevicePool::OpenDevices() {

@@ -4,6 +4,7 @@
 // reopened; the generation counter tells caches that executables of older devices are gone.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -21,6 +22,8 @@ class DevicePool {
   static absl::Status NoteMeshDevices(int64_t count);
   // VKSPMD_DEVICES if set, else the number of usable physical devices.
   static absl::StatusOr<int64_t> AvailableDeviceCount();
+  // The most mesh devices any mesh created so far needs (what an open or a grow opens).
+  static int64_t WantedDevices();
 
   // The mesh devices of a placement, by local id. Not thread-safe: the engine's worker calls it.
   absl::StatusOr<std::vector<runtime::MeshDevice*>> DevicesFor(const Placement& placement);
@@ -28,6 +31,9 @@ class DevicePool {
   // VKSPMD_DEVICES or the usable physical devices give). The public DeviceSet::Open.
   absl::StatusOr<runtime::DeviceSet*> OpenAtLeast(int64_t count);
   int64_t generation() const { return generation_; }
+  // How many mesh devices are open (0: none). Unlike the rest, any thread may ask (the engine
+  // checks on the calling thread whether queued work would open devices).
+  int64_t open_count() const { return open_count_.load(); }
   // The open mesh devices (none before first use).
   std::vector<runtime::MeshDevice*> OpenDevices();
   // Validation messages so far, of closed devices too (0 unless VKSPMD_VALIDATION=1); closing
@@ -49,7 +55,8 @@ class DevicePool {
   std::function<void()> before_close_;
   std::unique_ptr<runtime::DeviceSet> devices_;
   int64_t generation_ = 0;
-  int64_t closed_messages_ = 0;  // Validation messages of devices closed before.
+  int64_t closed_messages_ = 0;         // Validation messages of devices closed before.
+  std::atomic<int64_t> open_count_{0};  // devices_->size(), or 0.
 };
 
 }  // namespace vkspmd::lazy

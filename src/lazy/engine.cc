@@ -3,6 +3,7 @@
 
 #include <stdlib.h>  // on_exit
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -36,6 +37,33 @@ void Engine::Post(std::function<void()> work) {
     if (!worker_.joinable()) worker_ = std::thread([this] { Loop(); });
   }
   changed_.notify_all();
+}
+
+// Why the devices open before Launch and Place return. The exit guard (AtExit) is registered by
+// the worker after work that opened devices, and protects only because it is newer than the
+// exit handlers (C++ static destructors) of the driver and the validation layer that opening
+// them loaded. While the worker opens the devices, nothing protects it: a caller that returns
+// from main meanwhile runs exit with the worker inside vkCreateInstance or vkCreateDevice,
+// destroying the loader's, the layer's and this library's statics under it (segfaults and
+// "double free or corruption" in lazy_exit_while_running, which leaves main right after
+// mark_step). That never happened while mark_sharding uploaded through Call; since Place queues
+// the upload, the first mark_sharding returned before the devices were open. So opening runs
+// here, waited for, and the guard is in place (Call's GuardExit) before the caller can exit; then
+// Place and Launch queue without waiting, as before, for as long as the devices stay open.
+void Engine::OpenDevicesBeforeQueuing(const Placement& placement) {
+  const int64_t open = pool_.open_count();
+  const int64_t needed = *std::max_element(placement.devices.begin(), placement.devices.end()) + 1;
+  const int64_t wanted = DevicePool::WantedDevices();
+  // DevicePool::DevicesFor's conditions, read from here. Growing to a larger mesh also needs no
+  // live buffers, which only the worker knows for sure (it drops the shared scalars first): try
+  // once per larger mesh, and again whenever no buffer lives.
+  const bool grows =
+      open < wanted && (opened_for_wanted_.load() != wanted || DeviceValue::LiveBufferCount() == 0);
+  if (open > 0 && open >= needed && !grows) return;
+  // An error (no such device) is not reported here: the queued work meets it again and reports it
+  // as it always did.
+  (void)Call([&](DevicePool& pool) { return pool.DevicesFor(placement).status(); });
+  opened_for_wanted_ = wanted;
 }
 
 void Engine::Shutdown() {
@@ -87,6 +115,7 @@ void Engine::Launch(GraphTask task) {
     retired.swap(retired_modules_);
   }
   retired.clear();  // Here, on the tracing thread, while the devices run the queued graphs.
+  OpenDevicesBeforeQueuing(*task.placement);
   auto shared = std::make_shared<GraphTask>(std::move(task));
   Post([this, shared] {
     runner_.Run(*shared, pool_);
@@ -140,6 +169,7 @@ absl::Status Engine::Call(const std::function<absl::Status(DevicePool&)>& work) 
 
 void Engine::Place(std::shared_ptr<const ir::Literal> host, std::shared_ptr<DeviceValue> source,
                    std::shared_ptr<DeviceValue> value) {
+  OpenDevicesBeforeQueuing(*value->placement());
   Post([this, host = std::move(host), source = std::move(source), value = std::move(value)] {
     absl::Status status = [&]() -> absl::Status {
       ir::Literal downloaded;

@@ -4,6 +4,7 @@
 // cache.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -53,6 +54,10 @@ class Engine {
  private:
   Engine();
   void Post(std::function<void()> work);
+  // On the calling thread, before queuing work on `placement` that it does not wait for (Launch,
+  // Place): when that work would open (or reopen, to grow) the devices, opens them now on the
+  // worker and waits, so the exit guard is registered before the caller goes on. See the .cc.
+  void OpenDevicesBeforeQueuing(const Placement& placement);
   void Loop();
   // On the worker, after work that may have loaded driver or validation-layer code: registers
   // the exit guard again when devices opened or a graph compiled since the last registration.
@@ -80,6 +85,8 @@ class Engine {
   // What the exit guard was last registered after (worker only).
   int64_t guarded_generation_ = -1;
   size_t guarded_graphs_ = 0;
+  // DevicePool::WantedDevices() when OpenDevicesBeforeQueuing last opened devices and waited.
+  std::atomic<int64_t> opened_for_wanted_{0};
 };
 
 }  // namespace vkspmd::lazy
