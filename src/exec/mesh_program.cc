@@ -34,7 +34,7 @@ absl::StatusOr<std::unique_ptr<MeshProgram>> MeshProgram::Partition(const ir::Mo
   }
   VKSPMD_ASSIGN_OR_RETURN(spmd::PartitionResult partition, std::move(partitioned));
   std::unique_ptr<MeshProgram> program(new MeshProgram());
-  program->mesh_ = mesh;
+  program->mesh_ = partition.mesh;  // the shardings' mesh: `mesh`, refined where needed
   program->program_ = std::move(partition.module);
   for (const std::vector<spmd::AxisSharding>& leaves : partition.parameter_shardings) {
     program->parameter_shardings_.push_back(leaves.at(0));

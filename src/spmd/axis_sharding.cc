@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <numeric>
 
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
@@ -58,22 +59,105 @@ void SetCanonicalIota(const Mesh& mesh, const std::vector<int64_t>& permutation,
   }
 }
 
+// Drops a replication dim of one device, merges replicated subgroup dims into one replication
+// dim (last_tile_dims={replicated} is last_tile_dim_replicate) and turns a tiling into one tile
+// into replication. Manual subgroups are left as they are.
 ir::Sharding Normalize(const ir::Sharding& sharding) {
-  if (sharding.kind() != ir::Sharding::Kind::kTiled || !sharding.subgroup_types().empty()) {
+  if (sharding.kind() != ir::Sharding::Kind::kTiled) return sharding;
+  const std::vector<ir::SubgroupType>& subgroups = sharding.subgroup_types();
+  if (std::find(subgroups.begin(), subgroups.end(), ir::SubgroupType::kManual) != subgroups.end()) {
     return sharding;
   }
   ir::DeviceArray array = sharding.tile_assignment();
-  bool replicate = sharding.last_tile_dim_replicate();
-  if (replicate && array.dimensions.back() == 1) {
-    const std::vector<int64_t> ids = array.Flatten();
-    array = ir::DeviceArray{{array.dimensions.begin(), array.dimensions.end() - 1}, ids};
-    replicate = false;
+  const std::vector<int64_t> ids = array.Flatten();
+  const size_t data_rank = static_cast<size_t>(sharding.TiledDataRank());
+  int64_t replication = 1;
+  for (size_t d = data_rank; d < array.dimensions.size(); ++d) replication *= array.dimensions[d];
+  const bool reshaped = array.dimensions.size() > data_rank + 1 || replication == 1;
+  if (reshaped) {
+    std::vector<int64_t> dims(array.dimensions.begin(), array.dimensions.begin() + data_rank);
+    if (replication > 1) dims.push_back(replication);
+    array = ir::DeviceArray{dims, ids};
   }
+  const bool replicate = replication > 1;
   if (sharding.NumTiles() == 1 && replicate) return ir::Sharding::Replicated();
   return ir::Sharding::Tiled(array, replicate);
 }
 
+// Every device of the mesh, in order; a sharding must use each exactly once.
+bool UsesEveryDevice(const ir::Sharding& sharding, const Mesh& mesh) {
+  std::vector<int64_t> ids = sharding.tile_assignment().Flatten();
+  std::vector<int64_t> mesh_ids = mesh.device_ids();
+  std::sort(ids.begin(), ids.end());
+  std::sort(mesh_ids.begin(), mesh_ids.end());
+  return ids == mesh_ids;
+}
+
+// Calls `visit` with each way of giving every axis of size > 1 a dim (or none: rank) such that
+// each dim is split into `tiles[d]` ways and the unused axes multiply to the replication, axes
+// in mesh order within a dim; stops when `visit` returns true.
+void ForEachAxisProduct(const Mesh& mesh, const std::vector<int64_t>& tiles, int64_t replication,
+                        const std::function<bool(const AxisSharding&)>& visit) {
+  const int64_t rank = static_cast<int64_t>(tiles.size());
+  std::vector<int64_t> axes;
+  for (int64_t axis = 0; axis < mesh.axis_count(); ++axis) {
+    if (mesh.axis_size(axis) > 1) axes.push_back(axis);
+  }
+  std::vector<int64_t> product(rank + 1, 1);
+  AxisSharding candidate = AxisSharding::Replicated(rank);
+  bool done = false;
+  std::function<void(size_t)> assign = [&](size_t next) {
+    if (done) return;
+    if (next == axes.size()) {
+      for (int64_t d = 0; d < rank; ++d) {
+        if (product[d] != tiles[d]) return;
+      }
+      if (product[rank] == replication) done = visit(candidate);
+      return;
+    }
+    const int64_t size = mesh.axis_size(axes[next]);
+    for (int64_t d = 0; d <= rank; ++d) {
+      const int64_t wanted = d < rank ? tiles[d] : replication;
+      if (wanted % (product[d] * size) != 0) continue;
+      product[d] *= size;
+      if (d < rank) candidate.dims[d].push_back(axes[next]);
+      assign(next + 1);
+      if (d < rank) candidate.dims[d].pop_back();
+      product[d] /= size;
+    }
+  };
+  assign(0);
+}
+
+// The device order that lays `wanted` (a normalized tiled sharding over every device of the
+// mesh) out as `candidate`'s axes: where the candidate puts mesh position p, the wanted tile
+// assignment has the device that takes p's place.
+std::vector<int64_t> OrderFor(const AxisSharding& candidate, const ir::Sharding& wanted,
+                              const Mesh& mesh) {
+  std::vector<int64_t> positions(mesh.device_count());
+  std::iota(positions.begin(), positions.end(), 0);
+  const Mesh by_position = mesh.WithDeviceIds(positions);
+  AxisSharding in_mesh_order = candidate;
+  in_mesh_order.device_order.clear();
+  const std::vector<int64_t> placed =
+      ToHloSharding(in_mesh_order, by_position).tile_assignment().Flatten();
+  const std::vector<int64_t> ids = wanted.tile_assignment().Flatten();
+  std::vector<int64_t> order(mesh.device_count());
+  for (size_t j = 0; j < placed.size(); ++j) order[placed[j]] = ids[j];
+  return order;
+}
+
 }  // namespace
+
+Mesh LayoutMesh(const AxisSharding& sharding, const Mesh& mesh) {
+  return sharding.device_order.empty() ? mesh : mesh.WithDeviceIds(sharding.device_order);
+}
+
+AxisSharding AxisSharding::InMeshOrder() const {
+  AxisSharding plain = *this;
+  plain.device_order.clear();
+  return plain;
+}
 
 bool AxisSharding::IsReplicated() const {
   if (IsSpecial()) return false;
@@ -100,12 +184,15 @@ std::string AxisSharding::ToString(const Mesh& mesh) const {
     for (int64_t axis : axes) labels.push_back(mesh.AxisLabel(axis));
     parts.push_back(fmt::format("{{{}}}", absl::StrJoin(labels, ",")));
   }
-  return fmt::format("[{}]", absl::StrJoin(parts, ", "));
+  std::string text = fmt::format("[{}]", absl::StrJoin(parts, ", "));
+  if (!device_order.empty()) text += fmt::format(" devices {}", absl::StrJoin(device_order, ","));
+  return text;
 }
 
-ir::Sharding ToHloSharding(const AxisSharding& sharding, const Mesh& mesh) {
+ir::Sharding ToHloSharding(const AxisSharding& sharding, const Mesh& mesh_order) {
   if (sharding.maximal_device.has_value()) return ir::Sharding::Maximal(*sharding.maximal_device);
   if (sharding.manual) return ir::Sharding::Manual();
+  const Mesh mesh = LayoutMesh(sharding, mesh_order);
   if (mesh.device_count() == 1) return ir::Sharding::Maximal(mesh.device_ids()[0]);
   if (sharding.NumTiles(mesh) == 1) return ir::Sharding::Replicated();
   std::vector<int64_t> permutation = sharding.UsedAxes();
@@ -160,11 +247,13 @@ absl::StatusOr<AxisSharding> FromHloSharding(const ir::Sharding& sharding, const
     case ir::Sharding::Kind::kTiled:
       break;
   }
-  if (!sharding.subgroup_types().empty()) {
-    return absl::UnimplementedError(
-        fmt::format("sharding {}: manual subgroups are not supported", sharding.ToString()));
-  }
   const ir::Sharding wanted = Normalize(sharding);
+  if (!wanted.subgroup_types().empty()) {
+    return absl::UnimplementedError(fmt::format(
+        "sharding {}: manual subgroups (partially manual values) are not supported by the "
+        "partitioner; a value is either wholly manual ({{manual}}) or not manual",
+        sharding.ToString()));
+  }
   if (wanted.kind() == ir::Sharding::Kind::kReplicated) return AxisSharding::Replicated(rank);
   if (wanted.TiledDataRank() != rank) {
     return absl::InvalidArgumentError(fmt::format("sharding {} tiles {} dims, the value has {}",
@@ -201,10 +290,28 @@ absl::StatusOr<AxisSharding> FromHloSharding(const ir::Sharding& sharding, const
     };
     assign(0);
   } while (!found.has_value() && std::next_permutation(axes.begin(), axes.end()));
+  if (found.has_value()) return *found;
+  if (!UsesEveryDevice(wanted, mesh)) {
+    return absl::InvalidArgumentError(fmt::format(
+        "sharding {} does not use every device of mesh {} exactly once; a tiled value lives on "
+        "all of its mesh's devices",
+        sharding.ToString(), mesh.ToString()));
+  }
+  // Another device order: any split of the axes with the wanted tile counts, laid out as the
+  // tile assignment says.
+  const std::vector<int64_t>& dims = wanted.tile_assignment().dimensions;
+  const std::vector<int64_t> tiles(dims.begin(), dims.begin() + rank);
+  const int64_t replication = wanted.last_tile_dim_replicate() ? dims.back() : 1;
+  ForEachAxisProduct(mesh, tiles, replication, [&](const AxisSharding& candidate) {
+    AxisSharding ordered = candidate;
+    ordered.device_order = OrderFor(candidate, wanted, mesh);
+    if (ToHloSharding(ordered, mesh) == wanted) found = ordered;
+    return found.has_value();
+  });
   if (!found.has_value()) {
     return absl::InvalidArgumentError(fmt::format(
-        "sharding {} cannot be expressed over the axes of mesh {}; give a mesh whose axes "
-        "produce it",
+        "sharding {} cannot be expressed over the axes of mesh {}: its tile counts are not "
+        "products of the mesh's axis sizes; give a mesh whose axes produce it",
         sharding.ToString(), mesh.ToString()));
   }
   return *found;
@@ -219,6 +326,9 @@ ir::Shape ShardShape(const ir::Shape& shape, const AxisSharding& sharding, const
 }
 
 int64_t ShardIndex(const AxisSharding& sharding, int64_t d, const Mesh& mesh, int64_t device) {
+  if (!sharding.device_order.empty()) {
+    return LayoutMesh(sharding, mesh).IndexAlong(device, sharding.dims[d]);
+  }
   return mesh.IndexAlong(device, sharding.dims[d]);
 }
 

@@ -24,12 +24,16 @@ struct AxisSharding {
   // A value inside a manual region: each device holds its own value of the (per-device) shape,
   // written by the user's own code.
   bool manual = false;
+  // The device ids laid out in the mesh's shape for this value, in place of the mesh's own order
+  // (empty: the mesh's order). A tile assignment that is no transpose of the mesh's device array,
+  // such as {devices=[2,1]1,0} on a [2] mesh, is the axes over a mesh permuted this way.
+  std::vector<int64_t> device_order;
 
   static AxisSharding Replicated(int64_t rank) {
-    return AxisSharding{std::vector<std::vector<int64_t>>(rank), std::nullopt, false};
+    return AxisSharding{std::vector<std::vector<int64_t>>(rank), std::nullopt, false, {}};
   }
   static AxisSharding Manual(int64_t rank) {
-    return AxisSharding{std::vector<std::vector<int64_t>>(rank), std::nullopt, true};
+    return AxisSharding{std::vector<std::vector<int64_t>>(rank), std::nullopt, true, {}};
   }
   // Maximal and manual values are not split over mesh axes; propagation leaves them alone.
   bool IsSpecial() const { return maximal_device.has_value() || manual; }
@@ -40,10 +44,17 @@ struct AxisSharding {
   // How many ways dim d is split.
   int64_t TilesOn(int64_t d, const Mesh& mesh) const { return mesh.SizeOf(dims[d]); }
   int64_t NumTiles(const Mesh& mesh) const;
-  // "[{dp}, {}]" with axis labels of the mesh; "maximal device=3"; "manual".
+  // The same axes in the mesh's own device order.
+  AxisSharding InMeshOrder() const;
+  // "[{dp}, {}]" with axis labels of the mesh (and " devices 1,0" for a device order);
+  // "maximal device=3"; "manual".
   std::string ToString(const Mesh& mesh) const;
   bool operator==(const AxisSharding& other) const = default;
 };
+
+// The mesh whose device array lays out a value under `sharding`: `mesh` with the sharding's
+// device order, if it has one.
+Mesh LayoutMesh(const AxisSharding& sharding, const Mesh& mesh);
 
 // The HLO sharding of an axis sharding, built as PyTorch/XLA and JAX do (GSPMD-NOTES 1.3):
 // sharded axes in dim order, unused axes (ascending) form the last_tile_dim_replicate group;
@@ -51,8 +62,12 @@ struct AxisSharding {
 ir::Sharding ToHloSharding(const AxisSharding& sharding, const Mesh& mesh);
 
 // The axis sharding of an HLO sharding for a tensor of `rank` dims on `mesh`: found by trying
-// every assignment of the mesh's axes to dims. Errors when it is not expressible over the mesh
-// (the message names both), for tuple shardings and partially manual (subgroup) ones.
+// every assignment of the mesh's axes to dims, in the mesh's device order when one fits, else in
+// the device order the tile assignment gives (any explicit or iota tile assignment over all the
+// mesh's devices whose tile counts are products of its axes). Replicated subgroups
+// (last_tile_dims={replicated, ...}) count as one replication dim. Errors when it is not
+// expressible over the mesh (the message names both), for tuple shardings, shardings over only
+// some of the mesh's devices and partially manual (manual subgroup) ones.
 absl::StatusOr<AxisSharding> FromHloSharding(const ir::Sharding& sharding, const Mesh& mesh,
                                              int64_t rank);
 

@@ -175,6 +175,49 @@ std::vector<std::vector<int64_t>> Mesh::GroupsAlong(const std::vector<int64_t>& 
   return groups;
 }
 
+Mesh Mesh::WithDeviceIds(std::vector<int64_t> device_ids) const {
+  Mesh mesh = *this;
+  mesh.device_ids_ = std::move(device_ids);
+  return mesh;
+}
+
+namespace {
+
+std::vector<int64_t> PrimeFactors(int64_t n) {
+  std::vector<int64_t> factors;
+  for (int64_t p = 2; p * p <= n; ++p) {
+    for (; n % p == 0; n /= p) factors.push_back(p);
+  }
+  if (n > 1) factors.push_back(n);
+  return factors;
+}
+
+}  // namespace
+
+bool Mesh::IsRefined() const {
+  return std::all_of(shape_.begin(), shape_.end(),
+                     [](int64_t size) { return PrimeFactors(size).size() <= 1; });
+}
+
+Mesh Mesh::Refined() const {
+  Mesh mesh;
+  mesh.device_ids_ = device_ids_;
+  for (int64_t axis = 0; axis < axis_count(); ++axis) {
+    const std::vector<int64_t> factors = PrimeFactors(shape_[axis]);
+    if (factors.size() <= 1) {
+      mesh.shape_.push_back(shape_[axis]);
+      if (!axis_names_.empty()) mesh.axis_names_.push_back(axis_names_[axis]);
+      continue;
+    }
+    for (size_t f = 0; f < factors.size(); ++f) {
+      mesh.shape_.push_back(factors[f]);
+      if (!axis_names_.empty())
+        mesh.axis_names_.push_back(fmt::format("{}.{}", axis_names_[axis], f));
+    }
+  }
+  return mesh;
+}
+
 std::string Mesh::ToString() const {
   std::string text = fmt::format("[{}]", absl::StrJoin(shape_, ","));
   if (!axis_names_.empty()) text += fmt::format(" ({})", absl::StrJoin(axis_names_, ", "));

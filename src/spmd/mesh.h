@@ -57,6 +57,16 @@ class Mesh {
   // the other axes, members ordered by IndexAlong.
   std::vector<std::vector<int64_t>> GroupsAlong(const std::vector<int64_t>& axes) const;
 
+  // The same shape and names with other device ids in row-major order (the ids are not checked:
+  // they come from a validated mesh or sharding).
+  Mesh WithDeviceIds(std::vector<int64_t> device_ids) const;
+  // The same devices in the same row-major order with every axis split into its prime factors
+  // (major first): a [4] mesh becomes [2,2], "tp" of size 4 becomes "tp.0", "tp.1". Any tile
+  // assignment over all devices is then a product of axes in some device order.
+  Mesh Refined() const;
+  // Whether Refined() would change the mesh (some axis is not prime).
+  bool IsRefined() const;
+
   // "[2,4] (dp, tp) devices 0..7" or with the id list when not in order.
   std::string ToString() const;
   bool operator==(const Mesh& other) const = default;

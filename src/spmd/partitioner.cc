@@ -46,6 +46,25 @@ absl::Status CheckMesh(const ir::Module& module, const Mesh& mesh) {
   return absl::OkStatus();
 }
 
+// The mesh the annotations are read over: `mesh` when it expresses every one, else `mesh` with
+// its axes split into prime factors (a [4] mesh cannot split two dims two ways each; [2,2] can),
+// else the error of the first annotation `mesh` cannot express.
+absl::StatusOr<Mesh> MeshForAnnotations(const ir::Module& module, const Mesh& mesh) {
+  const auto first_error = [&](const Mesh& candidate) {
+    for (const auto& instruction : module.entry()->instructions()) {
+      if (!instruction->sharding().has_value()) continue;
+      absl::Status status = LeafShardings(*instruction, candidate).status();
+      if (!status.ok()) return status;
+    }
+    return absl::OkStatus();
+  };
+  absl::Status status = first_error(mesh);
+  if (status.ok() || mesh.IsRefined()) return status.ok() ? absl::StatusOr<Mesh>(mesh) : status;
+  const Mesh refined = mesh.Refined();
+  if (first_error(refined).ok()) return refined;
+  return status;
+}
+
 // Copies a reducer (or any callee) into the output module.
 ir::Computation* CloneComputation(
     const ir::Computation& computation, ir::Module& module,
@@ -439,8 +458,9 @@ int64_t PartitionResult::BytesPerDevice() const {
 absl::StatusOr<PartitionResult> Partition(const ir::Module& module, const Mesh& mesh) {
   VKSPMD_RETURN_IF_ERROR(CheckMesh(module, mesh));
   PartitionResult result;
-  VKSPMD_ASSIGN_OR_RETURN(result.propagation, PropagateShardings(module, mesh));
-  Partitioner partitioner(module, mesh, result);
+  VKSPMD_ASSIGN_OR_RETURN(result.mesh, MeshForAnnotations(module, mesh));
+  VKSPMD_ASSIGN_OR_RETURN(result.propagation, PropagateShardings(module, result.mesh));
+  Partitioner partitioner(module, result.mesh, result);
   VKSPMD_RETURN_IF_ERROR(partitioner.Run());
   return result;
 }

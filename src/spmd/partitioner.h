@@ -34,6 +34,10 @@ struct LocalOpRecord {
 };
 
 struct PartitionResult {
+  // The mesh the shardings below refer to: the given one, or the given one with its axes split
+  // into prime factors when that is what the annotations need (Mesh::Refined; same devices in
+  // the same order).
+  Mesh mesh;
   std::unique_ptr<ir::Module> module;  // the per-device program
   PropagationResult propagation;       // keyed by the input module's instructions
   // Per entry parameter (by number) and per leaf: how the caller must shard the arguments.
@@ -47,8 +51,11 @@ struct PartitionResult {
 };
 
 // Partitions `module`'s entry over `mesh`, whose device ids must be the partitions 0..N-1 in any
-// order. Errors name the instruction, its op and the shardings involved for anything that cannot
-// be partitioned; the result is verified before it is returned.
+// order. Annotations may be any tiled sharding over all N devices (any device order, iota or
+// listed, partially replicated) whose tile counts are products of the mesh's (or the refined
+// mesh's) axis sizes; maximal and manual ones as well. Errors name the instruction, its op and the
+// shardings involved for anything that cannot be partitioned; the result is verified before it is
+// returned.
 absl::StatusOr<PartitionResult> Partition(const ir::Module& module, const Mesh& mesh);
 
 // With several meshes: finds the mesh the program's annotations live on (AssignMeshes) and

@@ -144,15 +144,31 @@ std::vector<ReshardStep> PlanReshard(const ir::Shape& global, const AxisSharding
     current = AxisSharding::Replicated(from.rank());
     steps.push_back({ReshardStep::Kind::kFromMaximal, 0, 0, {}, current});
   }
-  const AxisSharding target = Unmaximal(to);
-  if (current == target) return steps;
-  if (SameTileCounts(current, target, mesh)) {
-    steps.push_back({ReshardStep::Kind::kPermute, 0, 0, {}, target});
+  const AxisSharding final_target = Unmaximal(to);
+  if (current == final_target) return steps;
+  // Shardings with the same tile counts differ only in which device holds which tile, whatever
+  // their device orders: one collective-permute.
+  if (SameTileCounts(current, final_target, mesh)) {
+    steps.push_back({ReshardStep::Kind::kPermute, 0, 0, {}, final_target});
     return steps;
   }
+  // Otherwise the collectives below run along mesh axes in the mesh's device order: a value laid
+  // out in another order is permuted into it first and out of it last.
+  if (!current.device_order.empty()) {
+    current = current.InMeshOrder();
+    steps.push_back({ReshardStep::Kind::kPermute, 0, 0, {}, current});
+  }
+  const AxisSharding target = final_target.InMeshOrder();
+  const auto finish = [&] {
+    if (!final_target.device_order.empty()) {
+      steps.push_back({ReshardStep::Kind::kPermute, 0, 0, {}, final_target});
+    }
+    return steps;
+  };
+  if (current == target) return finish();
   if (std::optional<ReshardStep> all_to_all = AllToAllStep(global, current, target, mesh)) {
     steps.push_back(*all_to_all);
-    return steps;
+    return finish();
   }
   std::vector<std::vector<int64_t>> kept;
   for (int64_t d = 0; d < current.rank(); ++d) {
@@ -170,7 +186,7 @@ std::vector<ReshardStep> PlanReshard(const ir::Shape& global, const AxisSharding
     steps.push_back(
         {ReshardStep::Kind::kSlice, d, d, Tail(target.dims[d], kept[d].size()), current});
   }
-  return steps;
+  return finish();
 }
 
 int64_t ReshardBytes(const ir::Shape& global, const AxisSharding& from, const AxisSharding& to,

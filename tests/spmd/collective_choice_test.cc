@@ -1,8 +1,11 @@
 // Golden collective choices (issue 6): the partitioner emits exactly the collectives GSPMD does
 // for the textbook patterns, and none where the shardings already line up.
+#include <algorithm>
+
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
 #include "gtest/gtest.h"
+#include "src/ir/parser.h"
 #include "src/ir/printer.h"
 #include "tests/spmd/spmd_test_util.h"
 
@@ -34,10 +37,8 @@ Mesh MakeMesh(std::vector<int64_t> shape, std::vector<std::string> names) {
 }
 
 // Partitions and checks equivalence; returns the partition for collective counting.
-PartitionResult PartitionChecked(const std::string& text,
-                                 const std::map<std::string, std::string>& specs,
+PartitionResult PartitionChecked(const absl::StatusOr<std::unique_ptr<ir::Module>>& module,
                                  const Mesh& mesh) {
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = AnnotatedModule(text, specs, mesh);
   EXPECT_TRUE(module.ok()) << module.status();
   if (!module.ok()) return {};
   absl::StatusOr<EquivalenceOutcome> outcome = RunEquivalence(**module, mesh);
@@ -45,6 +46,18 @@ PartitionResult PartitionChecked(const std::string& text,
   if (!outcome.ok()) return {};
   EXPECT_LT(outcome->difference, 1e-5) << ir::PrintModule(*outcome->partition.module);
   return std::move(outcome->partition);
+}
+
+// The same with shardings from partition specs.
+PartitionResult PartitionChecked(const std::string& text,
+                                 const std::map<std::string, std::string>& specs,
+                                 const Mesh& mesh) {
+  return PartitionChecked(AnnotatedModule(text, specs, mesh), mesh);
+}
+
+// The same for a module annotated in its text (HLO shardings).
+PartitionResult PartitionText(const std::string& text, const Mesh& mesh) {
+  return PartitionChecked(ir::ParseAndVerifyModule(text), mesh);
 }
 
 // The same partition spec for every named value.
@@ -59,6 +72,62 @@ int64_t Count(const PartitionResult& result, Opcode kind) {
   int64_t count = 0;
   for (const CollectiveRecord& record : result.collectives) count += record.kind == kind;
   return count;
+}
+
+// The source_target_pairs of the only collective-permute of the partitioned entry.
+std::vector<std::pair<int64_t, int64_t>> PermutePairsOf(const PartitionResult& result) {
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  for (const auto& instruction : result.module->entry()->instructions()) {
+    if (instruction->opcode() == Opcode::kCollectivePermute) {
+      pairs = instruction->attributes().source_target_pairs;
+    }
+  }
+  std::sort(pairs.begin(), pairs.end());
+  return pairs;
+}
+
+// Two tile assignments that differ only by a device permutation (GSPMD: one collective-permute
+// whose pairs send each tile from its old holder to its new one). Hand-derived: under
+// [[0,1],[2,3]] device 1 holds tile (0,1) and device 2 tile (1,0); under <=[2,2]T(1,0) =
+// [[0,2],[1,3]] they swap, devices 0 and 3 keep theirs.
+TEST(CollectiveChoiceTest, PermutedDeviceReshardIsOneCollectivePermute) {
+  const std::string text = R"(HloModule permuted, num_partitions=4
+ENTRY %main (x: f32[6,10]) -> f32[6,10] {
+  %x = f32[6,10] parameter(0), sharding={devices=[2,2]0,1,2,3}
+  ROOT %y = f32[6,10] custom-call(f32[6,10] %x), custom_call_target="Sharding", sharding={devices=[2,2]<=[2,2]T(1,0)}
+})";
+  const std::vector<std::pair<int64_t, int64_t>> swap = {{0, 0}, {1, 2}, {2, 1}, {3, 3}};
+  for (const Mesh& mesh : {MakeMesh({4}, {}), MakeMesh({2, 2}, {"x", "y"})}) {
+    const PartitionResult result = PartitionText(text, mesh);
+    ASSERT_NE(result.module, nullptr);
+    EXPECT_EQ(result.collectives.size(), 1u) << ir::PrintModule(*result.module);
+    EXPECT_EQ(CountOps(*result.module, Opcode::kCollectivePermute), 1);
+    EXPECT_EQ(PermutePairsOf(result), swap);
+    EXPECT_EQ(result.collectives[0].bytes_per_device, 3 * 5 * 4);
+  }
+  // Explicit lists, one a reversal of the other on 2 devices: each sends its tile to the other.
+  const PartitionResult reversed = PartitionText(R"(HloModule reversed, num_partitions=2
+ENTRY %main (x: f32[5,3]) -> f32[5,3] {
+  %x = f32[5,3] parameter(0), sharding={devices=[2,1]1,0}
+  ROOT %y = f32[5,3] custom-call(f32[5,3] %x), custom_call_target="Sharding", sharding={devices=[2,1]0,1}
+})",
+                                                 MakeMesh({2}, {}));
+  ASSERT_NE(reversed.module, nullptr);
+  EXPECT_EQ(reversed.collectives.size(), 1u) << ir::PrintModule(*reversed.module);
+  EXPECT_EQ(PermutePairsOf(reversed), (std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {1, 0}}));
+  // Partially replicated: [2,1,2] over 0,1,2,3 to 3,2,1,0 moves tile 0 from {0,1} to {2,3}
+  // and tile 1 from {2,3} to {0,1}; one permute of 4 pairs.
+  const PartitionResult replicated = PartitionText(R"(HloModule replicated, num_partitions=4
+ENTRY %main (x: f32[7,3]) -> f32[7,3] {
+  %x = f32[7,3] parameter(0), sharding={devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}
+  ROOT %y = f32[7,3] custom-call(f32[7,3] %x), custom_call_target="Sharding", sharding={devices=[2,1,2]3,2,1,0 last_tile_dim_replicate}
+})",
+                                                   MakeMesh({4}, {}));
+  ASSERT_NE(replicated.module, nullptr);
+  EXPECT_EQ(replicated.collectives.size(), 1u) << ir::PrintModule(*replicated.module);
+  const std::vector<std::pair<int64_t, int64_t>> pairs = PermutePairsOf(replicated);
+  ASSERT_EQ(pairs.size(), 4u);
+  for (const auto& [source, target] : pairs) EXPECT_EQ(source / 2, 1 - target / 2);
 }
 
 TEST(CollectiveChoiceTest, ContractingDimShardedGivesOneAllReduce) {

@@ -222,13 +222,22 @@ TEST(AxisShardingTest, ShardingsOutsideTheMeshAreRejectedNamingBoth) {
       FromHloSharding(*ir::ParseSharding("{devices=[2,2]0,2,1,3}"), mesh, 2);
   EXPECT_EQ(std::string(transposed.status().message()),
             "sharding {devices=[2,2]0,2,1,3} cannot be expressed over the axes of mesh [4] devices "
-            "0..3; give a mesh whose axes produce it");
-  EXPECT_TRUE(FromHloSharding(ir::Sharding::Manual(), mesh, 2)->manual);
+            "0..3: its tile counts are not products of the mesh's axis sizes; give a mesh whose "
+            "axes produce it");
   EXPECT_EQ(
+      std::string(
+          FromHloSharding(*ir::ParseSharding("{devices=[2]0,1}"), mesh, 1).status().message()),
+      "sharding {devices=[2]0,1} does not use every device of mesh [4] devices 0..3 exactly "
+      "once; a tiled value lives on all of its mesh's devices");
+  EXPECT_TRUE(FromHloSharding(ir::Sharding::Manual(), mesh, 2)->manual);
+  const absl::Status manual_subgroup =
       FromHloSharding(*ir::ParseSharding("{devices=[2,2]<=[4] last_tile_dims={manual}}"), mesh, 1)
-          .status()
-          .code(),
-      absl::StatusCode::kUnimplemented);
+          .status();
+  EXPECT_EQ(manual_subgroup.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(std::string(manual_subgroup.message()),
+            "sharding {devices=[2,2]<=[4] last_tile_dims={manual}}: manual subgroups (partially "
+            "manual values) are not supported by the partitioner; a value is either wholly manual "
+            "({manual}) or not manual");
   EXPECT_FALSE(FromHloSharding(ir::Sharding::Maximal(7), mesh, 2).ok());
 }
 
@@ -292,7 +301,70 @@ ENTRY %main (a: f32[4,4]) -> f32[4,4] {
   absl::StatusOr<PartitionResult> result = Partition(**module, meshes);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->parameter_shardings[0][0].dims, (std::vector<std::vector<int64_t>>{{0}, {1}}));
-  EXPECT_FALSE(Partition(**module, std::vector<Mesh>{meshes[0]}).ok());
+  EXPECT_TRUE(result->parameter_shardings[0][0].device_order.empty());
+  // Over the [4] mesh alone the partitioner splits its axis into [2,2] and lays the value out in
+  // the annotation's device order.
+  absl::StatusOr<PartitionResult> refined = Partition(**module, std::vector<Mesh>{meshes[0]});
+  ASSERT_TRUE(refined.ok()) << refined.status();
+  EXPECT_EQ(refined->mesh.shape(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(ToHloSharding(refined->parameter_shardings[0][0], refined->mesh),
+            *ir::ParseSharding("{devices=[2,2]3,2,1,0}"));
+}
+
+TEST(MeshTest, RefinedMeshSplitsAxesIntoPrimeFactors) {
+  const Mesh mesh = MakeMesh({4, 3, 12}, {"a", "b", "c"});
+  EXPECT_FALSE(mesh.IsRefined());
+  const Mesh refined = mesh.Refined();
+  EXPECT_TRUE(refined.IsRefined());
+  EXPECT_EQ(refined.shape(), (std::vector<int64_t>{2, 2, 3, 2, 2, 3}));
+  EXPECT_EQ(refined.axis_names(),
+            (std::vector<std::string>{"a.0", "a.1", "b", "c.0", "c.1", "c.2"}));
+  EXPECT_EQ(refined.device_ids(), mesh.device_ids());
+}
+
+// Every tile-assignment form of the HLO syntax converts to mesh axes plus, where the tile
+// assignment is no transpose of the mesh's device array, a device order; converting back gives
+// the same tile assignment. Expected orders are hand-derived from the device arrays.
+TEST(AxisShardingTest, AnyTileAssignmentOverAllDevicesConverts) {
+  struct Case {
+    std::vector<int64_t> mesh;
+    std::string sharding;
+    int64_t rank;
+    std::vector<int64_t> order;  // expected device order (empty: the mesh's own)
+  };
+  const std::vector<Case> cases = {
+      {{2}, "{devices=[2,1]1,0}", 2, {1, 0}},
+      {{2}, "{devices=[2,1]<=[2]}", 2, {}},
+      {{2}, "{devices=[1,1,2]1,0 last_tile_dim_replicate}", 2, {}},
+      {{2}, "{devices=[1,2,1]1,0 last_tile_dims={replicated}}", 2, {1, 0}},
+      {{2, 2}, "{devices=[2,2]<=[2,2]T(1,0)}", 2, {}},
+      {{2, 2}, "{devices=[2,2]3,1,0,2}", 2, {3, 1, 0, 2}},
+      {{2, 2}, "{devices=[4,1]2,0,3,1}", 2, {2, 0, 3, 1}},
+      {{2, 2}, "{devices=[2,1,2]0,3,1,2 last_tile_dim_replicate}", 2, {0, 3, 1, 2}},
+      {{2, 2}, "{devices=[1,1,2,2]<=[4] last_tile_dims={replicated, replicated}}", 2, {}},
+      {{3, 2}, "{devices=[3,2]<=[2,3]T(1,0)}", 2, {0, 3, 1, 4, 2, 5}},
+      {{3, 2}, "{devices=[2,3]5,4,3,2,1,0}", 2, {5, 2, 4, 1, 3, 0}},
+      {{2, 2, 2}, "{devices=[2,2,2]<=[2,2,2]T(2,0,1)}", 3, {}},
+      {{2, 2, 2}, "{devices=[2,4]7,6,5,4,3,2,1,0}", 2, {7, 6, 5, 4, 3, 2, 1, 0}},
+      {{2, 2, 3}, "{devices=[2,3,2]<=[2,3,2]T(2,0,1)}", 3, {0, 4, 8, 2, 6, 10, 1, 5, 9, 3, 7, 11}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.sharding);
+    const Mesh mesh = MakeMesh(c.mesh);
+    const absl::StatusOr<ir::Sharding> sharding = ir::ParseSharding(c.sharding);
+    ASSERT_TRUE(sharding.ok()) << sharding.status();
+    absl::StatusOr<AxisSharding> axes = FromHloSharding(*sharding, mesh, c.rank);
+    ASSERT_TRUE(axes.ok()) << axes.status();
+    EXPECT_EQ(axes->device_order, c.order) << axes->ToString(mesh);
+    // Back to HLO: the same devices hold the same tiles (replication dims merged into one).
+    const ir::Sharding back = ToHloSharding(*axes, mesh);
+    for (int64_t device = 0; device < mesh.device_count(); ++device) {
+      const ir::Shape shape(ir::DType::kF32, std::vector<int64_t>(c.rank, 12));
+      EXPECT_EQ(back.TileOffsetForDevice(shape, device),
+                sharding->TileOffsetForDevice(shape, device))
+          << "device " << device;
+    }
+  }
 }
 
 }  // namespace

@@ -178,7 +178,8 @@ ENTRY %main (p: f32[4]) -> f32[4] {
 })",
                            mesh),
             "4:8: %n (negate): sharding {devices=[2,1]0,1 last_tile_dims={manual}}: manual "
-            "subgroups are not supported");
+            "subgroups (partially manual values) are not supported by the partitioner; a value "
+            "is either wholly manual ({manual}) or not manual");
   EXPECT_EQ(PartitionError(R"(HloModule m
 %add (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
@@ -192,14 +193,21 @@ ENTRY %main (p: f32[4]) -> f32[4] {
                            mesh),
             "9:8: %r: the partitioner does not support all-reduce in its input: collectives "
             "belong to partitioned programs (sharding none given)");
-  EXPECT_EQ(
-      PartitionError(R"(HloModule m
+  // A [4] mesh is refined to [2,2] for a 2-D tiling of its devices (issue 19).
+  EXPECT_EQ(PartitionError(R"(HloModule m
 ENTRY %main (p: f32[4,4]) -> f32[4,4] {
-  ROOT %p = f32[4,4] parameter(0), sharding={devices=[2,2]0,1,2,3}
+  ROOT %p = f32[4,4] parameter(0), sharding={devices=[2,2]3,0,2,1}
 })",
-                     *Mesh::Create({4})),
-      "3:8: %p (parameter): sharding {devices=[2,2]0,1,2,3} cannot be expressed over the axes of "
-      "mesh [4] devices 0..3; give a mesh whose axes produce it");
+                           *Mesh::Create({4})),
+            "ok");
+  // Tiles that are no product of the mesh's axis sizes, nor of their prime factors.
+  EXPECT_EQ(PartitionError(R"(HloModule m
+ENTRY %main (p: f32[6,4]) -> f32[6,4] {
+  ROOT %p = f32[6,4] parameter(0), sharding={devices=[3,1]0,1,2}
+})",
+                           *Mesh::Create({4})),
+            "3:8: %p (parameter): sharding {devices=[3,1]0,1,2} does not use every device of mesh "
+            "[4] devices 0..3 exactly once; a tiled value lives on all of its mesh's devices");
   EXPECT_EQ(PartitionError("HloModule m\nENTRY %main (p: f32[4]) -> f32[4] {\n"
                            "  ROOT %p = f32[4] parameter(0)\n}\n",
                            *Mesh::Create({2}, {4, 5})),

@@ -178,10 +178,12 @@ absl::StatusOr<std::unique_ptr<ir::Module>> AnnotatedModule(
   return module;
 }
 
-absl::StatusOr<EquivalenceOutcome> RunEquivalence(const ir::Module& module, const Mesh& mesh,
+absl::StatusOr<EquivalenceOutcome> RunEquivalence(const ir::Module& module, const Mesh& given_mesh,
                                                   uint64_t seed, const DeviceRunner& run) {
   EquivalenceOutcome outcome;
-  VKSPMD_ASSIGN_OR_RETURN(outcome.partition, Partition(module, mesh));
+  VKSPMD_ASSIGN_OR_RETURN(outcome.partition, Partition(module, given_mesh));
+  // The shardings refer to the partitioner's mesh (the given one, refined where needed).
+  const Mesh& mesh = outcome.partition.mesh;
   const std::vector<ir::Literal> arguments = RandomArguments(*module.entry(), seed);
   VKSPMD_ASSIGN_OR_RETURN(ir::Literal expected, interp::Evaluate(module, arguments));
   std::vector<std::vector<ir::Literal>> per_device(mesh.device_count());

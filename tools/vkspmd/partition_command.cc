@@ -73,12 +73,12 @@ int RunPartition(const PartitionOptions& options) {
       continue;
     }
     if (options.print == "propagated") {
-      spmd::AnnotateModule(**module, result->propagation.shardings, mesh);
+      spmd::AnnotateModule(**module, result->propagation.shardings, result->mesh);
       fmt::print("{}", ir::PrintModule(**module));
     } else {
       fmt::print("{}", ir::PrintModule(*result->module));
     }
-    PrintReport(*result, mesh);
+    PrintReport(*result, result->mesh);
     return kExitOk;
   }
   if (meshes.size() == 1) return Fail(kExitRuntimeError, std::string(last.message()));
