@@ -50,10 +50,10 @@ class GradientEmitter {
   // Broadcast `operand` into `shape`, operand dimension i becoming dimension dimensions[i].
   absl::StatusOr<ir::Instruction*> Broadcast(ir::Instruction* operand, const ir::Shape& shape,
                                              std::vector<int64_t> dimensions);
-
- private:
+  // The (a, b) -> a + b computation over scalars of `type` (one per type).
   absl::StatusOr<ir::Computation*> AddReducer(ir::DType type);
 
+ private:
   ir::ComputationBuilder& builder_;
   ir::Module& module_;
   std::map<std::pair<ir::DType, double>, ir::Instruction*> scalars_;

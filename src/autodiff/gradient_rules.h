@@ -28,6 +28,8 @@ absl::StatusOr<OperandAdjoints> ApplyGradientRule(const RuleInput& input, Gradie
 // dispatches to them.
 absl::StatusOr<OperandAdjoints> ElementwiseGradient(const RuleInput& input, GradientEmitter& emit);
 absl::StatusOr<OperandAdjoints> StructuralGradient(const RuleInput& input, GradientEmitter& emit);
+// gather and scatter (gradient_rules_indexing.cc).
+absl::StatusOr<OperandAdjoints> IndexingGradient(const RuleInput& input, GradientEmitter& emit);
 
 // Ops whose derivative is zero wherever it exists (floor, sign, ...): the gradient stops there.
 bool HasZeroGradient(ir::Opcode opcode);

@@ -433,6 +433,7 @@ absl::StatusOr<OperandAdjoints> ApplyGradientRule(const RuleInput& input, Gradie
       opcode == Opcode::kCopy) {
     return ElementwiseGradient(input, emit);
   }
+  if (opcode == Opcode::kGather || opcode == Opcode::kScatter) return IndexingGradient(input, emit);
   return StructuralGradient(input, emit);
 }
 

@@ -24,6 +24,12 @@ std::vector<int64_t> OperandReadOrder(const ir::Instruction& instruction) {
       order.push_back(1);
       order.push_back(0);
       break;
+    case Opcode::kGather:  // Indices, then the operand.
+      order = {1, 0};
+      break;
+    case Opcode::kScatter:  // The operand, the updates, then the indices.
+      order = {0, 2, 1};
+      break;
     default:
       for (int64_t k = 0; k < count; ++k) order.push_back(k);
       break;

@@ -12,6 +12,7 @@
 #include "absl/strings/str_replace.h"
 #include "src/base/status_macros.h"
 #include "src/codegen/fused_ops.h"
+#include "src/codegen/gather_scatter_code.h"
 #include "src/codegen/glsl_preamble.h"
 
 namespace vkspmd::codegen {
@@ -503,6 +504,10 @@ absl::StatusOr<std::string> KernelWriter::IndexMapping(const Instruction& instru
       return absl::StrCat(code, "  if (", absl::StrJoin(inside, " && "), ") return ", patched,
                           ";\n  return ", original, ";\n");
     }
+    case Opcode::kGather:
+      return GatherCode(instruction, *this);
+    case Opcode::kScatter:
+      return ScatterCode(instruction, *this);
     default:
       break;
   }

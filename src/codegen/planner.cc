@@ -190,6 +190,15 @@ std::set<const Instruction*> NeedsBuffer(const ir::Computation& entry,
         (users[instruction] > 1 && !CheapToRecompute(*instruction))) {
       needs_buffer.insert(instruction);
     }
+    // A scatter's elements each loop over every update: its indices and updates are read from
+    // buffers rather than recomputed in that loop, and its result is never recomputed inline.
+    if (opcode == Opcode::kScatter) {
+      needs_buffer.insert(instruction);
+      for (int64_t k = 1; k < 3; ++k) {
+        const Instruction* operand = instruction->operand(k);
+        if (!CheapToRecompute(*operand)) needs_buffer.insert(operand);
+      }
+    }
   }
   SplitLongFusions(entry, needs_buffer);
   // Room for the kernel's output and a split buffer or two; CheckLimits reports what is left.

@@ -8,6 +8,7 @@
 #include "src/interp/collectives.h"
 #include "src/interp/contraction.h"
 #include "src/interp/elementwise.h"
+#include "src/interp/gather_scatter.h"
 #include "src/interp/rng.h"
 #include "src/interp/shape_ops.h"
 
@@ -99,6 +100,10 @@ absl::StatusOr<Literal> EvaluateLocal(const Instruction& instruction,
       return EvaluateDot(instruction, *operands[0], *operands[1]);
     case Opcode::kReduce:
       return EvaluateReduce(instruction, operands, call);
+    case Opcode::kGather:
+      return EvaluateGather(instruction, *operands[0], *operands[1]);
+    case Opcode::kScatter:
+      return EvaluateScatter(instruction, *operands[0], *operands[1], *operands[2], call);
     case Opcode::kTuple: {
       std::vector<Literal> elements;
       for (const Literal* operand : operands) elements.push_back(*operand);

@@ -6,11 +6,10 @@
 #include <cstring>
 
 namespace vkspmd::interp {
-namespace {
 
 using ir::Literal;
 
-int64_t Linear(const std::vector<int64_t>& index, const std::vector<int64_t>& strides) {
+int64_t LinearIndex(const std::vector<int64_t>& index, const std::vector<int64_t>& strides) {
   int64_t linear = 0;
   for (size_t i = 0; i < index.size(); ++i) linear += index[i] * strides[i];
   return linear;
@@ -22,19 +21,6 @@ void CopyElement(const Literal& source, int64_t source_index, Literal& destinati
   std::memcpy(destination.bytes().data() + destination_index * size,
               source.bytes().data() + source_index * size, size);
 }
-
-// Calls visit(result_index, linear_result_index) for every element of `shape`.
-template <typename Visit>
-void ForEachIndex(const ir::Shape& shape, Visit visit) {
-  if (shape.ElementCount() == 0) return;
-  std::vector<int64_t> index(shape.rank(), 0);
-  int64_t linear = 0;
-  do {
-    visit(index, linear++);
-  } while (ir::NextIndex(shape.dimensions(), index));
-}
-
-}  // namespace
 
 void CopyBlock(const Literal& source, const std::vector<int64_t>& source_start,
                Literal& destination, const std::vector<int64_t>& destination_start,
@@ -180,7 +166,7 @@ Literal EvaluateReverse(const ir::Instruction& instruction, const Literal& opera
   ForEachIndex(instruction.shape(), [&](const std::vector<int64_t>& index, int64_t linear) {
     std::vector<int64_t> source = index;
     for (int64_t axis : reversed) source[axis] = operand.shape().dimension(axis) - 1 - index[axis];
-    CopyElement(operand, Linear(source, strides), result, linear);
+    CopyElement(operand, LinearIndex(source, strides), result, linear);
   });
   return result;
 }

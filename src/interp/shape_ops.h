@@ -24,6 +24,22 @@ ir::Literal EvaluatePad(const ir::Instruction& instruction, const ir::Literal& o
                         const ir::Literal& padding_value);
 ir::Literal EvaluateReverse(const ir::Instruction& instruction, const ir::Literal& operand);
 
+// Row-major linear index of `index` under `strides`.
+int64_t LinearIndex(const std::vector<int64_t>& index, const std::vector<int64_t>& strides);
+// destination[destination_index] = source[source_index] (same element type).
+void CopyElement(const ir::Literal& source, int64_t source_index, ir::Literal& destination,
+                 int64_t destination_index);
+// Calls visit(index, linear_index) for every element of `shape`, in row-major order.
+template <typename Visit>
+void ForEachIndex(const ir::Shape& shape, Visit visit) {
+  if (shape.ElementCount() == 0) return;
+  std::vector<int64_t> index(shape.rank(), 0);
+  int64_t linear = 0;
+  do {
+    visit(index, linear++);
+  } while (ir::NextIndex(shape.dimensions(), index));
+}
+
 // Copies the block of `source` starting at `source_start` with the shape of `destination`'s
 // `block` dims into `destination` at `destination_start` (all row-major).
 void CopyBlock(const ir::Literal& source, const std::vector<int64_t>& source_start,

@@ -58,6 +58,21 @@ struct ReplicaGroups {
 
 enum class RngAlgorithm { kDefault, kThreeFry, kPhilox };
 
+// gather's and scatter's dimension numbers, under gather's names; scatter's are in brackets.
+// index_vector_dim == the indices' rank means each index is a scalar (an implicit trailing 1).
+struct GatherDimensions {
+  std::vector<int64_t> offset_dims;                  // [update_window_dims]
+  std::vector<int64_t> collapsed_slice_dims;         // [inserted_window_dims]
+  std::vector<int64_t> start_index_map;              // [scatter_dims_to_operand_dims]
+  std::vector<int64_t> operand_batching_dims;        // [input_batching_dims]
+  std::vector<int64_t> start_indices_batching_dims;  // [scatter_indices_batching_dims]
+  int64_t index_vector_dim = 0;
+  std::vector<int64_t> slice_sizes;  // gather only
+  bool indices_are_sorted = false;
+  bool unique_indices = false;  // scatter only
+  bool operator==(const GatherDimensions&) const = default;
+};
+
 // Every attribute any op may carry; each op reads only its own (see the printer for which).
 struct InstructionAttributes {
   int64_t parameter_number = 0;
@@ -77,6 +92,7 @@ struct InstructionAttributes {
   std::vector<std::pair<int64_t, int64_t>> source_target_pairs;
   std::string custom_call_target;
   RngAlgorithm rng_algorithm = RngAlgorithm::kDefault;
+  GatherDimensions gather;  // gather, scatter
 };
 
 class Instruction {

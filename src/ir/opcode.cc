@@ -65,6 +65,8 @@ constexpr std::pair<Opcode, std::string_view> kOpcodeNames[] = {
     {Opcode::kReverse, "reverse"},
     {Opcode::kDot, "dot"},
     {Opcode::kReduce, "reduce"},
+    {Opcode::kGather, "gather"},
+    {Opcode::kScatter, "scatter"},
     {Opcode::kTuple, "tuple"},
     {Opcode::kGetTupleElement, "get-tuple-element"},
     {Opcode::kAllReduce, "all-reduce"},

@@ -70,6 +70,9 @@ enum class Opcode {
   // Contractions and reductions.
   kDot,
   kReduce,
+  // Indexed reads and writes.
+  kGather,
+  kScatter,
   // Tuples.
   kTuple,
   kGetTupleElement,

@@ -9,6 +9,7 @@
 #include "fmt/format.h"
 #include "src/base/formatting.h"
 #include "src/base/status_macros.h"
+#include "src/ir/gather_attributes.h"
 #include "src/ir/text_reader.h"
 #include "src/ir/verifier.h"
 
@@ -343,8 +344,9 @@ bool AttributeAppliesTo(std::string_view name, Opcode opcode) {
   if (name == "direction" || name == "type") return opcode == Opcode::kCompare;
   if (name == "to_apply") {
     return opcode == Opcode::kReduce || opcode == Opcode::kAllReduce ||
-           opcode == Opcode::kReduceScatter;
+           opcode == Opcode::kReduceScatter || opcode == Opcode::kScatter;
   }
+  if (IsGatherScatterAttribute(name)) return GatherScatterAttributeAppliesTo(name, opcode);
   if (name == "replica_groups") return grouped;
   if (name == "channel_id") return collective;
   if (name == "use_global_device_ids") return has_global_flag;
@@ -418,6 +420,8 @@ absl::Status ModuleParser::ParseAttribute(Instruction& instruction) {
     reader_.Advance();
   } else if (name == "algorithm" && instruction.opcode() == Opcode::kRngBitGenerator) {
     VKSPMD_ASSIGN_OR_RETURN(attributes.rng_algorithm, ParseRngAlgorithm(reader_));
+  } else if (IsGatherScatterAttribute(name)) {
+    return ParseGatherScatterAttribute(reader_, name, attributes.gather);
   } else if (name == "sharding") {
     VKSPMD_ASSIGN_OR_RETURN(Sharding sharding, reader_.ReadSharding());
     instruction.set_sharding(std::move(sharding));

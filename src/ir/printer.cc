@@ -8,6 +8,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
+#include "src/ir/gather_attributes.h"
 
 namespace vkspmd::ir {
 namespace {
@@ -147,6 +148,10 @@ std::vector<std::string> AttributeStrings(const Instruction& instruction,
       break;
     case Opcode::kRngBitGenerator:
       parts.push_back("algorithm=" + RngAlgorithmName(attributes.rng_algorithm));
+      break;
+    case Opcode::kGather:
+    case Opcode::kScatter:
+      parts = GatherScatterAttributeStrings(instruction);
       break;
     default:
       break;

@@ -66,8 +66,10 @@ using shape_inference_internal::InferCollective;
 using shape_inference_internal::InferConcatenate;
 using shape_inference_internal::InferDot;
 using shape_inference_internal::InferDynamicSlices;
+using shape_inference_internal::InferGather;
 using shape_inference_internal::InferPad;
 using shape_inference_internal::InferReduce;
+using shape_inference_internal::InferScatter;
 using shape_inference_internal::InferShapeOps;
 using shape_inference_internal::Invalid;
 
@@ -270,6 +272,10 @@ absl::StatusOr<Shape> InferShape(const Instruction& instruction,
       return InferDot(instruction);
     case Opcode::kReduce:
       return InferReduce(instruction);
+    case Opcode::kGather:
+      return InferGather(instruction);
+    case Opcode::kScatter:
+      return InferScatter(instruction);
     case Opcode::kTuple: {
       std::vector<Shape> elements;
       for (const Instruction* operand : instruction.operands())

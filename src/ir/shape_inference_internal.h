@@ -25,6 +25,9 @@ absl::StatusOr<Shape> InferConcatenate(const Instruction& instruction);
 absl::StatusOr<Shape> InferPad(const Instruction& instruction);
 absl::StatusOr<Shape> InferDot(const Instruction& instruction);
 absl::StatusOr<Shape> InferReduce(const Instruction& instruction);
+// Gather and scatter (shape_inference_gather.cc).
+absl::StatusOr<Shape> InferGather(const Instruction& instruction);
+absl::StatusOr<Shape> InferScatter(const Instruction& instruction);
 absl::StatusOr<Shape> InferCollective(const Instruction& instruction,
                                       const ShapeInferenceContext& context);
 

@@ -8,6 +8,7 @@
 
 #include "fmt/format.h"
 #include "src/base/status_macros.h"
+#include "src/spmd/gather_scatter_local.h"
 
 namespace vkspmd::spmd {
 namespace {
@@ -113,6 +114,10 @@ absl::StatusOr<Instruction*> EmitOp(SpmdBuilder& builder, const LocalOp& op,
     }
     case Opcode::kRngBitGenerator:
       return builder.Add(opcode, locals, attributes, instruction.shape());
+    case Opcode::kGather:
+      return EmitLocalGather(builder, op, locals);
+    case Opcode::kScatter:
+      return EmitLocalScatter(builder, op, locals);
     default:
       return builder.Add(opcode, locals, attributes);
   }
@@ -162,7 +167,8 @@ absl::StatusOr<std::vector<PartitionedValue>> EmitLocalOp(SpmdBuilder& builder, 
   std::vector<Instruction*> locals;
   for (const PartitionedValue& operand : op.operands) locals.push_back(operand.local);
   const std::vector<int64_t> reduction_axes = ReductionAxes(op);
-  if (!reduction_axes.empty()) {
+  // A gather zeroes what its split indexed dims do not hold itself (EmitLocalGather).
+  if (!reduction_axes.empty() && opcode != Opcode::kGather) {
     // Padding of split contracted/reduced dims must not reach the result: 0 for a dot (on both
     // sides, so NaN padding cannot leak), the init value for a reduce.
     const int64_t inputs = opcode == Opcode::kDot ? 2 : instruction.operand_count() / 2;
@@ -202,7 +208,7 @@ absl::StatusOr<std::vector<PartitionedValue>> EmitLocalOp(SpmdBuilder& builder, 
   }
   if (!reduction_axes.empty()) {
     ir::Computation* reducer = op.to_apply;
-    if (opcode == Opcode::kDot) {
+    if (opcode == Opcode::kDot || opcode == Opcode::kGather) {
       const ir::DType type = instruction.shape().dtype();
       reducer = builder.Reducer(type == ir::DType::kPred ? Opcode::kOr : Opcode::kAdd, type);
     }

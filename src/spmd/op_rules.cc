@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
+#include "src/ir/gather_attributes.h"
 
 namespace vkspmd::spmd {
 namespace {
@@ -248,6 +249,115 @@ OpRule DynamicUpdateSliceRule(const Instruction& instruction) {
   return rule.Take();
 }
 
+// Gather: the indices' batch dims pass through to the result's batch dims (and to the operand's
+// batching dims); an operand dim the slice takes whole passes through to its offset dim; an
+// indexed dim with one-element slices is a reduction factor (each device gathers the rows it
+// holds, zeroes the others, and an all-reduce sums: GSPMD's vocabulary-sharded embedding); the
+// index vector and partly sliced dims stay whole.
+OpRule GatherRule(const Instruction& instruction) {
+  RuleBuilder rule(instruction);
+  const ir::GatherDimensions& dims = instruction.attributes().gather;
+  const ir::Shape& operand = instruction.operand(0)->shape();
+  const ir::Shape& indices = instruction.operand(1)->shape();
+  const ir::GatherIndexSpaces spaces =
+      ir::DescribeGather(dims, operand.rank(), indices, instruction.shape().rank());
+  std::vector<int64_t> operand_factors(operand.rank(), -1), index_factors(indices.rank(), -1),
+      result_factors(instruction.shape().rank(), -1);
+  for (size_t j = 0; j < spaces.indices_batch.size(); ++j) {
+    const int64_t factor = rule.AddFactor(indices.dimension(spaces.indices_batch[j]));
+    index_factors[spaces.indices_batch[j]] = result_factors[spaces.result_batch[j]] = factor;
+  }
+  if (spaces.explicit_index_vector) {
+    index_factors[dims.index_vector_dim] = Unsplittable(rule, spaces.index_vector_size);
+  }
+  for (size_t b = 0; b < dims.operand_batching_dims.size(); ++b) {
+    operand_factors[dims.operand_batching_dims[b]] =
+        index_factors[dims.start_indices_batching_dims[b]];
+  }
+  std::vector<bool> whole(operand.rank(), false);
+  for (int64_t d = 0; d < operand.rank(); ++d) {
+    if (operand_factors[d] >= 0) continue;
+    const bool indexed = std::find(dims.start_index_map.begin(), dims.start_index_map.end(), d) !=
+                         dims.start_index_map.end();
+    whole[d] = dims.slice_sizes[d] == operand.dimension(d);
+    if (whole[d]) {
+      operand_factors[d] = rule.AddFactor(operand.dimension(d));
+    } else if (indexed && dims.slice_sizes[d] == 1) {
+      operand_factors[d] = rule.AddFactor(operand.dimension(d), FactorKind::kReduction);
+    } else {
+      operand_factors[d] = Unsplittable(rule, operand.dimension(d));
+    }
+  }
+  for (size_t w = 0; w < spaces.operand_window.size(); ++w) {
+    const int64_t d = spaces.operand_window[w];
+    result_factors[dims.offset_dims[w]] =
+        whole[d] ? operand_factors[d] : Unsplittable(rule, dims.slice_sizes[d]);
+  }
+  rule.AddOperand(0, operand_factors);
+  rule.AddOperand(1, index_factors);
+  rule.AddResult(result_factors);
+  return rule.Take();
+}
+
+// Scatter: the result is split as the operand. Operand dims the update windows cover whole pass
+// through to the updates' window dims, batching dims to the indices' and updates' batch dims, and
+// indexed dims with one-element windows split the operand alone (each device shifts the indices
+// by its offset and the updates of other devices' rows fall out of bounds, which scatter skips).
+// The scatter positions and the index vector stay whole: splitting them would need the partial
+// results combined, which only an additive combiner allows.
+OpRule ScatterRule(const Instruction& instruction) {
+  RuleBuilder rule(instruction);
+  const ir::GatherDimensions& dims = instruction.attributes().gather;
+  const ir::Shape& operand = instruction.operand(0)->shape();
+  const ir::Shape& indices = instruction.operand(1)->shape();
+  const ir::Shape& updates = instruction.operand(2)->shape();
+  const ir::GatherIndexSpaces spaces =
+      ir::DescribeGather(dims, operand.rank(), indices, updates.rank());
+  std::vector<int64_t> operand_factors(operand.rank(), -1), index_factors(indices.rank(), -1),
+      update_factors(updates.rank(), -1);
+  for (size_t j = 0; j < spaces.indices_batch.size(); ++j) {
+    const int64_t index_dim = spaces.indices_batch[j];
+    const auto batching = std::find(dims.start_indices_batching_dims.begin(),
+                                    dims.start_indices_batching_dims.end(), index_dim);
+    int64_t factor = -1;
+    if (batching != dims.start_indices_batching_dims.end()) {
+      factor = rule.AddFactor(indices.dimension(index_dim));
+      operand_factors[dims.operand_batching_dims[batching -
+                                                 dims.start_indices_batching_dims.begin()]] =
+          factor;
+    } else {
+      factor = Unsplittable(rule, indices.dimension(index_dim));
+    }
+    index_factors[index_dim] = update_factors[spaces.result_batch[j]] = factor;
+  }
+  if (spaces.explicit_index_vector) {
+    index_factors[dims.index_vector_dim] = Unsplittable(rule, spaces.index_vector_size);
+  }
+  std::vector<int64_t> window(operand.rank(), 1);
+  for (size_t w = 0; w < spaces.operand_window.size(); ++w) {
+    window[spaces.operand_window[w]] = updates.dimension(dims.offset_dims[w]);
+  }
+  for (int64_t d = 0; d < operand.rank(); ++d) {
+    if (operand_factors[d] >= 0) continue;
+    const bool indexed = std::find(dims.start_index_map.begin(), dims.start_index_map.end(), d) !=
+                         dims.start_index_map.end();
+    const bool passes = indexed ? window[d] == 1 : window[d] == operand.dimension(d);
+    operand_factors[d] =
+        passes ? rule.AddFactor(operand.dimension(d)) : Unsplittable(rule, operand.dimension(d));
+  }
+  for (size_t w = 0; w < spaces.operand_window.size(); ++w) {
+    const int64_t d = spaces.operand_window[w];
+    const bool shared = window[d] == operand.dimension(d) && window[d] > 1;
+    update_factors[dims.offset_dims[w]] =
+        shared ? operand_factors[d] : Unsplittable(rule, window[d]);
+  }
+  rule.AddOperand(0, operand_factors);
+  rule.AddOperand(1, index_factors);
+  rule.AddOperand(2, update_factors);
+  rule.AddResult(operand_factors);
+  return rule.Take();
+}
+
 absl::Status Unsupported(const Instruction& instruction, std::string_view why) {
   return absl::UnimplementedError(
       fmt::format("{}: the partitioner does not support {} {}", instruction.Describe(),
@@ -393,6 +503,10 @@ absl::StatusOr<std::vector<OpRule>> RulesFor(const Instruction& instruction) {
       return std::vector<OpRule>{DotRule(instruction)};
     case Opcode::kReduce:
       return std::vector<OpRule>{ReduceRule(instruction)};
+    case Opcode::kGather:
+      return std::vector<OpRule>{GatherRule(instruction)};
+    case Opcode::kScatter:
+      return std::vector<OpRule>{ScatterRule(instruction)};
     case Opcode::kTuple: {
       std::vector<OpRule> rules;
       for (int64_t i = 0; i < instruction.operand_count(); ++i) {

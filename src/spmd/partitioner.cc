@@ -392,7 +392,7 @@ class Partitioner {
     op.instruction = &instruction;
     op.rule = &rule;
     op.factors = *best;
-    if (instruction.opcode() == Opcode::kReduce) {
+    if (instruction.attributes().to_apply != nullptr) {
       op.to_apply = clones_.at(instruction.attributes().to_apply);
     }
     for (size_t i = 0; i < rule.operands.size(); ++i) {

@@ -226,6 +226,33 @@ std::vector<RuleCase> AllCases() {
        "  %sm = f64[3] reduce(%ex, %z), dimensions={1}, to_apply=%add\n"
        "  %sb = f64[3,5] broadcast(%sm), dimensions={0}\n  %y = f64[3,5] divide(%ex, %sb)\n",
        "f64[3,5]"},
+      // Indices with repeats and out-of-range values, which the gather clamps.
+      {"gather_embedding",
+       {{"table", "f64[5,3]"}},
+       "  %ids = s32[6,1] constant({ {1}, {4}, {1}, {9}, {-3}, {0} })\n"
+       "  %y = f64[6,3] gather(%table, %ids), offset_dims={1}, collapsed_slice_dims={0}, "
+       "start_index_map={0}, index_vector_dim=1, slice_sizes={1,3}\n",
+       "f64[6,3]"},
+      {"gather_windows_clamped",
+       {{"x", "f64[5,6]"}},
+       "  %starts = s32[2,3] constant({ {0, 4, -1}, {5, 2, 1} })\n"
+       "  %y = f64[3,2,3] gather(%x, %starts), offset_dims={1,2}, collapsed_slice_dims={}, "
+       "start_index_map={0,1}, index_vector_dim=0, slice_sizes={2,3}\n",
+       "f64[3,2,3]"},
+      // x.at[i].add(v): repeats add up, 9 and -3 are dropped.
+      {"scatter_add",
+       {{"x", "f64[5,3]"}, {"v", "f64[6,3]"}},
+       "  %ids = s32[6] constant({1, 4, 1, 9, -3, 0})\n"
+       "  %y = f64[5,3] scatter(%x, %ids, %v), update_window_dims={1}, inserted_window_dims={0}, "
+       "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add\n",
+       "f64[5,3]"},
+      {"scatter_add_windows",
+       {{"x", "f64[5,6]"}, {"patches", "f64[3,2,2]"}},
+       "  %corners = s32[3,2] constant({ {0, 0}, {3, 4}, {4, 1} })\n"
+       "  %y = f64[5,6] scatter(%x, %corners, %patches), update_window_dims={1,2}, "
+       "inserted_window_dims={}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=1, "
+       "to_apply=%add\n",
+       "f64[5,6]"},
   };
   return cases;
 }

@@ -671,6 +671,128 @@ ENTRY %main (p0: f32[4,6]) -> f32[4,6] {
 }
 """, [[full], [full]], [-full, -full], devices=2)
 
+# --- gather and scatter ------------------------------------------------------------------------
+# Oracles: NumPy indexing with XLA's rules written out (gather clamps each start so the slice fits;
+# scatter drops an update whose window does not fit, and adds duplicates with np.add.at).
+table = f32(11, 64)
+ids = np.array([3, 0, 10, -1, 13, -12, 7], dtype=np.int32)  # -1 wraps to 10; 13 and -1-11 clamp
+wrapped = np.where(ids < 0, ids + 11, ids)
+case("gather_embedding", """HloModule jit_embed, entry_computation_layout={(f32[11,64]{1,0}, s32[7]{0})->f32[7,64]{1,0}}
+
+ENTRY %main.9 (Arg_0.1: f32[11,64], Arg_1.2: s32[7]) -> f32[7,64] {
+  %Arg_0.1 = f32[11,64]{1,0} parameter(0), metadata={op_name="table"}
+  %Arg_1.2 = s32[7]{0} parameter(1), metadata={op_name="ids"}
+  %constant.3 = s32[] constant(0)
+  %broadcast.4 = s32[7]{0} broadcast(s32[] %constant.3), dimensions={}
+  %compare.5 = pred[7]{0} compare(s32[7]{0} %Arg_1.2, s32[7]{0} %broadcast.4), direction=LT, metadata={op_name="jit(embed)/jit(main)/lt"}
+  %constant.6 = s32[] constant(11)
+  %broadcast.7 = s32[7]{0} broadcast(s32[] %constant.6), dimensions={}
+  %add.8 = s32[7]{0} add(s32[7]{0} %Arg_1.2, s32[7]{0} %broadcast.7)
+  %select.9 = s32[7]{0} select(pred[7]{0} %compare.5, s32[7]{0} %add.8, s32[7]{0} %Arg_1.2)
+  %reshape.10 = s32[7,1]{1,0} reshape(s32[7]{0} %select.9)
+  ROOT %gather.11 = f32[7,64]{1,0} gather(f32[11,64]{1,0} %Arg_0.1, s32[7,1]{1,0} %reshape.10), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,64}, metadata={op_name="jit(embed)/jit(main)/gather" source_file="embed.py" source_line=4}
+}
+""", [table, ids], table[np.clip(wrapped, 0, 10)])
+
+grid = rng.randint(-50, 50, size=(7, 9)).astype(np.int32)
+starts = np.array([[0, 4], [2, 2], [-1, 5], [6, 8], [5, 6]], dtype=np.int32).T.copy()  # [2,5]
+def gather_windows(operand, start_rows, sizes):
+    out = []
+    for r0, c0 in start_rows:
+        r = min(max(r0, 0), operand.shape[0] - sizes[0])
+        c = min(max(c0, 0), operand.shape[1] - sizes[1])
+        out.append(operand[r:r + sizes[0], c:c + sizes[1]])
+    return np.stack(out)
+case("gather_windows", """HloModule gather_windows
+
+ENTRY %main (operand: s32[7,9], starts: s32[2,5]) -> s32[5,2,3] {
+  %operand = s32[7,9]{1,0} parameter(0)
+  %starts = s32[2,5]{1,0} parameter(1)
+  ROOT %windows = s32[5,2,3]{2,1,0} gather(%operand, %starts), offset_dims={1,2}, collapsed_slice_dims={}, start_index_map={0,1}, index_vector_dim=0, slice_sizes={2,3}, indices_are_sorted=false
+}
+""", [grid, starts], gather_windows(grid, starts.T, (2, 3)))
+
+batched = f32(3, 7, 5)
+batch_ids = np.array([[[1], [6], [0], [9]], [[2], [2], [-4], [5]], [[0], [3], [6], [1]]], dtype=np.int32)
+expected = np.stack([batched[b][np.clip(batch_ids[b, :, 0], 0, 6)] for b in range(3)])
+case("gather_batching", """HloModule gather_batching
+
+ENTRY %main (operand: f32[3,7,5], ids: s32[3,4,1]) -> f32[3,4,5] {
+  %operand = f32[3,7,5]{2,1,0} parameter(0)
+  %ids = s32[3,4,1]{2,1,0} parameter(1)
+  ROOT %rows = f32[3,4,5]{2,1,0} gather(%operand, %ids), offset_dims={2}, collapsed_slice_dims={1}, operand_batching_dims={0}, start_indices_batching_dims={0}, start_index_map={1}, index_vector_dim=2, slice_sizes={1,1,5}
+}
+""", [batched, batch_ids], expected)
+
+base = f32(11, 7)
+rows = np.array([4, 0, 4, 10, 11, -1, 2, 4], dtype=np.int32)  # duplicates add; 11 and -1 drop
+updates = f32(8, 7)
+added = base.copy()
+keep = (rows >= 0) & (rows < 11)
+np.add.at(added, rows[keep], updates[keep])
+case("scatter_add", """HloModule jit_scatter_add, entry_computation_layout={(f32[11,7]{1,0}, s32[8]{0}, f32[8,7]{1,0})->f32[11,7]{1,0}}
+
+%region_0.4 (Arg_0.5: f32[], Arg_1.6: f32[]) -> f32[] {
+  %Arg_0.5 = f32[] parameter(0)
+  %Arg_1.6 = f32[] parameter(1)
+  ROOT %add.7 = f32[] add(f32[] %Arg_0.5, f32[] %Arg_1.6), metadata={op_name="jit(f)/jit(main)/scatter-add"}
+}
+
+ENTRY %main.10 (Arg_0.1: f32[11,7], Arg_1.2: s32[8], Arg_2.3: f32[8,7]) -> f32[11,7] {
+  %Arg_0.1 = f32[11,7]{1,0} parameter(0), metadata={op_name="x"}
+  %Arg_1.2 = s32[8]{0} parameter(1), metadata={op_name="i"}
+  %Arg_2.3 = f32[8,7]{1,0} parameter(2), metadata={op_name="v"}
+  %reshape.8 = s32[8,1]{1,0} reshape(s32[8]{0} %Arg_1.2)
+  ROOT %scatter.9 = f32[11,7]{1,0} scatter(f32[11,7]{1,0} %Arg_0.1, s32[8,1]{1,0} %reshape.8, f32[8,7]{1,0} %Arg_2.3), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%region_0.4, metadata={op_name="jit(f)/jit(main)/scatter-add" source_file="f.py" source_line=2}
+}
+""", [base, rows, updates], added)
+
+target = rng.randint(-9, 9, size=(5, 6)).astype(np.int32)
+corners = np.array([[0, 0], [3, 4], [2, 5], [-1, 1], [1, 2]], dtype=np.int32)  # [2,5] and [-1,1] drop
+patches = rng.randint(-9, 9, size=(5, 2, 2)).astype(np.int32)
+assigned = target.copy()
+for (r, c), patch in zip(corners, patches):
+    if 0 <= r <= 5 - 2 and 0 <= c <= 6 - 2:
+        assigned[r:r + 2, c:c + 2] = patch
+case("scatter_assign_windows", """HloModule scatter_assign_windows
+
+%assign (old: s32[], new: s32[]) -> s32[] {
+  %old = s32[] parameter(0)
+  ROOT %new = s32[] parameter(1)
+}
+
+ENTRY %main (target: s32[5,6], corners: s32[5,2], patches: s32[5,2,2]) -> s32[5,6] {
+  %target = s32[5,6]{1,0} parameter(0)
+  %corners = s32[5,2]{1,0} parameter(1)
+  %patches = s32[5,2,2]{2,1,0} parameter(2)
+  ROOT %scattered = s32[5,6]{1,0} scatter(%target, %corners, %patches), update_window_dims={1,2}, inserted_window_dims={}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=1, unique_indices=true, to_apply=%assign
+}
+""", [target, corners, patches], assigned)
+
+counts = rng.randint(0, 5, size=(3, 6)).astype(np.int32)
+slots = np.array([[5, 0, 5], [1, 6, 1], [2, 2, 2], [0, 3, 4]], dtype=np.int32)  # [4,3]: 6 drops
+increments = rng.randint(1, 4, size=(4, 3)).astype(np.int32)  # [position, batch], as slots
+summed = counts.copy()
+for b in range(3):
+    for j in range(4):
+        if 0 <= slots[j, b] < 6:
+            summed[b, slots[j, b]] += increments[j, b]
+case("scatter_add_batching", """HloModule scatter_add_batching
+
+%add (x: s32[], y: s32[]) -> s32[] {
+  %x = s32[] parameter(0)
+  %y = s32[] parameter(1)
+  ROOT %sum = s32[] add(%x, %y)
+}
+
+ENTRY %main (counts: s32[3,6], slots: s32[4,3], increments: s32[4,3]) -> s32[3,6] {
+  %counts = s32[3,6]{1,0} parameter(0)
+  %slots = s32[4,3]{1,0} parameter(1)
+  %increments = s32[4,3]{1,0} parameter(2)
+  ROOT %histogram = s32[3,6]{1,0} scatter(%counts, %slots, %increments), update_window_dims={}, inserted_window_dims={1}, input_batching_dims={0}, scatter_indices_batching_dims={1}, scatter_dims_to_operand_dims={1}, index_vector_dim=2, to_apply=%add
+}
+""", [counts, slots, increments], summed)
+
 for name, hlo, args, outputs, devices in CASES:
     write(name, hlo, args, outputs, devices)
 print(f"wrote {len(CASES)} cases")
