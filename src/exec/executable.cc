@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 
@@ -76,6 +77,31 @@ absl::StatusOr<std::vector<uint32_t>> CompileCached(const std::string& glsl,
   std::lock_guard<std::mutex> lock(mutex);
   (*cache)[std::move(code)] = *spirv;
   return spirv;
+}
+
+// Test-only (docs/codegen.md): VKSPMD_TEST_PERTURB_KERNELS makes the results Executable::Run
+// reads back deliberately wrong, so a test can see a comparison against the reference fail:
+// "1" adds a relative error of 1e-3 (plus 1e-3) to every float element, "nan" makes the first
+// float element of each result NaN. Unset, empty or "0": nothing.
+absl::Status PerturbForTests(std::vector<ir::Literal>& results) {
+  constexpr char kVariable[] = "VKSPMD_TEST_PERTURB_KERNELS";
+  const std::optional<std::string> setting = base::EnvironmentValue(kVariable);
+  if (!setting.has_value() || setting->empty() || *setting == "0") return absl::OkStatus();
+  if (*setting != "1" && *setting != "nan") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kVariable, "=", *setting, ": expected 0, 1 or nan (a test-only knob)"));
+  }
+  for (ir::Literal& result : results) {
+    if (!ir::IsFloat(result.shape().dtype()) || result.ElementCount() == 0) continue;
+    if (*setting == "nan") {
+      result.SetFromDouble(0, std::numeric_limits<double>::quiet_NaN());
+      continue;
+    }
+    for (int64_t i = 0; i < result.ElementCount(); ++i) {
+      result.SetFromDouble(i, result.GetAsDouble(i) * (1 + 1e-3) + 1e-3);
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -375,6 +401,7 @@ absl::StatusOr<ir::Literal> Executable::Run(const std::vector<ir::Literal>& argu
     VKSPMD_RETURN_IF_ERROR(runtime::Download(*buffer(id), 0, bytes));
     results.push_back(FromDeviceBytes(planned.shape, planned.element_bytes, bytes));
   }
+  VKSPMD_RETURN_IF_ERROR(PerturbForTests(results));
   if (!plan_.tuple_result) return std::move(results.front());
   return ir::Literal::Tuple(std::move(results));
 }

@@ -19,6 +19,10 @@ void Compare(const ir::Literal& got, const ir::Literal& reference, double rtol, 
                                              ", reference ", reference.shape().ToString());
     }
     comparison.beyond += count;
+    if (comparison.max_absolute != std::numeric_limits<double>::infinity()) {
+      comparison.largest = absl::StrCat(label, ": shape ", got.shape().ToString(), ", reference ",
+                                        reference.shape().ToString());
+    }
     comparison.max_absolute = comparison.max_relative = std::numeric_limits<double>::infinity();
     return;
   }
@@ -53,7 +57,10 @@ void Compare(const ir::Literal& got, const ir::Literal& reference, double rtol, 
       difference = std::fabs(a - b);
       within = difference <= atol + rtol * std::fabs(b);
     }
-    comparison.max_absolute = std::max(comparison.max_absolute, difference);
+    if (difference > comparison.max_absolute) {
+      comparison.max_absolute = difference;
+      comparison.largest = absl::StrFormat("%s index %d: got %.9g, reference %.9g", label, i, a, b);
+    }
     comparison.max_relative = std::max(comparison.max_relative,
                                        difference / std::max({std::fabs(b), 1e-3 * scale, 1e-30}));
     if (!within && comparison.beyond++ == 0) {

@@ -18,6 +18,7 @@ struct Comparison {
   int64_t elements = 0;
   int64_t beyond = 0;        // Elements outside the tolerance.
   std::string first_beyond;  // The first of them: where, and both values.
+  std::string largest;       // Where the largest absolute error is, and both values.
 };
 
 // Adds `got` against `reference` (tuples element by element) to `comparison`. A float element is

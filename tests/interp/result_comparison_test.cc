@@ -67,6 +67,16 @@ TEST(ResultComparisonTest, IntegersMustBeEqualAndShapesMustAgree) {
   EXPECT_NE(shapes.first_beyond.find("shape f32[3]"), std::string::npos) << shapes.first_beyond;
 }
 
+// `largest` names the element of the largest error (the first beyond may be another one).
+TEST(ResultComparisonTest, LargestNamesTheElementOfTheLargestError) {
+  Comparison comparison = Of(Floats({1.5f, 0, 4, 9}), Floats({1, 0, 1, 8}));
+  EXPECT_EQ(comparison.beyond, 3);
+  EXPECT_EQ(comparison.max_absolute, 3);
+  EXPECT_EQ(comparison.largest, "output index 2: got 4, reference 1");
+  EXPECT_EQ(Of(Floats({1, kNan}), Floats({1, 2})).largest, "output index 1: got nan, reference 2");
+  EXPECT_EQ(Of(Floats({1}), Floats({1})).largest, "");
+}
+
 TEST(ResultComparisonTest, TuplesAreComparedElementByElement) {
   ir::Literal got = ir::Literal::Tuple({Floats({1}), Floats({kNan})});
   ir::Literal reference = ir::Literal::Tuple({Floats({1}), Floats({2})});

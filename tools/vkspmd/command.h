@@ -17,6 +17,7 @@ enum ExitCode : int {
   kExitPeerFailure = 3,
   kExitDeviceLost = 4,
   kExitDiverged = 5,  // `vkspmd train`: the loss became NaN or infinite.
+  kExitMismatch = 6,  // `vkspmd run --compare`: results beyond --rtol/--atol of the reference.
   // `vkspmd train`: SIGTERM arrived; a checkpoint of the step reached was committed. Restart
   // with --resume (vkspmd::kExitPreempted, EX_TEMPFAIL).
   kExitPreempted = 75,

@@ -1,7 +1,7 @@
 // `vkspmd eval FILE.hlo [--input NAME=FILE.npy ...] [--random-inputs SEED] [--output-dir D]`:
-// evaluates a module on the CPU reference evaluator (every device of a multi-device module) and
-// prints a summary of each output, writing outputs as .npy when an output directory is given.
-#include <filesystem>
+// evaluates a module on the CPU reference evaluator (once for a GSPMD module, every device of a
+// per-device program, device d's random inputs from SEED + d) and prints a summary of each output,
+// writing outputs as .npy when an output directory is given.
 #include <string>
 
 #include "fmt/format.h"
@@ -19,7 +19,7 @@ struct EvalOptions {
   std::string output_dir;
 };
 
-int Fail(int code, std::string_view message) {
+int Fail(int code, absl::string_view message) {
   fmt::print(stderr, "vkspmd eval: {}\n", message);
   return code;
 }
@@ -30,33 +30,23 @@ int RunEval(const EvalOptions& options) {
     fmt::print(stderr, "{}\n", std::string(module.status().message()));
     return IsUnusableFile(module.status()) ? kExitUsageError : kExitRuntimeError;
   }
-  absl::StatusOr<std::vector<ir::Literal>> arguments =
-      BuildArguments(*(*module)->entry(), options.inputs, options.random_seed);
+  absl::StatusOr<ModuleRead> read = ReadModuleAs(**module, MeshChoice{});
+  if (!read.ok()) return Fail(kExitUsageError, read.status().message());
+  if (!read->summary.empty()) fmt::print(stderr, "{}: {}\n", options.path, read->summary);
+  // A GSPMD module is one program over all its devices: evaluated once, as `run` assembles it.
+  const int64_t devices = read->reading == ModuleReading::kPerDevice ? read->devices : 1;
+  absl::StatusOr<std::vector<std::vector<ir::Literal>>> arguments =
+      BuildDeviceArguments(*(*module)->entry(), options.inputs, options.random_seed, devices);
   if (!arguments.ok()) {
     return Fail(absl::IsInvalidArgument(arguments.status()) ? kExitUsageError : kExitRuntimeError,
                 std::string(arguments.status().message()));
   }
-  const std::vector<ir::Literal>& filled = *arguments;
-  const int64_t devices = (*module)->replica_count() * (*module)->partition_count();
   absl::StatusOr<std::vector<ir::Literal>> results =
-      interp::EvaluateOnDevices(**module, std::vector<std::vector<ir::Literal>>(devices, filled));
+      devices == 1 ? ReferenceResults(**module, arguments->front())
+                   : interp::EvaluateOnDevices(**module, *arguments);
   if (!results.ok()) return Fail(kExitRuntimeError, std::string(results.status().message()));
-  if (!options.output_dir.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(options.output_dir, error);
-    if (error) {
-      return Fail(kExitRuntimeError, fmt::format("cannot create --output-dir {}: {}",
-                                                 options.output_dir, error.message()));
-    }
-  }
-  for (int64_t d = 0; d < devices; ++d) {
-    const std::string stem = devices == 1 ? "output" : fmt::format("device{}.output", d);
-    PrintSummary(stem, (*results)[d]);
-    if (!options.output_dir.empty()) {
-      absl::Status written = WriteOutputs(options.output_dir, stem, (*results)[d]);
-      if (!written.ok()) return Fail(kExitRuntimeError, std::string(written.message()));
-    }
-  }
+  absl::Status reported = ReportOutputs(*results, options.output_dir);
+  if (!reported.ok()) return Fail(kExitRuntimeError, reported.message());
   return kExitOk;
 }
 
@@ -73,7 +63,7 @@ void RegisterEvalCommand(CLI::App& app) {
                       "Fill parameters without --input with deterministic values from SEED");
   command->add_option("--output-dir", options->output_dir,
                       "Write each output as .npy here (output.npy, output.0.npy for tuples, "
-                      "deviceD.output.npy for multi-device modules)");
+                      "deviceD.output.npy for per-device programs)");
   command->callback([options] { CommandExitCode() = RunEval(*options); });
 }
 

@@ -55,14 +55,17 @@ int RunPartition(const PartitionOptions& options) {
     return Fail(IsUnusableFile(module.status()) ? kExitUsageError : kExitRuntimeError,
                 std::string(module.status().message()));
   }
-  std::vector<spmd::Mesh> meshes;
-  if (!options.mesh.empty()) {
-    absl::StatusOr<spmd::Mesh> mesh = spmd::Mesh::Parse(options.mesh);
-    if (!mesh.ok()) return Fail(kExitUsageError, std::string(mesh.status().message()));
-    meshes.push_back(*mesh);
-  } else {
-    meshes = spmd::CandidateMeshes(**module);
+  absl::StatusOr<ModuleRead> read =
+      ReadModuleAs(**module, MeshChoice{.mesh = options.mesh, .has_specs = !options.specs.empty()});
+  if (!read.ok()) return Fail(kExitUsageError, std::string(read.status().message()));
+  if (!read->summary.empty()) fmt::print(stderr, "{}: {}\n", options.path, read->summary);
+  if (read->reading == ModuleReading::kPerDevice) {
+    return Fail(kExitRuntimeError, fmt::format("{} is already partitioned: there is nothing to "
+                                               "partition (give --mesh to partition it anyway)",
+                                               options.path));
   }
+  const std::vector<spmd::Mesh> meshes =
+      read->reading == ModuleReading::kGspmd ? read->meshes : spmd::CandidateMeshes(**module);
   absl::Status last = absl::OkStatus();
   for (const spmd::Mesh& mesh : meshes) {
     absl::Status applied = ApplySpecs(**module, options.specs, mesh);
@@ -81,10 +84,7 @@ int RunPartition(const PartitionOptions& options) {
     PrintReport(*result, result->mesh);
     return kExitOk;
   }
-  if (meshes.size() == 1) return Fail(kExitRuntimeError, std::string(last.message()));
-  return Fail(kExitRuntimeError,
-              fmt::format("{} (the last of {} meshes tried; give one with --mesh)",
-                          std::string(last.message()), meshes.size()));
+  return Fail(kExitRuntimeError, LastMeshError(last, meshes.size()));
 }
 
 }  // namespace
@@ -98,8 +98,9 @@ void RegisterPartitionCommand(CLI::App& app) {
   command->add_option("file", options->path, "HLO text file")->required();
   command->add_option("--mesh", options->mesh,
                       "Mesh shape, optionally with axis names: 2x4 or 2x4:dp,tp (default: the "
-                      "module's num_partitions as one axis, the shapes of its annotations, or its "
-                      "prime factors; at most 24 meshes are tried)");
+                      "module's device count, num_partitions or the largest device id in its "
+                      "shardings, as one axis, the shapes of its annotations, or its prime "
+                      "factors; at most 24 meshes are tried)");
   command->add_option("--spec", options->specs,
                       "NAME=SPEC: shard instruction NAME by a partition spec, e.g. "
                       "x=\"(dp, None)\"");

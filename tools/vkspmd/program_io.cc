@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -15,8 +16,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "fmt/format.h"
+#include "src/interp/evaluator.h"
 #include "src/io/npy.h"
 #include "src/ir/parser.h"
+#include "src/spmd/mesh_search.h"
 #include "src/spmd/partition_spec.h"
 
 namespace vkspmd::cli {
@@ -73,6 +76,30 @@ int64_t FindParameter(const ir::Computation& entry, std::string name) {
     return number;
   }
   return -1;
+}
+
+// Whether `sharding` (a tuple's elements included) tiles a value over several tiles or
+// devices; the largest device id it names goes into `largest`.
+bool IsTiled(const ir::Sharding& sharding, int64_t& largest) {
+  switch (sharding.kind()) {
+    case ir::Sharding::Kind::kTuple: {
+      bool tiled = false;
+      for (const ir::Sharding& element : sharding.tuple_elements()) {
+        tiled = IsTiled(element, largest) || tiled;
+      }
+      return tiled;
+    }
+    case ir::Sharding::Kind::kMaximal:
+      largest = std::max(largest, sharding.maximal_device());
+      return false;
+    case ir::Sharding::Kind::kTiled:
+      for (int64_t device : sharding.tile_assignment().Flatten()) {
+        largest = std::max(largest, device);
+      }
+      return true;
+    default:
+      return false;
+  }
 }
 
 }  // namespace
@@ -179,6 +206,29 @@ absl::StatusOr<std::vector<ir::Literal>> BuildArguments(const ir::Computation& e
   return filled;
 }
 
+absl::StatusOr<std::vector<std::vector<ir::Literal>>> BuildDeviceArguments(
+    const ir::Computation& entry, const std::vector<std::string>& inputs,
+    std::optional<uint64_t> random_seed, int64_t devices) {
+  std::vector<std::vector<ir::Literal>> arguments;
+  for (int64_t d = 0; d < devices; ++d) {
+    std::optional<uint64_t> seed = random_seed;
+    if (seed) *seed += static_cast<uint64_t>(d);
+    absl::StatusOr<std::vector<ir::Literal>> built = BuildArguments(entry, inputs, seed);
+    if (!built.ok()) return built.status();
+    arguments.push_back(std::move(*built));
+  }
+  return arguments;
+}
+
+absl::StatusOr<std::vector<ir::Literal>> ReferenceResults(
+    const ir::Module& module, const std::vector<ir::Literal>& arguments) {
+  absl::StatusOr<ir::Literal> value = interp::Evaluate(module, arguments);
+  if (!value.ok()) return value.status();
+  std::vector<ir::Literal> list;
+  list.push_back(std::move(*value));
+  return list;
+}
+
 void PrintSummary(const std::string& label, const ir::Literal& value) {
   if (value.shape().IsTuple()) {
     for (size_t i = 0; i < value.tuple_elements().size(); ++i) {
@@ -218,6 +268,102 @@ absl::Status WriteOutputs(const std::string& directory, const std::string& stem,
     return absl::OkStatus();
   }
   return io::WriteNpyFile((std::filesystem::path(directory) / (stem + ".npy")).string(), value);
+}
+
+absl::Status ReportOutputs(const std::vector<ir::Literal>& results, const std::string& output_dir) {
+  if (!output_dir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(output_dir, error);
+    if (error) {
+      return absl::FailedPreconditionError(
+          fmt::format("cannot create --output-dir {}: {}", output_dir, error.message()));
+    }
+  }
+  for (size_t d = 0; d < results.size(); ++d) {
+    const std::string stem = results.size() == 1 ? "output" : fmt::format("device{}.output", d);
+    PrintSummary(stem, results[d]);
+    if (!output_dir.empty()) {
+      absl::Status written = WriteOutputs(output_dir, stem, results[d]);
+      if (!written.ok()) return written;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ModuleRead> ReadModuleAs(ir::Module& module, const MeshChoice& choice) {
+  ModuleRead read;
+  const int64_t per_device = module.replica_count() * module.partition_count();
+  if (!choice.mesh.empty()) {
+    if (choice.as_partitioned) {
+      return absl::InvalidArgumentError(
+          "--mesh partitions the module and --as-partitioned says it already is: give one");
+    }
+    absl::StatusOr<spmd::Mesh> mesh = spmd::Mesh::Parse(choice.mesh);
+    if (!mesh.ok()) return absl::InvalidArgumentError(mesh.status().message());
+    read.reading = ModuleReading::kGspmd;
+    read.devices = mesh->device_count();
+    read.meshes = {*mesh};
+    read.summary = fmt::format("read as a GSPMD module over mesh {} (--mesh)", mesh->ToString());
+    return read;
+  }
+  int64_t largest = -1;
+  bool tiled = choice.has_specs;
+  for (const auto& computation : module.computations()) {
+    for (const auto& instruction : computation->instructions()) {
+      if (instruction->sharding().has_value() && IsTiled(*instruction->sharding(), largest)) {
+        tiled = true;
+      }
+    }
+  }
+  const auto check_devices = [&](int64_t devices) -> absl::Status {
+    if (choice.devices <= 0 || choice.devices == devices) return absl::OkStatus();
+    return absl::InvalidArgumentError(fmt::format(
+        "the module is already a per-device program for {} devices; run it without --devices "
+        "(or with --devices {}), or give --mesh to partition it",
+        devices, devices));
+  };
+  if (choice.as_partitioned || (!tiled && per_device > 1)) {
+    absl::Status matches = check_devices(per_device);
+    if (!matches.ok()) return matches;
+    read.reading = ModuleReading::kPerDevice;
+    read.devices = per_device;
+    read.summary = fmt::format(
+        "read as already partitioned ({}): a per-device program for {} devices "
+        "(num_partitions={}, replica_count={})",
+        choice.as_partitioned ? "--as-partitioned" : "no tiled shardings", per_device,
+        module.partition_count(), module.replica_count());
+    return read;
+  }
+  std::string why;
+  if (choice.devices > 0) {
+    read.devices = choice.devices;
+    why = fmt::format("--devices {}", choice.devices);
+  } else if (tiled && module.partition_count() > 1) {
+    read.devices = module.partition_count();
+    why = fmt::format("num_partitions={}", read.devices);
+  } else if (tiled && largest > 0) {
+    read.devices = largest + 1;
+    why = fmt::format("the largest device id in its shardings is {}", largest);
+  }
+  if (!tiled && choice.devices <= 0) return read;  // a plain one-device module
+  read.reading = ModuleReading::kGspmd;
+  if (choice.devices > 0) {
+    absl::StatusOr<spmd::Mesh> mesh = spmd::Mesh::Create({choice.devices});
+    if (!mesh.ok()) return absl::InvalidArgumentError(mesh.status().message());
+    read.meshes = {*mesh};
+  } else {
+    if (module.partition_count() == 1) module.set_partition_count(read.devices);
+    read.meshes = spmd::CandidateMeshes(module);
+  }
+  read.summary = fmt::format("read as a GSPMD module over {} device{} ({})", read.devices,
+                             read.devices == 1 ? "" : "s", why);
+  return read;
+}
+
+std::string LastMeshError(const absl::Status& last, size_t meshes_tried) {
+  if (meshes_tried == 1) return std::string(last.message());
+  return fmt::format("{} (the last of {} meshes tried; give one with --mesh)",
+                     std::string(last.message()), meshes_tried);
 }
 
 absl::Status ApplySpecs(ir::Module& module, const std::vector<std::string>& specs,

@@ -40,12 +40,61 @@ absl::StatusOr<std::vector<ir::Literal>> BuildArguments(const ir::Computation& e
                                                         const std::vector<std::string>& inputs,
                                                         std::optional<uint64_t> random_seed);
 
+// Arguments for each of `devices` devices: as BuildArguments, device d's random values drawn
+// from SEED + d (the same as SEED on one device); --input files go to every device.
+absl::StatusOr<std::vector<std::vector<ir::Literal>>> BuildDeviceArguments(
+    const ir::Computation& entry, const std::vector<std::string>& inputs,
+    std::optional<uint64_t> random_seed, int64_t devices);
+
+// The CPU reference's result of the module as one program, as a one-element list.
+absl::StatusOr<std::vector<ir::Literal>> ReferenceResults(
+    const ir::Module& module, const std::vector<ir::Literal>& arguments);
+
 // "label: f32[4,16] min=... max=... mean=... first=[...]", one line per array.
 void PrintSummary(const std::string& label, const ir::Literal& value);
 
 // Writes `value` as DIRECTORY/STEM.npy (STEM.K.npy per tuple element).
 absl::Status WriteOutputs(const std::string& directory, const std::string& stem,
                           const ir::Literal& value);
+
+// Prints a summary of each result and, when `output_dir` is not empty, creates it and writes
+// each there: one result as output.npy, several (one per device) as deviceD.output.npy (tuples
+// as STEM.K.npy). What `eval` and `run` write.
+absl::Status ReportOutputs(const std::vector<ir::Literal>& results, const std::string& output_dir);
+
+// How a module is read by the subcommands that partition or run it.
+enum class ModuleReading {
+  kSingleDevice,  // one device, nothing to partition
+  kGspmd,         // one global program with shardings: partition it over `meshes`
+  kPerDevice,     // already partitioned: run as it is on `devices` devices
+};
+
+// What the command line says about the mesh.
+struct MeshChoice {
+  std::string mesh;             // --mesh: partition over this mesh
+  int64_t devices = 0;          // --devices N (run): the device count
+  bool as_partitioned = false;  // --as-partitioned (run): a per-device program
+  bool has_specs = false;       // --spec given: the module gets tiled shardings
+};
+
+struct ModuleRead {
+  ModuleReading reading = ModuleReading::kSingleDevice;
+  int64_t devices = 1;
+  std::vector<spmd::Mesh> meshes;  // kGspmd: the meshes to try, most likely first
+  // One line saying which way the module was read and why; empty for a plain one-device module.
+  std::string summary;
+};
+
+// With --mesh or --as-partitioned, that. Otherwise a module carrying a tiled sharding (or
+// given --spec) is a GSPMD module over its num_partitions devices (or, without num_partitions,
+// the largest device id in its shardings plus one; its partition count is set to that), a module
+// without one over several devices (num_partitions x replica_count) is already partitioned, and
+// the rest is a one-device module (a GSPMD module over --devices N when given).
+// INVALID_ARGUMENT for contradicting options or a malformed mesh.
+absl::StatusOr<ModuleRead> ReadModuleAs(ir::Module& module, const MeshChoice& choice);
+
+// The error of the last mesh tried, saying how many were tried when there were several.
+std::string LastMeshError(const absl::Status& last, size_t meshes_tried);
 
 // Applies --spec NAME=SPEC entries: the entry instruction NAME gets the sharding of the
 // PyTorch/XLA-style partition SPEC (e.g. "(0, None)") over `mesh`.

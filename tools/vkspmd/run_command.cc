@@ -1,14 +1,17 @@
 // `vkspmd run FILE.hlo [--input NAME=FILE.npy ...] [--random-inputs SEED] [--device K]
-// [--repeat N] [--compare] [--dump-kernels DIR] [--mesh 2x2 | --devices N]`: compiles the module
-// for one mesh device, runs it, and prints the outputs, the kernel count, the compile time and the
-// per-run time (median of N runs, wall clock and GPU timestamps); --compare also runs the CPU
-// reference and reports the largest error.
+// [--repeat N] [--compare [--rtol R] [--atol A]] [--output-dir D] [--dump-kernels DIR]
+// [--mesh 2x2 | --devices N | --as-partitioned]`: compiles the module, runs it on one device, on
+// the devices of the mesh it is partitioned over (GSPMD modules: --mesh, or the module's own
+// device count) or as a per-device program, and prints the outputs, the kernel count, the compile
+// time and the per-run time (median of N runs); --compare also runs the CPU reference, reports
+// the largest error and exits 6 beyond the tolerance; --output-dir writes the outputs as .npy.
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "fmt/format.h"
 #include "src/base/status_macros.h"
@@ -37,6 +40,8 @@ struct RunOptions {
   std::string mesh;                // "2x2[:x,y]": partition over this mesh and run on its devices.
   int devices = 0;                 // N: the same over a 1-D mesh of N devices.
   std::vector<std::string> specs;  // NAME=SPEC shardings to annotate before partitioning.
+  bool as_partitioned = false;     // Run the module as a per-device program.
+  std::string output_dir;          // Write the outputs here as .npy, as `eval` does.
 };
 
 int Fail(int code, absl::string_view message) {
@@ -99,65 +104,62 @@ absl::StatusOr<MeshRun> RunOnDevices(exec::MeshProgram& program, runtime::Device
   return run;
 }
 
-// Prints the largest errors of `results` against the CPU reference's values; the exit code: 1
-// when any element is outside --rtol/--atol.
-int ReportComparison(const std::vector<const ir::Literal*>& results,
+// Prints the largest errors of `results` against the CPU reference's values; the exit code:
+// kExitMismatch when any element is outside --rtol/--atol, with a line per output beyond naming
+// it (as --output-dir names its file), its largest errors and where they are.
+int ReportComparison(const std::vector<ir::Literal>& results,
                      const absl::StatusOr<std::vector<ir::Literal>>& reference,
                      const RunOptions& options) {
   if (!reference.ok()) return Fail(kExitRuntimeError, reference.status().message());
-  interp::Comparison comparison;
+  interp::Comparison all;
+  std::vector<std::string> beyond;
   for (size_t k = 0; k < results.size(); ++k) {
-    interp::Compare(*results[k], (*reference)[k], options.rtol, options.atol,
-                    results.size() == 1 ? "output" : fmt::format("output {}", k), comparison);
+    const std::string label = results.size() == 1 ? "output" : fmt::format("device{}.output", k);
+    interp::Comparison one;
+    interp::Compare(results[k], (*reference)[k], options.rtol, options.atol, label, one);
+    all.elements += one.elements;
+    all.beyond += one.beyond;
+    all.max_absolute = std::max(all.max_absolute, one.max_absolute);
+    all.max_relative = std::max(all.max_relative, one.max_relative);
+    if (one.beyond == 0) continue;
+    beyond.push_back(fmt::format(
+        "{} differs from the CPU reference: max abs error {:.3g} (at {}), max rel error {:.3g}; "
+        "{} of {} elements beyond rtol {:g}, atol {:g}, the first at {}",
+        label, one.max_absolute, one.largest, one.max_relative, one.beyond, one.elements,
+        options.rtol, options.atol, one.first_beyond));
   }
   fmt::print(
       "compare: max abs error {:.3g}, max rel error {:.3g} (against max(|ref|, 1e-3 max|ref|)) "
       "against the CPU reference; {}\n",
-      comparison.max_absolute, comparison.max_relative,
-      comparison.beyond == 0
-          ? fmt::format("all {} elements within rtol {:g}, atol {:g}", comparison.elements,
-                        options.rtol, options.atol)
-          : fmt::format("{} of {} elements beyond rtol {:g}, atol {:g}", comparison.beyond,
-                        comparison.elements, options.rtol, options.atol));
-  if (comparison.beyond == 0) return kExitOk;
-  return Fail(kExitRuntimeError,
-              fmt::format("the results differ from the CPU reference: {} of {} elements beyond "
-                          "rtol {:g}, atol {:g}; first at {}",
-                          comparison.beyond, comparison.elements, options.rtol, options.atol,
-                          comparison.first_beyond));
+      all.max_absolute, all.max_relative,
+      all.beyond == 0 ? fmt::format("all {} elements within rtol {:g}, atol {:g}", all.elements,
+                                    options.rtol, options.atol)
+                      : fmt::format("{} of {} elements beyond rtol {:g}, atol {:g}", all.beyond,
+                                    all.elements, options.rtol, options.atol));
+  for (const std::string& line : beyond) Fail(kExitMismatch, line);
+  return beyond.empty() ? kExitOk : kExitMismatch;
 }
 
-// The reference's single result as a one-element list, for ReportComparison.
-absl::StatusOr<std::vector<ir::Literal>> AsList(absl::StatusOr<ir::Literal> value) {
-  if (!value.ok()) return value.status();
-  std::vector<ir::Literal> list;
-  list.push_back(std::move(*value));
-  return list;
-}
-
-// A per-device program (num_partitions or replica_count above 1, as the partitioner or JAX
-// writes them) runs as it is on that many devices, each with its own arguments (--random-inputs
-// draws device d's from SEED + d; --input files go to every device).
-int RunPerDeviceProgram(const RunOptions& options, std::unique_ptr<ir::Module> owned) {
-  const ir::Module& module = *owned;
-  const int64_t n = module.replica_count() * module.partition_count();
-  if ((options.devices > 0 && options.devices != n) || !options.mesh.empty()) {
-    return Fail(kExitUsageError,
-                fmt::format("{} is already a per-device program for {} devices; run it without "
-                            "--mesh (or with --devices {})",
-                            options.path, n, n));
+// Prints (and with --output-dir writes) the results; then the comparison when asked for.
+int Finish(const RunOptions& options, const std::vector<ir::Literal>& results,
+           const std::function<absl::StatusOr<std::vector<ir::Literal>>()>& reference) {
+  if (absl::Status reported = ReportOutputs(results, options.output_dir); !reported.ok()) {
+    return Fail(kExitRuntimeError, reported.message());
   }
-  std::vector<std::vector<ir::Literal>> arguments;
-  for (int64_t d = 0; d < n; ++d) {
-    std::optional<uint64_t> seed = options.random_seed;
-    if (seed) *seed += static_cast<uint64_t>(d);
-    absl::StatusOr<std::vector<ir::Literal>> built =
-        BuildArguments(*module.entry(), options.inputs, seed);
-    if (!built.ok()) {
-      return Fail(absl::IsInvalidArgument(built.status()) ? kExitUsageError : kExitRuntimeError,
-                  built.status().message());
-    }
-    arguments.push_back(std::move(*built));
+  if (!options.compare) return kExitOk;
+  return ReportComparison(results, reference(), options);
+}
+
+// A per-device program (num_partitions or replica_count above 1 and no tiled sharding, as the
+// partitioner or JAX writes them) runs as it is on that many devices, each with its own arguments
+// (--random-inputs draws device d's from SEED + d; --input files go to every device).
+int RunPerDeviceProgram(const RunOptions& options, std::unique_ptr<ir::Module> owned, int64_t n) {
+  const ir::Module& module = *owned;
+  absl::StatusOr<std::vector<std::vector<ir::Literal>>> arguments =
+      BuildDeviceArguments(*module.entry(), options.inputs, options.random_seed, n);
+  if (!arguments.ok()) {
+    return Fail(absl::IsInvalidArgument(arguments.status()) ? kExitUsageError : kExitRuntimeError,
+                arguments.status().message());
   }
   int exit_code = kExitOk;
   std::unique_ptr<runtime::DeviceSet> devices = OpenDevices(static_cast<int>(n), exit_code);
@@ -166,41 +168,42 @@ int RunPerDeviceProgram(const RunOptions& options, std::unique_ptr<ir::Module> o
   if (!mesh.ok()) return Fail(kExitUsageError, mesh.status().message());
   std::unique_ptr<exec::MeshProgram> program =
       exec::MeshProgram::FromPerDeviceModule(std::move(owned), *mesh);
-  absl::StatusOr<MeshRun> run =
-      RunOnDevices(*program, *devices, arguments, options.repeat, std::chrono::steady_clock::now());
+  absl::StatusOr<MeshRun> run = RunOnDevices(*program, *devices, *arguments, options.repeat,
+                                             std::chrono::steady_clock::now());
   if (!run.ok()) return Fail(ExitCodeFor(run.status().code()), run.status().message());
-  for (int64_t d = 0; d < n; ++d) PrintSummary(fmt::format("device {}", d), run->results[d]);
   fmt::print(stderr,
              "{}: per-device program on {} devices; {} kernel(s) per device; compiled in {:.3f} "
              "s; run (median of {}): {:.3f} ms wall\n",
              options.path, n, program->executable().executable(0).kernel_count(),
              run->compile_seconds, options.repeat, run->median_wall_ms);
-  if (!options.compare) return kExitOk;
-  std::vector<const ir::Literal*> results;
-  for (const ir::Literal& result : run->results) results.push_back(&result);
-  return ReportComparison(results, interp::EvaluateOnDevices(module, arguments), options);
+  return Finish(options, run->results,
+                [&] { return interp::EvaluateOnDevices(module, *arguments); });
 }
 
-// The module partitioned over the mesh (GSPMD), its per-device program on each mesh device with
-// host-staged collectives, the arguments sharded and the results assembled.
-int RunOnMesh(const RunOptions& options, ir::Module& module,
+// The module partitioned (GSPMD) over the first of `meshes` it can be partitioned over, its
+// per-device program on each mesh device with host-staged collectives, the arguments sharded and
+// the results assembled.
+int RunOnMesh(const RunOptions& options, ir::Module& module, const std::vector<spmd::Mesh>& meshes,
               const std::vector<ir::Literal>& arguments) {
-  absl::StatusOr<spmd::Mesh> mesh = options.mesh.empty() ? spmd::Mesh::Create({options.devices})
-                                                         : spmd::Mesh::Parse(options.mesh);
-  if (!mesh.ok()) return Fail(kExitUsageError, mesh.status().message());
-  if (absl::Status applied = ApplySpecs(module, options.specs, *mesh); !applied.ok()) {
-    return Fail(kExitUsageError, applied.message());
-  }
   // Declared before the program, so the program's executables are destroyed before their devices.
   std::unique_ptr<runtime::DeviceSet> devices;
   auto compile_start = std::chrono::steady_clock::now();
-  absl::StatusOr<std::unique_ptr<exec::MeshProgram>> program =
-      exec::MeshProgram::Partition(module, *mesh);
-  if (!program.ok()) return Fail(kExitRuntimeError, program.status().message());
+  absl::StatusOr<std::unique_ptr<exec::MeshProgram>> program = absl::InternalError("no mesh");
+  for (const spmd::Mesh& mesh : meshes) {
+    if (absl::Status applied = ApplySpecs(module, options.specs, mesh); !applied.ok()) {
+      return Fail(kExitUsageError, applied.message());
+    }
+    program = exec::MeshProgram::Partition(module, mesh);
+    if (program.ok()) break;
+  }
+  if (!program.ok()) {
+    return Fail(kExitRuntimeError, LastMeshError(program.status(), meshes.size()));
+  }
+  const spmd::Mesh& mesh = (*program)->mesh();
   absl::StatusOr<std::vector<std::vector<ir::Literal>>> per_device =
       (*program)->ShardArguments(arguments);
   if (!per_device.ok()) return Fail(kExitRuntimeError, per_device.status().message());
-  const int64_t n = mesh->device_count();
+  const int64_t n = mesh.device_count();
   int exit_code = kExitOk;
   devices = OpenDevices(static_cast<int>(n), exit_code);
   if (devices == nullptr) return exit_code;
@@ -209,15 +212,15 @@ int RunOnMesh(const RunOptions& options, ir::Module& module,
   if (!run.ok()) return Fail(ExitCodeFor(run.status().code()), run.status().message());
   absl::StatusOr<ir::Literal> output = (*program)->Assemble(run->results);
   if (!output.ok()) return Fail(kExitRuntimeError, output.status().message());
-  PrintSummary("output", *output);
   fmt::print(stderr,
              "{}: partitioned over mesh {} ({} collective(s), {} bytes sent per device); {} "
              "kernel(s) per device; compiled in {:.3f} s; run (median of {}): {:.3f} ms wall\n",
-             options.path, mesh->ToString(), (*program)->collective_count(),
+             options.path, mesh.ToString(), (*program)->collective_count(),
              (*program)->bytes_per_device(), (*program)->executable().executable(0).kernel_count(),
              run->compile_seconds, options.repeat, run->median_wall_ms);
-  if (!options.compare) return kExitOk;
-  return ReportComparison({&*output}, AsList(interp::Evaluate(module, arguments)), options);
+  std::vector<ir::Literal> results;
+  results.push_back(std::move(*output));
+  return Finish(options, results, [&] { return ReferenceResults(module, arguments); });
 }
 
 int RunRun(const RunOptions& options) {
@@ -226,8 +229,20 @@ int RunRun(const RunOptions& options) {
     return Fail(IsUnusableFile(module.status()) ? kExitUsageError : kExitRuntimeError,
                 module.status().message());
   }
-  if ((*module)->replica_count() * (*module)->partition_count() > 1) {
-    return RunPerDeviceProgram(options, std::move(*module));
+  absl::StatusOr<ModuleRead> read =
+      ReadModuleAs(**module, MeshChoice{.mesh = options.mesh,
+                                        .devices = options.devices,
+                                        .as_partitioned = options.as_partitioned,
+                                        .has_specs = !options.specs.empty()});
+  if (!read.ok()) return Fail(kExitUsageError, read.status().message());
+  if (!read->summary.empty()) fmt::print(stderr, "{}: {}\n", options.path, read->summary);
+  if (read->reading == ModuleReading::kPerDevice) {
+    if (!options.specs.empty()) {
+      return Fail(kExitUsageError,
+                  "--spec shards a module to partition; --as-partitioned says "
+                  "there is nothing to partition");
+    }
+    return RunPerDeviceProgram(options, std::move(*module), read->devices);
   }
   absl::StatusOr<std::vector<ir::Literal>> arguments =
       BuildArguments(*(*module)->entry(), options.inputs, options.random_seed);
@@ -235,8 +250,8 @@ int RunRun(const RunOptions& options) {
     return Fail(absl::IsInvalidArgument(arguments.status()) ? kExitUsageError : kExitRuntimeError,
                 arguments.status().message());
   }
-  if (!options.mesh.empty() || options.devices > 0) {
-    return RunOnMesh(options, **module, *arguments);
+  if (read->reading == ModuleReading::kGspmd) {
+    return RunOnMesh(options, **module, read->meshes, *arguments);
   }
   int exit_code = kExitOk;
   std::unique_ptr<runtime::DeviceSet> devices = OpenDevices(options.device + 1, exit_code);
@@ -270,22 +285,22 @@ int RunRun(const RunOptions& options) {
       gpu_ms.push_back(total / 1e6);
     }
   }
-  PrintSummary("output", *result);
   fmt::print(stderr,
              "{}: {} kernel(s) on {}; compiled in {:.3f} s; run (median of {}): {:.3f} ms "
              "wall, {:.3f} ms GPU\n",
              options.path, (*executable)->kernel_count(), device.label(), compile_seconds,
              options.repeat, Median(wall_ms), Median(gpu_ms));
-  if (!options.compare) return kExitOk;
-  return ReportComparison({&*result}, AsList(interp::Evaluate(**module, *arguments)), options);
+  std::vector<ir::Literal> results;
+  results.push_back(std::move(*result));
+  return Finish(options, results, [&] { return ReferenceResults(**module, *arguments); });
 }
 
 }  // namespace
 
 void RegisterRunCommand(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
-  CLI::App* command =
-      app.add_subcommand("run", "Compile an HLO module for one device, run it, and time it");
+  CLI::App* command = app.add_subcommand(
+      "run", "Compile an HLO module, run it on one device or a mesh, and time it");
   command->add_option("file", options->path, "HLO text file")->required();
   command->add_option("--input", options->inputs,
                       "NAME=FILE.npy: value of the entry parameter NAME (or its number)");
@@ -307,8 +322,14 @@ void RegisterRunCommand(CLI::App& app) {
   command->add_option("--spec", options->specs,
                       "NAME=SPEC: shard the instruction NAME with a partition spec over the mesh, "
                       "e.g. x='(0, None)' (repeatable)");
+  command->add_flag("--as-partitioned", options->as_partitioned,
+                    "Run the module as a per-device program on num_partitions x replica_count "
+                    "devices, even if it carries tiled shardings");
+  command->add_option("--output-dir", options->output_dir,
+                      "Write each output as .npy here, as eval does (output.npy, output.0.npy for "
+                      "tuples, deviceD.output.npy for per-device programs)");
   command->add_flag("--compare", options->compare,
-                    "Also run the CPU reference, print the largest error, and exit 1 when an "
+                    "Also run the CPU reference, print the largest error, and exit 6 when an "
                     "element is beyond --rtol/--atol (a NaN or Inf mismatch always is)");
   command->add_option("--rtol", options->rtol, "--compare's relative tolerance")
       ->check(CLI::Range(0.0, 1e300))

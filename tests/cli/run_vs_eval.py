@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+"""`vkspmd run --output-dir` writes what `vkspmd eval --output-dir` writes.
+
+Usage: run_vs_eval.py VKSPMD WORKDIR CASE [RUN_ARGS...]
+
+Writes the case's inputs (NumPy, fixed seed, odd shapes), runs `eval` and `run` with them, and
+checks that both wrote the same file names, bitwise-equal arrays for integer outputs and arrays
+within rtol 1e-5 for float ones, and that eval's arrays equal the NumPy oracle (exactly for
+integers). Prints both commands' output (the CLI test checks it) and "ok: N files" at the end;
+exits 1 on any difference.
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata")
+
+
+def ints(rng, *shape):
+    return rng.integers(-20, 21, size=shape, dtype=np.int32)
+
+
+def floats(rng, *shape):
+    return rng.uniform(-1, 1, size=shape).astype(np.float32)
+
+
+def per_device_int(x):
+    # Device d scales x by d + 1; the all-reduce sums the pairs {0,1} and {2,3}.
+    return {f"device{d}.output": x * (3 if d < 2 else 7) for d in range(4)}
+
+
+# name: (module, inputs from a generator, the oracle's outputs by file stem)
+CASES = {
+    "jax_int_rows": ("jax_int_rows.hlo", lambda rng: [ints(rng, 8, 5), ints(rng, 8, 5)],
+                     lambda x, y: {"output": (x * y + x).sum(axis=1, dtype=np.int32)}),
+    "per_device_int": ("per_device_int.hlo", lambda rng: [ints(rng, 7, 3)], per_device_int),
+    "jax_mlp_1d": ("jax_mlp_1d.hlo", lambda rng: [floats(rng, 8, 7), floats(rng, 7, 5)],
+                   lambda x, w: {"output": np.square(np.tanh(x @ w))}),
+    "jax_dot_2d": ("jax_dot_2d.hlo", lambda rng: [floats(rng, 6, 10), floats(rng, 10, 7)],
+                   lambda a, b: {"output": 2 * (a @ b)}),
+    "mlp_forward": ("../../testdata/mlp_forward.hlo", None, None),
+}
+
+
+def run(command):
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    print(f"$ {' '.join(command)}\n{result.stdout}", end="", flush=True)
+    if result.returncode != 0:
+        sys.exit(f"exit code {result.returncode}")
+
+
+def main():
+    vkspmd, workdir, case = sys.argv[1:4]
+    run_args = sys.argv[4:]
+    module, make_inputs, oracle = CASES[case]
+    module = os.path.normpath(os.path.join(HERE, module))
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    rng = np.random.default_rng(19)
+    if make_inputs is None:  # the testdata program's own inputs (generate.py)
+        stem = module[: -len(".hlo")]
+        inputs = [np.load(f"{stem}.arg{k}.npy") for k in range(4)]
+        expected = {"output": np.load(f"{stem}.out.npy")}
+    else:
+        inputs = make_inputs(rng)
+        expected = oracle(*inputs)
+    flags = []
+    for k, value in enumerate(inputs):
+        path = os.path.join(workdir, f"arg{k}.npy")
+        np.save(path, value)
+        flags += ["--input", f"{k}={path}"]
+    eval_dir, run_dir = os.path.join(workdir, "eval"), os.path.join(workdir, "run")
+    run([vkspmd, "eval", module, *flags, "--output-dir", eval_dir])
+    run([vkspmd, "run", module, *flags, "--output-dir", run_dir, *run_args])
+    names = sorted(os.listdir(eval_dir))
+    if names != sorted(os.listdir(run_dir)):
+        sys.exit(f"eval wrote {names}, run wrote {sorted(os.listdir(run_dir))}")
+    if names != sorted(f"{stem}.npy" for stem in expected):
+        sys.exit(f"eval wrote {names}; expected {sorted(expected)}")
+    for name in names:
+        evaluated = np.load(os.path.join(eval_dir, name))
+        ran = np.load(os.path.join(run_dir, name))
+        want = expected[name[: -len(".npy")]]
+        if evaluated.dtype != ran.dtype or evaluated.shape != ran.shape:
+            sys.exit(f"{name}: eval {evaluated.dtype}{evaluated.shape}, run {ran.dtype}{ran.shape}")
+        if np.issubdtype(evaluated.dtype, np.integer):
+            with open(os.path.join(eval_dir, name), "rb") as a, \
+                 open(os.path.join(run_dir, name), "rb") as b:
+                if a.read() != b.read():
+                    sys.exit(f"{name}: run's file differs from eval's (integers must be bitwise)")
+            if not np.array_equal(evaluated, want):
+                sys.exit(f"{name}: eval {evaluated.tolist()}, NumPy {want.tolist()}")
+        else:
+            if not np.allclose(ran, evaluated, rtol=1e-5, atol=1e-6):
+                sys.exit(f"{name}: run differs from eval by {np.max(np.abs(ran - evaluated))}")
+            if not np.allclose(evaluated, want, rtol=1e-5, atol=1e-6):
+                sys.exit(f"{name}: eval differs from NumPy by {np.max(np.abs(evaluated - want))}")
+    print(f"ok: {len(names)} files")
+
+
+if __name__ == "__main__":
+    main()
