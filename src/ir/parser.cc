@@ -5,11 +5,13 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "fmt/format.h"
 #include "src/base/formatting.h"
 #include "src/base/status_macros.h"
 #include "src/ir/gather_attributes.h"
+#include "src/ir/inline_calls.h"
 #include "src/ir/text_reader.h"
 #include "src/ir/verifier.h"
 
@@ -33,7 +35,10 @@ const absl::flat_hash_set<std::string_view>& IgnoredAttributes() {
                                                 "result_accuracy",
                                                 "operand_layout_constraints",
                                                 "schedule",
-                                                "origin"};
+                                                "origin",
+                                                "output_to_operand_aliasing",
+                                                "is_host_transfer",
+                                                "async_execution_thread"};
   return *names;
 }
 
@@ -46,25 +51,111 @@ const absl::flat_hash_set<std::string_view>& IgnoredModuleAttributes() {
                                                 "frontend_attributes",
                                                 "buffer_donor",
                                                 "spmd_output_sharding",
-                                                "spmd_parameters_shardings"};
+                                                "spmd_parameters_shardings",
+                                                "alias_passthrough_params",
+                                                "cross_program_prefetches",
+                                                "origin_module_name"};
   return *names;
 }
 
 constexpr int64_t kMaxParameterNumber = 1 << 16;
+
+// Ops XLA prints that the IR has no op for: each is rewritten into IR ops as it is read.
+enum class FrontEndOp {
+  kFusion,               // calls=: inlined
+  kCall,                 // to_apply=: inlined
+  kAsyncStart,           // calls= a computation wrapping one op: inlined, read by its -done
+  kMap,                  // to_apply= a scalar computation: expanded elementwise
+  kBitcast,              // transposes and a reshape, from the layouts
+  kOptimizationBarrier,  // its operand
+  kCopyStart,            // copy, read by copy-done
+  kAsyncDone,            // *-done, async-update: the op its start became
+};
+
+struct FrontEndOpName {
+  std::string_view name;
+  FrontEndOp op;
+};
+
+constexpr FrontEndOpName kFrontEndOps[] = {
+    {"fusion", FrontEndOp::kFusion},
+    {"call", FrontEndOp::kCall},
+    {"async-start", FrontEndOp::kAsyncStart},
+    {"map", FrontEndOp::kMap},
+    {"bitcast", FrontEndOp::kBitcast},
+    {"opt-barrier", FrontEndOp::kOptimizationBarrier},
+    {"optimization-barrier", FrontEndOp::kOptimizationBarrier},
+    {"copy-start", FrontEndOp::kCopyStart},
+    {"copy-done", FrontEndOp::kAsyncDone},
+    {"async-update", FrontEndOp::kAsyncDone},
+    {"async-done", FrontEndOp::kAsyncDone},
+    {"all-reduce-done", FrontEndOp::kAsyncDone},
+    {"all-gather-done", FrontEndOp::kAsyncDone},
+    {"collective-permute-done", FrontEndOp::kAsyncDone},
+};
+
+// all-reduce-start and the like: the synchronous op, whose result is the start's shape
+// (all-reduce-start) or element 1 of it ((operand, result, contexts...)).
+struct CollectiveStart {
+  std::string_view name;
+  Opcode opcode;
+  std::optional<int64_t> result_element;
+};
+
+constexpr CollectiveStart kCollectiveStarts[] = {
+    {"all-reduce-start", Opcode::kAllReduce, std::nullopt},
+    {"all-gather-start", Opcode::kAllGather, 1},
+    {"collective-permute-start", Opcode::kCollectivePermute, 1},
+};
+
+template <typename Entry, size_t N>
+const Entry* FindByName(const Entry (&table)[N], std::string_view name) {
+  for (const Entry& entry : table) {
+    if (entry.name == name) return &entry;
+  }
+  return nullptr;
+}
+
+// The attributes a front-end op may carry.
+struct FrontEndAttributes {
+  Computation* callee = nullptr;
+  std::vector<int64_t> dimensions;
+  bool has_dimensions = false;
+  std::optional<Sharding> sharding;
+};
 
 class ModuleParser {
  public:
   explicit ModuleParser(std::string_view text) : reader_(text) {}
 
   absl::StatusOr<std::unique_ptr<Module>> Parse() {
-    if (!reader_.IsWord("HloModule")) return reader_.Expected("'HloModule'");
-    reader_.Advance();
-    VKSPMD_ASSIGN_OR_RETURN(std::string name, reader_.ReadName());
-    module_ = std::make_unique<Module>(name);
-    while (reader_.TryConsume(",")) VKSPMD_RETURN_IF_ERROR(ParseModuleAttribute());
+    // XLA also reads computations without the "HloModule name, attributes" line; the module is
+    // then named after its entry computation.
+    if (reader_.IsWord("HloModule")) {
+      reader_.Advance();
+      VKSPMD_ASSIGN_OR_RETURN(std::string name, reader_.ReadName());
+      module_ = std::make_unique<Module>(name);
+      while (reader_.TryConsume(",")) VKSPMD_RETURN_IF_ERROR(ParseModuleAttribute());
+    }
     while (!reader_.AtEnd()) VKSPMD_RETURN_IF_ERROR(ParseComputation());
-    if (module_->computations().empty()) return reader_.Expected("a computation");
-    if (module_->entry() == nullptr) module_->set_entry(module_->computations().back().get());
+    if (computations_.empty()) return reader_.Expected("a computation");
+    if (entry_ == nullptr) entry_ = computations_.back().get();
+    if (module_ == nullptr) module_ = std::make_unique<Module>(entry_->name());
+    // Computations only ever inlined are dropped; those still called (reducers) are kept.
+    absl::flat_hash_set<const Computation*> called = {entry_};
+    for (auto it = computations_.rbegin(); it != computations_.rend(); ++it) {
+      if (!called.contains(it->get())) continue;
+      for (const auto& instruction : (*it)->instructions()) {
+        if (instruction->attributes().to_apply != nullptr) {
+          called.insert(instruction->attributes().to_apply);
+        }
+      }
+    }
+    for (auto& computation : computations_) {
+      if (inlined_.contains(computation.get()) && !called.contains(computation.get())) continue;
+      Computation* added = module_->AddComputation(std::move(computation));
+      if (added == entry_) module_->set_entry(added);
+    }
     return std::move(module_);
   }
 
@@ -123,7 +214,7 @@ class ModuleParser {
     }
     const Token name_token = reader_.current();
     VKSPMD_ASSIGN_OR_RETURN(std::string name, reader_.ReadName());
-    if (module_->FindComputation(name) != nullptr) {
+    if (FindComputation(name) != nullptr) {
       return reader_.ErrorAt(name_token, fmt::format("duplicate computation %{}", name));
     }
     if (reader_.IsPunct("(")) VKSPMD_RETURN_IF_ERROR(SkipSignature());
@@ -131,6 +222,11 @@ class ModuleParser {
     auto computation = std::make_unique<Computation>(name);
     names_.clear();
     parameter_numbers_.clear();
+    async_starts_.clear();
+    generated_.clear();
+    generated_names_.clear();
+    layouts_.clear();
+    rewritten_ = false;
     Instruction* root = nullptr;
     while (!reader_.TryConsume("}")) {
       if (reader_.AtEnd()) return reader_.Expected("'}'");
@@ -146,11 +242,13 @@ class ModuleParser {
       }
     }
     computation->set_root(root);
-    Computation* added = module_->AddComputation(std::move(computation));
+    // Rewrites leave what nothing reads (the tuple of an inlined fusion whose elements are read
+    // directly, the operand of a bitcast): drop it.
+    if (rewritten_) computation->RemoveUnreachable();
+    computations_.push_back(std::move(computation));
     if (is_entry) {
-      if (module_->entry() != nullptr)
-        return reader_.ErrorAt(name_token, "second ENTRY computation");
-      module_->set_entry(added);
+      if (entry_ != nullptr) return reader_.ErrorAt(name_token, "second ENTRY computation");
+      entry_ = computations_.back().get();
     }
     return absl::OkStatus();
   }
@@ -179,16 +277,40 @@ class ModuleParser {
     }
     const Token name_token = reader_.current();
     VKSPMD_ASSIGN_OR_RETURN(std::string name, reader_.ReadName());
-    if (names_.contains(name)) {
+    if (names_.contains(name) || async_starts_.contains(name)) {
       return reader_.ErrorAt(name_token, fmt::format("duplicate instruction %{}", name));
     }
     VKSPMD_RETURN_IF_ERROR(reader_.ExpectPunct("="));
-    VKSPMD_ASSIGN_OR_RETURN(Shape shape, reader_.ReadShape());
+    const Token shape_token = reader_.current();
+    ParsedLayout layout;
+    VKSPMD_ASSIGN_OR_RETURN(Shape shape, reader_.ReadShape(&layout));
     const Token opcode_token = reader_.current();
     VKSPMD_ASSIGN_OR_RETURN(std::string opcode_name, reader_.ReadWord("an op name"));
-    const std::optional<Opcode> opcode = OpcodeFromName(opcode_name);
-    if (!opcode.has_value()) {
-      return reader_.ErrorAt(opcode_token, fmt::format("unsupported op {}", opcode_name));
+    std::optional<Opcode> opcode = OpcodeFromName(opcode_name);
+    const CollectiveStart* start = FindByName(kCollectiveStarts, opcode_name);
+    if (!opcode.has_value() && start == nullptr) {
+      const FrontEndOpName* front_end = FindByName(kFrontEndOps, opcode_name);
+      if (front_end == nullptr) {
+        return reader_.ErrorAt(opcode_token, fmt::format("unsupported op {}", opcode_name));
+      }
+      rewritten_ = true;
+      Instruction* result = nullptr;
+      VKSPMD_RETURN_IF_ERROR(ParseFrontEndInstruction(front_end->op, name_token, name, shape,
+                                                      layout, opcode_token, computation, result));
+      return SetRoot(is_root, name_token, result, root);
+    }
+    if (start != nullptr) {
+      rewritten_ = true;
+      opcode = start->opcode;
+      if (start->result_element.has_value()) {
+        if (!shape.IsTuple() ||
+            static_cast<int64_t>(shape.tuple_elements().size()) <= *start->result_element) {
+          return reader_.ErrorAt(shape_token,
+                                 fmt::format("{} must be a tuple (operand, result, ...), not {}",
+                                             opcode_name, shape.ToString()));
+        }
+        shape = Shape(shape.tuple_elements()[*start->result_element]);
+      }
     }
     VKSPMD_RETURN_IF_ERROR(reader_.ExpectPunct("("));
     std::vector<Instruction*> operands;
@@ -206,13 +328,103 @@ class ModuleParser {
     instruction->set_name(name);
     instruction->set_location({name_token.line, name_token.column});
     while (reader_.TryConsume(",")) VKSPMD_RETURN_IF_ERROR(ParseAttribute(*instruction));
-    Instruction* added = computation.AddInstruction(std::move(instruction));
-    names_[name] = added;
-    if (is_root) {
-      if (root != nullptr) return reader_.ErrorAt(name_token, "second ROOT instruction");
-      root = added;
+    // get-tuple-element of the tuple an inlined computation returned: the element itself.
+    if (*opcode == Opcode::kGetTupleElement && instruction->operand_count() == 1) {
+      Instruction* tuple = instruction->operand(0);
+      const int64_t index = instruction->attributes().tuple_index;
+      if (tuple->opcode() == Opcode::kTuple && generated_.contains(tuple) && index >= 0 &&
+          index < tuple->operand_count() && tuple->operand(index)->shape() == shape) {
+        return SetRoot(
+            is_root, name_token,
+            Bind(computation, name, tuple->operand(index), instruction->sharding(), name_token),
+            root);
+      }
     }
+    ReserveName(name);
+    Instruction* added = computation.AddInstruction(std::move(instruction));
+    if (start != nullptr) {
+      async_starts_[name] = added;
+      generated_.insert(added);
+      if (is_root)
+        return reader_.ErrorAt(name_token, fmt::format("ROOT %{} is an async start", name));
+      return absl::OkStatus();
+    }
+    names_[name] = added;
+    layouts_[name] = std::move(layout);
+    return SetRoot(is_root, name_token, added, root);
+  }
+
+  absl::Status SetRoot(bool is_root, const Token& name_token, Instruction* value,
+                       Instruction*& root) {
+    if (!is_root) return absl::OkStatus();
+    if (root != nullptr) return reader_.ErrorAt(name_token, "second ROOT instruction");
+    root = value;
     return absl::OkStatus();
+  }
+
+  // A text name now taken: a generated instruction that has it is renamed.
+  void ReserveName(const std::string& name) {
+    auto found = generated_names_.find(name);
+    if (found == generated_names_.end()) return;
+    Instruction* generated = found->second;
+    generated_names_.erase(found);
+    generated->set_name(UniqueName(name, /*taken=*/name));
+    generated_names_[generated->name()] = generated;
+  }
+
+  // `base`, or `base.N` when that is taken (by a name so far, or by `taken`).
+  std::string UniqueName(const std::string& base, std::string_view taken = {}) {
+    std::string name = base;
+    for (int64_t suffix = 1; name == taken || names_.contains(name) ||
+                             async_starts_.contains(name) || generated_names_.contains(name);
+         ++suffix) {
+      name = fmt::format("{}.{}", base, suffix);
+    }
+    return name;
+  }
+
+  // Adds an instruction a rewrite created, named uniquely.
+  Instruction* AddGenerated(Computation& computation, std::unique_ptr<Instruction> instruction,
+                            const Token& at) {
+    instruction->set_name(UniqueName(instruction->name()));
+    if (!instruction->location().known()) instruction->set_location({at.line, at.column});
+    Instruction* added = computation.AddInstruction(std::move(instruction));
+    generated_names_[added->name()] = added;
+    generated_.insert(added);
+    return added;
+  }
+
+  // Makes `name` refer to `value`. A sharding the op carried goes onto `value` when a rewrite
+  // created it, else onto a copy, so the operand's own sharding is left alone.
+  Instruction* Bind(Computation& computation, const std::string& name, Instruction* value,
+                    const std::optional<Sharding>& sharding, const Token& at) {
+    if (sharding.has_value() && value->sharding() != sharding) {
+      if (generated_.contains(value)) {
+        value->set_sharding(sharding);
+      } else {
+        auto copy = std::make_unique<Instruction>(Opcode::kCopy, value->shape(),
+                                                  std::vector<Instruction*>{value});
+        copy->set_name(name);
+        copy->set_sharding(sharding);
+        value = AddGenerated(computation, std::move(copy), at);
+      }
+    }
+    names_[name] = value;
+    return value;
+  }
+
+  absl::Status ParseFrontEndInstruction(FrontEndOp op, const Token& name_token,
+                                        const std::string& name, const Shape& shape,
+                                        const ParsedLayout& layout, const Token& opcode_token,
+                                        Computation& computation, Instruction*& result);
+  absl::Status ParseFrontEndAttribute(FrontEndOp op, std::string_view op_name,
+                                      FrontEndAttributes& attributes);
+
+  Computation* FindComputation(std::string_view name) const {
+    for (const auto& computation : computations_) {
+      if (computation->name() == name) return computation.get();
+    }
+    return nullptr;
   }
 
   absl::Status ParseParameterNumber(InstructionAttributes& attributes) {
@@ -228,7 +440,10 @@ class ModuleParser {
     return reader_.ExpectPunct(")");
   }
 
-  absl::StatusOr<std::vector<Instruction*>> ParseOperands() {
+  // With `async_start`, operands name async starts (the operand of a -done); `names` receives
+  // the operands' names.
+  absl::StatusOr<std::vector<Instruction*>> ParseOperands(
+      bool async_start = false, std::vector<std::string>* names = nullptr) {
     std::vector<Instruction*> operands;
     if (reader_.TryConsume(")")) return operands;
     do {
@@ -241,11 +456,22 @@ class ModuleParser {
       }
       const Token operand_token = reader_.current();
       VKSPMD_ASSIGN_OR_RETURN(std::string operand_name, reader_.ReadName());
-      auto found = names_.find(operand_name);
-      if (found == names_.end()) {
+      const auto& table = async_start ? async_starts_ : names_;
+      auto found = table.find(operand_name);
+      if (found == table.end()) {
+        if (async_start && names_.contains(operand_name)) {
+          return reader_.ErrorAt(operand_token,
+                                 fmt::format("%{} is not an async start", operand_name));
+        }
+        if (!async_start && async_starts_.contains(operand_name)) {
+          return reader_.ErrorAt(
+              operand_token,
+              fmt::format("%{} is an async start; only its -done may read it", operand_name));
+        }
         return reader_.ErrorAt(operand_token, fmt::format("unknown operand %{}", operand_name));
       }
-      if (annotated.has_value() && *annotated != found->second->shape()) {
+      if (names != nullptr) names->push_back(operand_name);
+      if (!async_start && annotated.has_value() && *annotated != found->second->shape()) {
         return reader_.ErrorAt(
             shape_token, fmt::format("operand %{} is annotated {} but is {}", operand_name,
                                      annotated->ToString(), found->second->shape().ToString()));
@@ -260,8 +486,20 @@ class ModuleParser {
 
   TextReader reader_;
   std::unique_ptr<Module> module_;
+  // Computations in text order, moved into the module at the end; the entry; those inlined.
+  std::vector<std::unique_ptr<Computation>> computations_;
+  Computation* entry_ = nullptr;
+  absl::flat_hash_set<const Computation*> inlined_;
+  // Per computation: what each text name refers to, async starts (read only by their -done),
+  // the instructions rewrites created and their names, each text name's layout, and whether any
+  // rewrite happened.
   absl::flat_hash_map<std::string, Instruction*> names_;
   absl::flat_hash_set<int64_t> parameter_numbers_;
+  absl::flat_hash_map<std::string, Instruction*> async_starts_;
+  absl::flat_hash_set<const Instruction*> generated_;
+  absl::flat_hash_map<std::string, Instruction*> generated_names_;
+  absl::flat_hash_map<std::string, ParsedLayout> layouts_;
+  bool rewritten_ = false;
 };
 
 absl::StatusOr<RngAlgorithm> ParseRngAlgorithm(TextReader& reader) {
@@ -402,7 +640,7 @@ absl::Status ModuleParser::ParseAttribute(Instruction& instruction) {
   } else if (name == "to_apply") {
     const Token token = reader_.current();
     VKSPMD_ASSIGN_OR_RETURN(std::string callee, reader_.ReadName());
-    attributes.to_apply = module_->FindComputation(callee);
+    attributes.to_apply = FindComputation(callee);
     if (attributes.to_apply == nullptr) {
       return reader_.ErrorAt(token, fmt::format("unknown computation %{}", callee));
     }
@@ -431,6 +669,194 @@ absl::Status ModuleParser::ParseAttribute(Instruction& instruction) {
   } else {
     return reader_.ErrorAt(name_token, fmt::format("unsupported attribute {}", name));
   }
+  return absl::OkStatus();
+}
+
+absl::Status ModuleParser::ParseFrontEndAttribute(FrontEndOp op, std::string_view op_name,
+                                                  FrontEndAttributes& attributes) {
+  const Token name_token = reader_.current();
+  VKSPMD_ASSIGN_OR_RETURN(std::string name, reader_.ReadWord("an attribute name"));
+  const bool calls = op == FrontEndOp::kFusion || op == FrontEndOp::kAsyncStart;
+  const bool to_apply = op == FrontEndOp::kCall || op == FrontEndOp::kMap;
+  const bool known = (name == "calls" && calls) || (name == "to_apply" && to_apply) ||
+                     (name == "kind" && op == FrontEndOp::kFusion) ||
+                     (name == "dimensions" && op == FrontEndOp::kMap) || name == "sharding" ||
+                     IgnoredAttributes().contains(name);
+  if (!known) {
+    return reader_.ErrorAt(name_token,
+                           fmt::format("attribute {} does not apply to {}", name, op_name));
+  }
+  VKSPMD_RETURN_IF_ERROR(reader_.ExpectPunct("="));
+  if (name == "calls" || name == "to_apply") {
+    const Token token = reader_.current();
+    VKSPMD_ASSIGN_OR_RETURN(std::string callee, reader_.ReadName());
+    attributes.callee = FindComputation(callee);
+    if (attributes.callee == nullptr) {
+      return reader_.ErrorAt(token, fmt::format("unknown computation %{}", callee));
+    }
+    return absl::OkStatus();
+  }
+  if (name == "kind") {
+    // Fusion kinds say how XLA would emit the kernel, not what it computes.
+    const Token token = reader_.current();
+    VKSPMD_ASSIGN_OR_RETURN(std::string kind, reader_.ReadWord("a fusion kind"));
+    if (kind != "kLoop" && kind != "kInput" && kind != "kOutput" && kind != "kCustom") {
+      return reader_.ErrorAt(token, fmt::format("unknown fusion kind {}", kind));
+    }
+    return absl::OkStatus();
+  }
+  if (name == "dimensions") {
+    attributes.has_dimensions = true;
+    VKSPMD_ASSIGN_OR_RETURN(attributes.dimensions, reader_.ReadIntegerList());
+    return absl::OkStatus();
+  }
+  if (name == "sharding") {
+    VKSPMD_ASSIGN_OR_RETURN(attributes.sharding, reader_.ReadSharding());
+    return absl::OkStatus();
+  }
+  return reader_.SkipValue();
+}
+
+absl::Status ModuleParser::ParseFrontEndInstruction(FrontEndOp op, const Token& name_token,
+                                                    const std::string& name, const Shape& shape,
+                                                    const ParsedLayout& layout,
+                                                    const Token& opcode_token,
+                                                    Computation& computation,
+                                                    Instruction*& result) {
+  const std::string op_name = opcode_token.text;
+  VKSPMD_RETURN_IF_ERROR(reader_.ExpectPunct("("));
+  std::vector<std::string> operand_names;
+  VKSPMD_ASSIGN_OR_RETURN(std::vector<Instruction*> operands,
+                          ParseOperands(op == FrontEndOp::kAsyncDone, &operand_names));
+  FrontEndAttributes attributes;
+  while (reader_.TryConsume(",")) {
+    VKSPMD_RETURN_IF_ERROR(ParseFrontEndAttribute(op, op_name, attributes));
+  }
+  // Errors of the rewrite are reported at the op.
+  auto at_op = [&](const absl::Status& status) {
+    return reader_.ErrorAt(name_token, fmt::format("{} %{}: {}", op_name, name, status.message()));
+  };
+  auto expect_shape = [&](const Shape& actual) -> absl::Status {
+    if (actual == shape) return absl::OkStatus();
+    return reader_.ErrorAt(name_token, fmt::format("{} %{} is declared {} but computes {}", op_name,
+                                                   name, shape.ToString(), actual.ToString()));
+  };
+  auto expect_operands = [&](size_t count) -> absl::Status {
+    if (operands.size() == count) return absl::OkStatus();
+    return reader_.ErrorAt(name_token, fmt::format("{} %{} takes {} operand(s), got {}", op_name,
+                                                   name, count, operands.size()));
+  };
+  const bool needs_callee = op == FrontEndOp::kFusion || op == FrontEndOp::kCall ||
+                            op == FrontEndOp::kAsyncStart || op == FrontEndOp::kMap;
+  if (needs_callee && attributes.callee == nullptr) {
+    return reader_.ErrorAt(
+        name_token,
+        fmt::format(
+            "{} %{} needs {}=", op_name, name,
+            op == FrontEndOp::kFusion || op == FrontEndOp::kAsyncStart ? "calls" : "to_apply"));
+  }
+  const AddInstructionFn add = [&](std::unique_ptr<Instruction> instruction) {
+    return AddGenerated(computation, std::move(instruction), name_token);
+  };
+  Instruction* value = nullptr;
+  switch (op) {
+    case FrontEndOp::kFusion:
+    case FrontEndOp::kCall:
+    case FrontEndOp::kAsyncStart: {
+      absl::StatusOr<Instruction*> inlined = InlineComputation(*attributes.callee, operands, add);
+      if (!inlined.ok()) return at_op(inlined.status());
+      value = *inlined;
+      inlined_.insert(attributes.callee);
+      if (op == FrontEndOp::kAsyncStart) {
+        // ((operands...), result, contexts...): the result is element 1.
+        if (!shape.IsTuple() || shape.tuple_elements().size() < 2) {
+          return reader_.ErrorAt(name_token,
+                                 fmt::format("async-start %{} must be a tuple ((operands), result, "
+                                             "...), not {}",
+                                             name, shape.ToString()));
+        }
+        if (value->shape() != shape.tuple_elements()[1]) {
+          return expect_shape(value->shape());
+        }
+        async_starts_[name] = value;
+        return absl::OkStatus();
+      }
+      VKSPMD_RETURN_IF_ERROR(expect_shape(value->shape()));
+      break;
+    }
+    case FrontEndOp::kMap: {
+      std::vector<int64_t> all(operands.empty() ? 0 : operands[0]->shape().rank());
+      for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+      if (attributes.has_dimensions && attributes.dimensions != all) {
+        return reader_.ErrorAt(
+            name_token, fmt::format("map %{} must map every dimension (dimensions={{{}}})", name,
+                                    absl::StrJoin(all, ",")));
+      }
+      absl::StatusOr<Instruction*> mapped = MapComputation(*attributes.callee, operands, add);
+      if (!mapped.ok()) return at_op(mapped.status());
+      value = *mapped;
+      inlined_.insert(attributes.callee);
+      VKSPMD_RETURN_IF_ERROR(expect_shape(value->shape()));
+      break;
+    }
+    case FrontEndOp::kBitcast: {
+      VKSPMD_RETURN_IF_ERROR(expect_operands(1));
+      const ParsedLayout& operand_layout = layouts_[operand_names[0]];
+      // Tiles reorder the bytes in ways a transpose cannot express; only an identity is safe.
+      if ((operand_layout.tiled || layout.tiled) &&
+          (operands[0]->shape() != shape ||
+           operand_layout.minor_to_major != layout.minor_to_major)) {
+        return reader_.ErrorAt(name_token,
+                               fmt::format("bitcast %{} between tiled layouts changes meaning "
+                                           "with the tiling; only an identity bitcast of a tiled "
+                                           "array is supported",
+                                           name));
+      }
+      if (operands[0]->shape().IsArray() && operand_layout.minor_to_major.empty() &&
+          operands[0]->shape().rank() > 0) {
+        return reader_.ErrorAt(name_token, fmt::format("bitcast %{}: the layout of %{} is unknown",
+                                                       name, operand_names[0]));
+      }
+      absl::StatusOr<Instruction*> lowered = BitcastAsShapeOps(
+          operands[0], operand_layout.minor_to_major, shape, layout.minor_to_major, add);
+      if (!lowered.ok()) return at_op(lowered.status());
+      value = *lowered;
+      break;
+    }
+    case FrontEndOp::kOptimizationBarrier:
+      VKSPMD_RETURN_IF_ERROR(expect_operands(1));
+      value = operands[0];
+      VKSPMD_RETURN_IF_ERROR(expect_shape(value->shape()));
+      break;
+    case FrontEndOp::kCopyStart: {
+      // (destination, source, context): a copy, read by copy-done.
+      VKSPMD_RETURN_IF_ERROR(expect_operands(1));
+      if (!shape.IsTuple() || shape.tuple_elements().empty() ||
+          shape.tuple_elements()[0] != operands[0]->shape()) {
+        return reader_.ErrorAt(
+            name_token, fmt::format("copy-start %{} must be a tuple ({}, {}, u32[]), not {}", name,
+                                    operands[0]->shape().ToString(),
+                                    operands[0]->shape().ToString(), shape.ToString()));
+      }
+      auto copy = std::make_unique<Instruction>(Opcode::kCopy, operands[0]->shape(),
+                                                std::vector<Instruction*>{operands[0]});
+      copy->set_name(name);
+      copy->set_sharding(attributes.sharding);
+      async_starts_[name] = add(std::move(copy));
+      return absl::OkStatus();
+    }
+    case FrontEndOp::kAsyncDone:
+      VKSPMD_RETURN_IF_ERROR(expect_operands(1));
+      value = operands[0];
+      if (op_name == "async-update") {
+        async_starts_[name] = value;
+        return absl::OkStatus();
+      }
+      VKSPMD_RETURN_IF_ERROR(expect_shape(value->shape()));
+      break;
+  }
+  layouts_[name] = layout;
+  result = Bind(computation, name, value, attributes.sharding, name_token);
   return absl::OkStatus();
 }
 

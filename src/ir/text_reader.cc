@@ -124,7 +124,7 @@ absl::StatusOr<std::vector<int64_t>> TextReader::ReadBracketedIntegers() {
   return values;
 }
 
-absl::StatusOr<Shape> TextReader::ReadShape() {
+absl::StatusOr<Shape> TextReader::ReadShape(ParsedLayout* layout) {
   VKSPMD_RETURN_IF_ERROR(EnterNesting());
   NestingGuard guard(depth_);
   if (TryConsume("(")) {
@@ -171,29 +171,77 @@ absl::StatusOr<Shape> TextReader::ReadShape() {
                               std::isdigit(static_cast<unsigned char>(after_brace.text[0]))) ||
                              (after_brace.kind == TokenKind::kPunct &&
                               (after_brace.text == "}" || after_brace.text == ":"));
+  std::vector<int64_t> minor_to_major;
+  bool tiled = false;
   if (IsPunct("{") && starts_layout) {
     const Token layout_token = current_;
     Advance();
-    std::vector<int64_t> minor_to_major;
-    while (!IsPunct("}")) {
-      if (IsPunct(":"))
-        return ErrorAt(layout_token, "tiled or annotated layouts are not supported");
+    while (!IsPunct("}") && !IsPunct(":")) {
       VKSPMD_ASSIGN_OR_RETURN(int64_t dimension, ReadInteger());
       minor_to_major.push_back(dimension);
       if (!TryConsume(",")) break;
     }
-    if (IsPunct(":")) return ErrorAt(layout_token, "tiled or annotated layouts are not supported");
-    VKSPMD_RETURN_IF_ERROR(ExpectPunct("}"));
-    bool is_default = minor_to_major.size() == dimensions.size();
-    for (size_t i = 0; is_default && i < minor_to_major.size(); ++i) {
-      is_default = minor_to_major[i] == static_cast<int64_t>(dimensions.size() - 1 - i);
+    if (TryConsume(":")) {
+      VKSPMD_ASSIGN_OR_RETURN(tiled, SkipLayoutAnnotations());
     }
-    if (!is_default) {
+    VKSPMD_RETURN_IF_ERROR(ExpectPunct("}"));
+    std::vector<bool> seen(dimensions.size(), false);
+    bool is_permutation = minor_to_major.size() == dimensions.size();
+    for (size_t i = 0; is_permutation && i < minor_to_major.size(); ++i) {
+      const int64_t dimension = minor_to_major[i];
+      is_permutation =
+          dimension >= 0 && dimension < static_cast<int64_t>(dimensions.size()) && !seen[dimension];
+      if (is_permutation) seen[dimension] = true;
+    }
+    if (!is_permutation) {
       return ErrorAt(layout_token,
-                     "only the default row-major layout is supported (e.g. {1,0} for rank 2)");
+                     fmt::format("layout {{{}}} is not a permutation of the {} dimensions",
+                                 absl::StrJoin(minor_to_major, ","), dimensions.size()));
+    }
+  } else {
+    for (int64_t i = static_cast<int64_t>(dimensions.size()) - 1; i >= 0; --i) {
+      minor_to_major.push_back(i);
     }
   }
+  if (layout != nullptr) *layout = ParsedLayout{std::move(minor_to_major), tiled};
   return Shape(*type, std::move(dimensions));
+}
+
+// After the ':' of a layout: tiles "T(8,128)(2,1)", memory space "S(1)", element size "E(4)",
+// index/pointer types "L(s32)" "P(s64)", splits "SC(...)", physical shape "#(...)", dynamic
+// metadata "*(...)" and dense dimension kinds "D(D,D)". None changes the logical values; sparse
+// dimension kinds would, so they are refused.
+absl::StatusOr<bool> TextReader::SkipLayoutAnnotations() {
+  bool tiled = false;
+  while (!IsPunct("}")) {
+    const Token kind_token = current_;
+    if (current_.kind == TokenKind::kWord || IsPunct("#") || IsPunct("*")) {
+      Advance();
+    } else {
+      return Expected("a layout annotation like T(8,128) or S(1)");
+    }
+    if (!IsPunct("(")) {
+      return Expected(fmt::format("'(' after layout annotation {}", kind_token.text));
+    }
+    if (kind_token.text == "T") tiled = true;
+    while (IsPunct("(")) {
+      int depth = 0;
+      do {
+        if (AtEnd() || (current_.kind == TokenKind::kPunct &&
+                        (current_.text == "\"" || current_.text == "/*"))) {
+          return Expected("')'");
+        }
+        if (IsPunct("(")) ++depth;
+        if (IsPunct(")")) --depth;
+        if (kind_token.text == "D" && current_.kind == TokenKind::kWord && current_.text != "D") {
+          return Error(
+              fmt::format("sparse layouts are not supported (dimension kind {})", current_.text));
+        }
+        Advance();
+      } while (depth > 0);
+    }
+  }
+  return tiled;
 }
 
 absl::Status TextReader::ReadElement(Literal& literal, int64_t index) {

@@ -15,6 +15,13 @@
 
 namespace vkspmd::ir {
 
+// The layout written after an array shape: the minor-to-major order (the default one when none
+// is written) and whether tiles were given.
+struct ParsedLayout {
+  std::vector<int64_t> minor_to_major;
+  bool tiled = false;
+};
+
 class TextReader {
  public:
   explicit TextReader(std::string_view text) : lexer_(text) { Advance(); }
@@ -47,8 +54,11 @@ class TextReader {
   // "[1,2,3]" (possibly empty).
   absl::StatusOr<std::vector<int64_t>> ReadBracketedIntegers();
 
-  // "f32[8,16]{1,0}", "s32[]", "(f32[2], pred[])"; a non-default layout is an error.
-  absl::StatusOr<Shape> ReadShape();
+  // "f32[8,16]{1,0}", "s32[]", "(f32[2], pred[])", "f32[8,128]{1,0:T(8,128)S(1)}". Values do not
+  // depend on layouts, so any permutation is accepted; when `layout` is given it receives the
+  // minor-to-major order of an array shape (the default one when none is written), for the few
+  // ops whose meaning depends on it (bitcast).
+  absl::StatusOr<Shape> ReadShape(ParsedLayout* layout = nullptr);
   // Constant body for `shape`: "1", "{1, 2}", "{ {1}, {2} }", "(1, {2})".
   absl::StatusOr<Literal> ReadLiteral(const Shape& shape);
   // "[2,2]0,1,2,3" or "[2,2]<=[4]" or "[2,2]<=[2,2]T(1,0)".
@@ -66,6 +76,8 @@ class TextReader {
   absl::Status ReadElement(Literal& literal, int64_t index);
   absl::StatusOr<Sharding> ReadShardingBody(int depth);
   absl::Status EnterNesting();
+  // Returns whether tiles (T(...)) were among the annotations.
+  absl::StatusOr<bool> SkipLayoutAnnotations();
 
   Lexer lexer_;
   Token current_;

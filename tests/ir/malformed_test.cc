@@ -157,7 +157,7 @@ ENTRY %m (p: f32[<=4]) -> f32[4] {
 }
 )hlo",
      "3:18: dynamic dimensions are not supported"},
-    {"empty_input", R"hlo()hlo", "1:1: expected 'HloModule', got end of input"},
+    {"empty_input", R"hlo()hlo", "1:1: expected a computation, got end of input"},
     {"missing_equals",
      R"hlo(HloModule m
 
@@ -166,12 +166,12 @@ ENTRY %m (p: f32[4]) -> f32[4] {
 }
 )hlo",
      "4:6: expected '=', got 'f32'"},
-    {"missing_header",
-     R"hlo(ENTRY %m () -> f32[] {
+    {"missing_header_and_computation_name",
+     R"hlo(ENTRY {
   ROOT %c = f32[] constant(1)
 }
 )hlo",
-     "1:1: expected 'HloModule', got 'ENTRY'"},
+     "1:7: expected a name, got '{'"},
     {"missing_parameter_number",
      R"hlo(HloModule m
 
@@ -196,14 +196,14 @@ ENTRY %m (p: f32[-1]) -> f32[] {
 }
 )hlo",
      "3:18: dimension sizes must be >= 0"},
-    {"non_default_layout",
+    {"layout_not_a_permutation",
      R"hlo(HloModule m
 
 ENTRY %m (p: f32[2,3]) -> f32[2,3] {
-  ROOT %p = f32[2,3]{0,1} parameter(0)
+  ROOT %p = f32[2,3]{0,0} parameter(0)
 }
 )hlo",
-     "4:21: only the default row-major layout is supported (e.g. {1,0} for rank 2)"},
+     "4:21: layout {0,0} is not a permutation of the 2 dimensions"},
     {"replica_groups_not_iota",
      R"hlo(HloModule m
 
@@ -237,14 +237,22 @@ ENTRY %m (p: f32[4]) -> f32[4] {
 }
 )hlo",
      "4:55: iota device array [4]<=[8]: the reshape has 8 devices, the array 4"},
-    {"tiled_layout",
+    {"tiled_layout_without_parentheses",
      R"hlo(HloModule m
 
 ENTRY %m (p: f32[2,3]) -> f32[2,3] {
-  ROOT %p = f32[2,3]{1,0:T(8,128)} parameter(0)
+  ROOT %p = f32[2,3]{1,0:T} parameter(0)
 }
 )hlo",
-     "4:21: tiled or annotated layouts are not supported"},
+     "4:27: expected '(' after layout annotation T, got '}'"},
+    {"sparse_layout",
+     R"hlo(HloModule m
+
+ENTRY %m (p: f32[2,3]) -> f32[2,3] {
+  ROOT %p = f32[2,3]{1,0:D(D,C)} parameter(0)
+}
+)hlo",
+     "4:30: sparse layouts are not supported (dimension kind C)"},
     {"totalorder",
      R"hlo(HloModule m
 
@@ -557,6 +565,181 @@ ENTRY %m (p: f32[2,3]) -> f32[3,2] {
 }
 )hlo",
      "5:8: %t: dimensions={1,1} is not a permutation of rank 2"},
+    // What the parser rewrites into IR ops (fusion, call, map, bitcast, async pairs).
+    {"fusion_without_calls",
+     R"hlo(HloModule m
+
+ENTRY %m (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %f = f32[4]{0} fusion(f32[4]{0} %p), kind=kLoop
+}
+)hlo",
+     "5:8: fusion %f needs calls="},
+    {"fusion_unknown_kind",
+     R"hlo(HloModule m
+
+%fused (q: f32[4]) -> f32[4] {
+  ROOT %q = f32[4]{0} parameter(0)
+}
+
+ENTRY %m (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %f = f32[4]{0} fusion(f32[4]{0} %p), kind=kFast, calls=%fused
+}
+)hlo",
+     "9:50: unknown fusion kind kFast"},
+    {"fusion_operand_count",
+     R"hlo(HloModule m
+
+%fused (q: f32[4], r: f32[4]) -> f32[4] {
+  %q = f32[4]{0} parameter(0)
+  %r = f32[4]{0} parameter(1)
+  ROOT %s = f32[4]{0} add(%q, %r)
+}
+
+ENTRY %m (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %f = f32[4]{0} fusion(f32[4]{0} %p), kind=kLoop, calls=%fused
+}
+)hlo",
+     "11:8: fusion %f: computation %fused takes 2 parameters but is given 1 operands"},
+    {"call_declared_shape",
+     R"hlo(HloModule m
+
+%callee (q: f32[4]) -> f32[4] {
+  ROOT %q = f32[4]{0} parameter(0)
+}
+
+ENTRY %m (p: f32[4]) -> f32[2] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %c = f32[2]{0} call(f32[4]{0} %p), to_apply=%callee
+}
+)hlo",
+     "9:8: call %c is declared f32[2] but computes f32[4]"},
+    {"call_with_calls",
+     R"hlo(HloModule m
+
+%callee (q: f32[4]) -> f32[4] {
+  ROOT %q = f32[4]{0} parameter(0)
+}
+
+ENTRY %m (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %c = f32[4]{0} call(f32[4]{0} %p), calls=%callee
+}
+)hlo",
+     "9:43: attribute calls does not apply to call"},
+    {"map_not_elementwise",
+     R"hlo(HloModule m
+
+%f (a: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  ROOT %b = f32[] reduce-precision(%a), exponent_bits=5, mantissa_bits=10
+}
+
+ENTRY %m (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %c = f32[4]{0} map(f32[4]{0} %p), dimensions={0}, to_apply=%f
+}
+)hlo",
+     "5:19: unsupported op reduce-precision"},
+    {"map_of_a_reduce",
+     R"hlo(HloModule m
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+%f (x: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  ROOT %r = f32[] reduce(%x, %x), dimensions={}, to_apply=%add
+}
+
+ENTRY %m (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %c = f32[4]{0} map(f32[4]{0} %p), dimensions={0}, to_apply=%f
+}
+)hlo",
+     "16:8: map %c: map: %r of computation %f is a reduce, which is not elementwise"},
+    {"map_some_dimensions",
+     R"hlo(HloModule m
+
+%f (x: f32[]) -> f32[] {
+  ROOT %x = f32[] parameter(0)
+}
+
+ENTRY %m (p: f32[2,2]) -> f32[2,2] {
+  %p = f32[2,2]{1,0} parameter(0)
+  ROOT %c = f32[2,2]{1,0} map(f32[2,2]{1,0} %p), dimensions={0}, to_apply=%f
+}
+)hlo",
+     "9:8: map %c must map every dimension (dimensions={0,1})"},
+    {"bitcast_changes_element_type",
+     R"hlo(HloModule m
+
+ENTRY %m (p: f32[4]) -> s32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %b = s32[4]{0} bitcast(f32[4]{0} %p)
+}
+)hlo",
+     "5:8: bitcast %b: bitcast from f32[4] to s32[4] changes the element type; XLA writes that as "
+     "bitcast-convert"},
+    {"bitcast_element_count",
+     R"hlo(HloModule m
+
+ENTRY %m (p: f32[4]) -> f32[5] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %b = f32[5]{0} bitcast(f32[4]{0} %p)
+}
+)hlo",
+     "5:8: bitcast %b: bitcast from f32[4] to f32[5] changes the element count"},
+    {"bitcast_between_tiled_layouts",
+     R"hlo(HloModule m
+
+ENTRY %m (p: f32[8,128]) -> f32[1024] {
+  %p = f32[8,128]{1,0:T(8,128)} parameter(0)
+  ROOT %b = f32[1024]{0:T(1024)} bitcast(f32[8,128]{1,0:T(8,128)} %p)
+}
+)hlo",
+     "5:8: bitcast %b between tiled layouts changes meaning with the tiling; only an identity "
+     "bitcast of a tiled array is supported"},
+    {"async_start_read_by_another_op",
+     R"hlo(HloModule m, num_partitions=2
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+ENTRY %m (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  %start = f32[4]{0} all-reduce-start(f32[4]{0} %p), replica_groups={{0,1}}, to_apply=%add
+  ROOT %n = f32[4]{0} negate(f32[4]{0} %start)
+}
+)hlo",
+     "12:40: %start is an async start; only its -done may read it"},
+    {"async_done_of_a_plain_op",
+     R"hlo(HloModule m
+
+ENTRY %m (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %d = f32[4]{0} all-reduce-done(f32[4]{0} %p)
+}
+)hlo",
+     "5:49: %p is not an async start"},
+    {"all_gather_start_not_a_tuple",
+     R"hlo(HloModule m
+
+ENTRY %m (p: f32[4]) -> f32[8] {
+  %p = f32[4]{0} parameter(0)
+  %s = f32[8]{0} all-gather-start(f32[4]{0} %p), replica_groups={{0,1}}, dimensions={0}
+  ROOT %d = f32[8]{0} all-gather-done(%s)
+}
+)hlo",
+     "5:8: all-gather-start must be a tuple (operand, result, ...), not f32[8]"},
 };
 
 class MalformedTest : public testing::TestWithParam<MalformedCase> {};

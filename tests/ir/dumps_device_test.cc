@@ -1,0 +1,53 @@
+// tests/testdata/dumps on a device (lavapipe in CI): every single-device dump, with its fusions
+// and calls inlined by the parser, compiles and matches the CPU reference on the stored inputs.
+// Floats within 1e-4 relative, as the other device tests (accumulation order and the drivers'
+// transcendental functions differ from the reference's).
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "src/exec/executable.h"
+#include "src/interp/evaluator.h"
+#include "src/io/npy.h"
+#include "src/ir/parser.h"
+#include "tests/exec/literal_compare.h"
+#include "tests/exec/testdata_programs.h"
+#include "tests/support/device_test.h"
+
+namespace vkspmd::testing {
+namespace {
+
+class DumpsDeviceTest : public DeviceTest {
+ protected:
+  void SetUp() override { OpenDevices(1); }
+};
+
+TEST_F(DumpsDeviceTest, SingleDeviceDumpsMatchTheReference) {
+  int compiled = 0;
+  for (const TestdataProgram& program :
+       ReadTestdataPrograms(std::string(VKSPMD_TESTDATA_DIR) + "/dumps")) {
+    SCOPED_TRACE(program.path.string());
+    absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(program.text);
+    ASSERT_TRUE(module.ok()) << module.status();
+    if ((*module)->replica_count() * (*module)->partition_count() != 1) continue;
+    std::vector<ir::Literal> arguments;
+    for (int64_t k = 0; k < (*module)->entry()->parameter_count(); ++k) {
+      absl::StatusOr<ir::Literal> stored =
+          io::ReadNpyFile(absl::StrCat(program.base, ".arg", k, ".npy"));
+      ASSERT_TRUE(stored.ok()) << stored.status();
+      arguments.push_back(std::move(*stored));
+    }
+    absl::StatusOr<ir::Literal> reference = interp::Evaluate(**module, arguments);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    absl::StatusOr<std::unique_ptr<exec::Executable>> executable =
+        exec::Executable::Compile(**module, device(0));
+    ASSERT_TRUE(executable.ok()) << executable.status();
+    absl::StatusOr<ir::Literal> result = (*executable)->Run(arguments);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(CompareLiterals(*result, *reference), "");
+    ++compiled;
+  }
+  EXPECT_GE(compiled, 4) << "the MLP and transformer dumps run on the device";
+}
+
+}  // namespace
+}  // namespace vkspmd::testing
