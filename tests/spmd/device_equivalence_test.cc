@@ -13,8 +13,11 @@
 #include <set>
 
 #include "fmt/format.h"
+#include "fmt/ranges.h"
+#include "src/base/status_macros.h"
 #include "src/exec/mesh_executable.h"
 #include "src/interp/evaluator.h"
+#include "src/ir/parser.h"
 #include "tests/spmd/programs.h"
 #include "tests/spmd/spmd_test_util.h"
 #include "tests/support/device_test.h"
@@ -80,7 +83,15 @@ std::vector<std::pair<size_t, size_t>> RunsOf(size_t program_index, bool full) {
   return runs;
 }
 
-class DeviceEquivalenceTest : public vkspmd::testing::DeviceTest {};
+class DeviceEquivalenceTest : public vkspmd::testing::DeviceTest {
+ protected:
+  // The opened devices that run mesh devices 0..count-1.
+  std::vector<runtime::MeshDevice*> FirstDevices(size_t count) {
+    std::vector<runtime::MeshDevice*> devices;
+    for (size_t d = 0; d < count; ++d) devices.push_back(&device(static_cast<int>(d)));
+    return devices;
+  }
+};
 
 TEST_F(DeviceEquivalenceTest, PartitionedProgramsOnDevicesEqualTheUnpartitionedReference) {
   const bool full = std::getenv("VKSPMD_FULL_DEVICE_EQUIVALENCE") != nullptr;
@@ -115,10 +126,7 @@ TEST_F(DeviceEquivalenceTest, PartitionedProgramsOnDevicesEqualTheUnpartitionedR
       DeviceRunner run = [&](const ir::Module& partitioned,
                              const std::vector<std::vector<ir::Literal>>& per_device)
           -> absl::StatusOr<std::vector<ir::Literal>> {
-        std::vector<runtime::MeshDevice*> devices;
-        for (size_t d = 0; d < per_device.size(); ++d) {
-          devices.push_back(&device(static_cast<int>(d)));
-        }
+        const std::vector<runtime::MeshDevice*> devices = FirstDevices(per_device.size());
         absl::StatusOr<std::unique_ptr<exec::MeshExecutable>> executable =
             exec::MeshExecutable::Compile(partitioned, devices);
         if (known == nullptr) {
@@ -157,6 +165,41 @@ TEST_F(DeviceEquivalenceTest, PartitionedProgramsOnDevicesEqualTheUnpartitionedR
     std::cout << "; " << name << " on the CPU reference: " << known.reason;
   }
   std::cout << "\n";
+}
+
+// A sample of the tile-assignment forms of issue 19 on lavapipe devices (the whole matrix runs on
+// the CPU reference in spmd_equivalence_test): per device count one mesh (the refined one-axis
+// mesh for 4 and 8) and three rotations of its forms, odd sizes for 2 and 8 devices.
+TEST_F(DeviceEquivalenceTest, TileAssignmentFormsOnDevices) {
+  OpenDevices(8);
+  const Sizes uneven = SizeCases()[1];
+  int runs = 0;
+  for (const FormsCase& forms_case : TileAssignmentForms2d()) {
+    const Mesh& mesh = forms_case.meshes[0];
+    if (mesh.device_count() == 6) continue;  // 2, 4 and 8 devices
+    const Sizes& sizes = mesh.device_count() == 4 ? SizeCases()[0] : uneven;
+    for (size_t i = 0; i < 3; ++i) {
+      const std::vector<std::string> slots = FormsInRotation(forms_case.forms, i);
+      const std::string name =
+          fmt::format("{} devices, forms {}", mesh.device_count(), fmt::join(slots, " "));
+      absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(
+          InstantiateForms(kTileAssignmentFormsProgram, mesh.device_count(), sizes, slots));
+      ASSERT_TRUE(module.ok()) << name << ": " << module.status();
+      DeviceRunner run = [&](const ir::Module& partitioned,
+                             const std::vector<std::vector<ir::Literal>>& per_device)
+          -> absl::StatusOr<std::vector<ir::Literal>> {
+        const std::vector<runtime::MeshDevice*> devices = FirstDevices(per_device.size());
+        VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<exec::MeshExecutable> executable,
+                                exec::MeshExecutable::Compile(partitioned, devices));
+        return executable->Run(per_device);
+      };
+      absl::StatusOr<EquivalenceOutcome> outcome = RunEquivalence(**module, mesh, 1, run);
+      ASSERT_TRUE(outcome.ok()) << name << ": " << outcome.status();
+      EXPECT_LT(outcome->difference, 2e-4) << name;
+      ++runs;
+    }
+  }
+  EXPECT_EQ(runs, 9);
 }
 
 }  // namespace

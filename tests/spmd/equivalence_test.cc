@@ -184,85 +184,6 @@ INSTANTIATE_TEST_SUITE_P(Programs, EquivalenceTest, ::testing::ValuesIn(Equivale
                            return param.param.name;
                          });
 
-// Every tile-assignment form the HLO syntax allows (issue 19): explicit device lists in any
-// order, iota tile assignments with reshape and transpose, last_tile_dim_replicate,
-// last_tile_dims={replicated...}, maximal and replicated, on 2, 4, 6, 8 and 12 devices, over meshes
-// whose axes produce them and over one-axis meshes the partitioner refines. Each case annotates
-// the parameters, a Sharding custom-call, a dot and the root with forms in rotation (so values
-// are resharded between forms of different device orders) and once with one form throughout;
-// the per-device programs run on the CPU reference against the unpartitioned program.
-constexpr char kFormsProgram[] = R"(HloModule forms, num_partitions={n}
-%add.f32 (a: f32[], b: f32[]) -> f32[] {{
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(f32[] %a, f32[] %b)
-}}
-ENTRY %main (x: f32[{r},{c}], w: f32[{c},{k}]) -> (f32[{r},{k}], f32[{r}]) {{
-  %x = f32[{r},{c}] parameter(0), sharding={s0}
-  %w = f32[{c},{k}] parameter(1), sharding={s1}
-  %xs = f32[{r},{c}] custom-call(f32[{r},{c}] %x), custom_call_target="Sharding", sharding={s2}
-  %e = f32[{r},{c}] tanh(f32[{r},{c}] %xs)
-  %y = f32[{r},{k}] dot(f32[{r},{c}] %e, f32[{c},{k}] %w), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}, sharding={s3}
-  %z = f32[{r},{k}] add(f32[{r},{k}] %y, f32[{r},{k}] %y)
-  %zero = f32[] constant(0)
-  %sum = f32[{r}] reduce(f32[{r},{k}] %z, f32[] %zero), dimensions={{1}}, to_apply=%add.f32
-  ROOT %t = (f32[{r},{k}], f32[{r}]) tuple(f32[{r},{k}] %z, f32[{r}] %sum), sharding={{{s4}, {{replicated}}}}
-}})";
-
-// A rank-3 elementwise chain: the 3-D iota transposes of 8 and 12 devices.
-constexpr char kForms3dProgram[] = R"(HloModule forms3d, num_partitions={n}
-ENTRY %main (x: f32[5,7,4], v: f32[5,7,4]) -> f32[5,7,4] {{
-  %x = f32[5,7,4] parameter(0), sharding={s0}
-  %v = f32[5,7,4] parameter(1), sharding={s1}
-  %xs = f32[5,7,4] custom-call(f32[5,7,4] %x), custom_call_target="Sharding", sharding={s2}
-  %m = f32[5,7,4] multiply(f32[5,7,4] %xs, f32[5,7,4] %v)
-  ROOT %n = f32[5,7,4] negate(f32[5,7,4] %m), sharding={s3}
-}})";
-
-struct FormsCase {
-  std::vector<Mesh> meshes;  // each runs every case
-  std::vector<std::string> forms;
-};
-
-std::vector<FormsCase> Forms2d() {
-  const auto mesh = [](std::vector<int64_t> shape) { return *Mesh::Create(std::move(shape)); };
-  return {
-      {{mesh({2})},
-       {"{devices=[2,1]1,0}", "{devices=[1,2]1,0}", "{devices=[2,1]<=[2]}", "{maximal device=1}",
-        "{devices=[1,1,2]1,0 last_tile_dim_replicate}",
-        "{devices=[1,2,1]1,0 last_tile_dims={replicated}}", "{replicated}"}},
-      {{mesh({4}), mesh({2, 2})},
-       {"{devices=[2,2]<=[2,2]T(1,0)}", "{devices=[2,2]3,1,0,2}", "{devices=[4,1]2,0,3,1}",
-        "{devices=[1,4]<=[2,2]T(1,0)}", "{devices=[2,1,2]0,3,1,2 last_tile_dim_replicate}",
-        "{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}",
-        "{devices=[1,1,2,2]<=[4] last_tile_dims={replicated, replicated}}", "{maximal device=3}"}},
-      {{mesh({6}), mesh({3, 2})},
-       {"{devices=[3,2]<=[2,3]T(1,0)}", "{devices=[2,3]5,4,3,2,1,0}",
-        "{devices=[3,1,2]<=[6] last_tile_dim_replicate}", "{devices=[1,6]<=[3,2]T(1,0)}",
-        "{devices=[6,1]1,3,5,0,2,4}", "{devices=[1,2,3]<=[3,2]T(1,0) last_tile_dim_replicate}",
-        "{maximal device=4}"}},
-      {{mesh({8}), mesh({2, 4})},
-       {"{devices=[2,2,2]<=[2,2,2]T(2,0,1) last_tile_dim_replicate}",
-        "{devices=[4,2]<=[2,2,2]T(1,2,0)}", "{devices=[2,4]7,6,5,4,3,2,1,0}",
-        "{devices=[8,1]<=[2,4]T(1,0)}", "{devices=[1,2,4]<=[8] last_tile_dim_replicate}",
-        "{devices=[2,1,2,2]<=[8] last_tile_dims={replicated, replicated}}", "{maximal device=5}"}},
-  };
-}
-
-std::vector<FormsCase> Forms3d() {
-  const auto mesh = [](std::vector<int64_t> shape) { return *Mesh::Create(std::move(shape)); };
-  return {
-      {{mesh({8})},
-       {"{devices=[2,2,2]<=[2,2,2]T(2,0,1)}", "{devices=[2,4,1]<=[2,2,2]T(1,0,2)}",
-        "{devices=[1,2,2,2]7,5,3,1,6,4,2,0 last_tile_dim_replicate}",
-        "{devices=[2,2,2]0,4,1,5,2,6,3,7}"}},
-      {{mesh({12}), mesh({2, 3, 2})},
-       {"{devices=[2,3,2]<=[2,3,2]T(2,0,1)}", "{devices=[3,2,2]<=[12]}",
-        "{devices=[1,3,2,2]<=[2,3,2]T(1,2,0) last_tile_dim_replicate}",
-        "{devices=[4,3,1]<=[3,4]T(1,0)}", "{devices=[2,2,3]11,10,9,8,7,6,5,4,3,2,1,0}"}},
-  };
-}
-
 // The layout the partitioner gave a value is the one its annotation means: every device holds
 // the block ir::Sharding's own tile queries (XLA's TileOffsetForDevice/TileLimitForDevice) give,
 // or the value when it is maximal on that device.
@@ -300,15 +221,8 @@ void RunForms(const char* text, int64_t slots, const std::vector<FormsCase>& for
     for (const Mesh& mesh : forms_case.meshes) {
       for (const Sizes& size : sizes) {
         for (size_t i = 0; i < 2 * n; ++i) {
-          std::vector<std::string> s;
-          for (int64_t j = 0; j < 5; ++j) {
-            s.push_back(forms_case.forms[i < n ? (i + j) % n : i - n]);
-          }
-          const std::string program =
-              fmt::format(fmt::runtime(text), fmt::arg("n", mesh.device_count()),
-                          fmt::arg("r", size.a), fmt::arg("c", size.b), fmt::arg("k", size.c),
-                          fmt::arg("s0", s[0]), fmt::arg("s1", s[1]), fmt::arg("s2", s[2]),
-                          fmt::arg("s3", s[3]), fmt::arg("s4", s[4]));
+          const std::vector<std::string> s = FormsInRotation(forms_case.forms, i);
+          const std::string program = InstantiateForms(text, mesh.device_count(), size, s);
           const std::string name = fmt::format("mesh {} {} [{}]", mesh.ToString(), size.name,
                                                absl::StrJoin(s.begin(), s.begin() + slots, " "));
           absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(program);
@@ -336,10 +250,17 @@ void RunForms(const char* text, int64_t slots, const std::vector<FormsCase>& for
   }
 }
 
+// Every tile-assignment form the HLO syntax allows (issue 19): explicit device lists in any
+// order, iota tile assignments with reshape and transpose, last_tile_dim_replicate,
+// last_tile_dims={replicated...}, maximal and replicated, on 2, 4, 6, 8 and 12 devices, over meshes
+// whose axes produce them and over one-axis meshes the partitioner refines. Each case annotates
+// the parameters, a Sharding custom-call, a dot and the root with forms in rotation (so values
+// are resharded between forms of different device orders) and once with one form throughout;
+// the per-device programs run on the CPU reference against the unpartitioned program.
 TEST(EquivalenceMatrixTest, EveryTileAssignmentForm) {
   int64_t cases = 0;
-  RunForms(kFormsProgram, 5, Forms2d(), SizeCases(), &cases);
-  RunForms(kForms3dProgram, 4, Forms3d(), {SizeCases()[0]}, &cases);
+  RunForms(kTileAssignmentFormsProgram, 5, TileAssignmentForms2d(), SizeCases(), &cases);
+  RunForms(kTileAssignmentForms3dProgram, 4, TileAssignmentForms3d(), {SizeCases()[0]}, &cases);
   RecordProperty("cases", static_cast<int>(cases));
   EXPECT_EQ(cases, 2 * 2 * (7 + 2 * 8 + 2 * 7 + 2 * 7) + 2 * (4 + 2 * 5));
 }

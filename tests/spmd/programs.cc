@@ -467,4 +467,86 @@ std::string Instantiate(const std::string& text, const Sizes& sizes) {
   return result;
 }
 
+const char kTileAssignmentFormsProgram[] = R"(HloModule forms, num_partitions={n}
+%add.f32 (a: f32[], b: f32[]) -> f32[] {{
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}}
+ENTRY %main (x: f32[{r},{c}], w: f32[{c},{k}]) -> (f32[{r},{k}], f32[{r}]) {{
+  %x = f32[{r},{c}] parameter(0), sharding={s0}
+  %w = f32[{c},{k}] parameter(1), sharding={s1}
+  %xs = f32[{r},{c}] custom-call(f32[{r},{c}] %x), custom_call_target="Sharding", sharding={s2}
+  %e = f32[{r},{c}] tanh(f32[{r},{c}] %xs)
+  %y = f32[{r},{k}] dot(f32[{r},{c}] %e, f32[{c},{k}] %w), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}, sharding={s3}
+  %z = f32[{r},{k}] add(f32[{r},{k}] %y, f32[{r},{k}] %y)
+  %zero = f32[] constant(0)
+  %sum = f32[{r}] reduce(f32[{r},{k}] %z, f32[] %zero), dimensions={{1}}, to_apply=%add.f32
+  ROOT %t = (f32[{r},{k}], f32[{r}]) tuple(f32[{r},{k}] %z, f32[{r}] %sum), sharding={{{s4}, {{replicated}}}}
+}})";
+
+// A rank-3 elementwise chain: the 3-D iota transposes of 8 and 12 devices.
+const char kTileAssignmentForms3dProgram[] = R"(HloModule forms3d, num_partitions={n}
+ENTRY %main (x: f32[5,7,4], v: f32[5,7,4]) -> f32[5,7,4] {{
+  %x = f32[5,7,4] parameter(0), sharding={s0}
+  %v = f32[5,7,4] parameter(1), sharding={s1}
+  %xs = f32[5,7,4] custom-call(f32[5,7,4] %x), custom_call_target="Sharding", sharding={s2}
+  %m = f32[5,7,4] multiply(f32[5,7,4] %xs, f32[5,7,4] %v)
+  ROOT %n = f32[5,7,4] negate(f32[5,7,4] %m), sharding={s3}
+}})";
+
+std::vector<FormsCase> TileAssignmentForms2d() {
+  const auto mesh = [](std::vector<int64_t> shape) { return *Mesh::Create(std::move(shape)); };
+  return {
+      {{mesh({2})},
+       {"{devices=[2,1]1,0}", "{devices=[1,2]1,0}", "{devices=[2,1]<=[2]}", "{maximal device=1}",
+        "{devices=[1,1,2]1,0 last_tile_dim_replicate}",
+        "{devices=[1,2,1]1,0 last_tile_dims={replicated}}", "{replicated}"}},
+      {{mesh({4}), mesh({2, 2})},
+       {"{devices=[2,2]<=[2,2]T(1,0)}", "{devices=[2,2]3,1,0,2}", "{devices=[4,1]2,0,3,1}",
+        "{devices=[1,4]<=[2,2]T(1,0)}", "{devices=[2,1,2]0,3,1,2 last_tile_dim_replicate}",
+        "{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}",
+        "{devices=[1,1,2,2]<=[4] last_tile_dims={replicated, replicated}}", "{maximal device=3}"}},
+      {{mesh({6}), mesh({3, 2})},
+       {"{devices=[3,2]<=[2,3]T(1,0)}", "{devices=[2,3]5,4,3,2,1,0}",
+        "{devices=[3,1,2]<=[6] last_tile_dim_replicate}", "{devices=[1,6]<=[3,2]T(1,0)}",
+        "{devices=[6,1]1,3,5,0,2,4}", "{devices=[1,2,3]<=[3,2]T(1,0) last_tile_dim_replicate}",
+        "{maximal device=4}"}},
+      {{mesh({8}), mesh({2, 4})},
+       {"{devices=[2,2,2]<=[2,2,2]T(2,0,1) last_tile_dim_replicate}",
+        "{devices=[4,2]<=[2,2,2]T(1,2,0)}", "{devices=[2,4]7,6,5,4,3,2,1,0}",
+        "{devices=[8,1]<=[2,4]T(1,0)}", "{devices=[1,2,4]<=[8] last_tile_dim_replicate}",
+        "{devices=[2,1,2,2]<=[8] last_tile_dims={replicated, replicated}}", "{maximal device=5}"}},
+  };
+}
+
+std::vector<FormsCase> TileAssignmentForms3d() {
+  const auto mesh = [](std::vector<int64_t> shape) { return *Mesh::Create(std::move(shape)); };
+  return {
+      {{mesh({8})},
+       {"{devices=[2,2,2]<=[2,2,2]T(2,0,1)}", "{devices=[2,4,1]<=[2,2,2]T(1,0,2)}",
+        "{devices=[1,2,2,2]7,5,3,1,6,4,2,0 last_tile_dim_replicate}",
+        "{devices=[2,2,2]0,4,1,5,2,6,3,7}"}},
+      {{mesh({12}), mesh({2, 3, 2})},
+       {"{devices=[2,3,2]<=[2,3,2]T(2,0,1)}", "{devices=[3,2,2]<=[12]}",
+        "{devices=[1,3,2,2]<=[2,3,2]T(1,2,0) last_tile_dim_replicate}",
+        "{devices=[4,3,1]<=[3,4]T(1,0)}", "{devices=[2,2,3]11,10,9,8,7,6,5,4,3,2,1,0}"}},
+  };
+}
+
+std::vector<std::string> FormsInRotation(const std::vector<std::string>& forms, size_t i) {
+  const size_t n = forms.size();
+  std::vector<std::string> slots;
+  for (size_t j = 0; j < 5; ++j) slots.push_back(forms[i < n ? (i + j) % n : i - n]);
+  return slots;
+}
+
+std::string InstantiateForms(const char* text, int64_t devices, const Sizes& sizes,
+                             const std::vector<std::string>& slots) {
+  return fmt::format(fmt::runtime(text), fmt::arg("n", devices), fmt::arg("r", sizes.a),
+                     fmt::arg("c", sizes.b), fmt::arg("k", sizes.c), fmt::arg("s0", slots[0]),
+                     fmt::arg("s1", slots[1]), fmt::arg("s2", slots[2]), fmt::arg("s3", slots[3]),
+                     fmt::arg("s4", slots[4]));
+}
+
 }  // namespace vkspmd::spmd::testing
