@@ -41,6 +41,13 @@ CASES = {
                    lambda x, w: {"output": np.square(np.tanh(x @ w))}),
     "jax_dot_2d": ("jax_dot_2d.hlo", lambda rng: [floats(rng, 6, 10), floats(rng, 10, 7)],
                    lambda a, b: {"output": 2 * (a @ b)}),
+    "jax_int_rows_8": ("jax_int_rows_8.hlo", lambda rng: [ints(rng, 13, 3)],
+                       lambda x: {"output": x * x - x}),
+    "jax_permuted_2": ("jax_permuted_2.hlo", lambda rng: [floats(rng, 7, 5)],
+                       lambda x: {"output": -np.exp(x)}),
+    "jax_transposed_iota_8": ("jax_transposed_iota_8.hlo",
+                              lambda rng: [floats(rng, 6, 12), floats(rng, 6, 12)],
+                              lambda a, b: {"output": a * b}),
     "mlp_forward": ("../../testdata/mlp_forward.hlo", None, None),
 }
 
