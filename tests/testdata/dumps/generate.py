@@ -361,5 +361,159 @@ block_args = [f32(S, D), f32(D), f32(D), f32(D, 3 * D) * np.float32(0.5), f32(D,
 block_out = block(*block_args)
 case("jax_transformer_block_preopt", JAX_BLOCK, block_args, block_out)
 
+# --- The block compiled for two devices after SPMD partitioning (GPU-style
+# `.compile().as_text()` of a Megatron-sharded jit: one head per device, the MLP's hidden units
+# split): scheduled, fusions of every kind, a multi-output fusion, bitcasts that transpose and
+# reshape, async all-reduce/all-gather/collective-permute pairs. Device d holds head d, columns
+# 6d..6d+5 of w1, rows of wo and w2 to match, and half of the first layer norm's scale and bias.
+JAX_BLOCK_SPMD = """HloModule jit_block, is_scheduled=true, entry_computation_layout={(f32[5,8]{1,0}, f32[4]{0}, f32[4]{0}, f32[8,12]{1,0}, f32[4,8]{1,0}, f32[8]{0}, f32[8]{0}, f32[8,6]{1,0}, f32[6,8]{1,0})->(f32[5,1,8]{2,1,0}, f32[4]{0})}, num_partitions=2, frontend_attributes={fingerprint_before_lhs="3e1c9a"}
+
+%add (x.1: f32[], y.1: f32[]) -> f32[] {
+  %x.1 = f32[] parameter(0)
+  %y.1 = f32[] parameter(1)
+  ROOT %add.1 = f32[] add(f32[] %x.1, f32[] %y.1)
+}
+
+%max (x.2: f32[], y.2: f32[]) -> f32[] {
+  %x.2 = f32[] parameter(0)
+  %y.2 = f32[] parameter(1)
+  ROOT %maximum.1 = f32[] maximum(f32[] %x.2, f32[] %y.2)
+}
+
+%fused_layer_norm (param_0: f32[5,8], param_1: f32[8], param_2: f32[8]) -> f32[5,8] {
+  %param_0 = f32[5,8]{1,0} parameter(0)
+  %constant_0 = f32[] constant(0)
+  %reduce.0 = f32[5]{0} reduce(f32[5,8]{1,0} %param_0, f32[] %constant_0), dimensions={1}, to_apply=%add
+  %constant_1 = f32[] constant(0.125)
+  %broadcast.0 = f32[5]{0} broadcast(f32[] %constant_1), dimensions={}
+  %multiply.0 = f32[5]{0} multiply(f32[5]{0} %reduce.0, f32[5]{0} %broadcast.0)
+  %broadcast.1 = f32[5,8]{1,0} broadcast(f32[5]{0} %multiply.0), dimensions={0}
+  %subtract.0 = f32[5,8]{1,0} subtract(f32[5,8]{1,0} %param_0, f32[5,8]{1,0} %broadcast.1)
+  %multiply.1 = f32[5,8]{1,0} multiply(f32[5,8]{1,0} %subtract.0, f32[5,8]{1,0} %subtract.0)
+  %reduce.1 = f32[5]{0} reduce(f32[5,8]{1,0} %multiply.1, f32[] %constant_0), dimensions={1}, to_apply=%add
+  %multiply.2 = f32[5]{0} multiply(f32[5]{0} %reduce.1, f32[5]{0} %broadcast.0)
+  %constant_2 = f32[] constant(1e-05)
+  %broadcast.2 = f32[5]{0} broadcast(f32[] %constant_2), dimensions={}
+  %add.0 = f32[5]{0} add(f32[5]{0} %multiply.2, f32[5]{0} %broadcast.2)
+  %rsqrt.0 = f32[5]{0} rsqrt(f32[5]{0} %add.0)
+  %broadcast.3 = f32[5,8]{1,0} broadcast(f32[5]{0} %rsqrt.0), dimensions={0}
+  %multiply.3 = f32[5,8]{1,0} multiply(f32[5,8]{1,0} %subtract.0, f32[5,8]{1,0} %broadcast.3)
+  %param_1 = f32[8]{0} parameter(1)
+  %broadcast.4 = f32[5,8]{1,0} broadcast(f32[8]{0} %param_1), dimensions={1}
+  %multiply.4 = f32[5,8]{1,0} multiply(f32[5,8]{1,0} %multiply.3, f32[5,8]{1,0} %broadcast.4)
+  %param_2 = f32[8]{0} parameter(2)
+  %broadcast.5 = f32[5,8]{1,0} broadcast(f32[8]{0} %param_2), dimensions={1}
+  ROOT %add.2 = f32[5,8]{1,0} add(f32[5,8]{1,0} %multiply.4, f32[5,8]{1,0} %broadcast.5)
+}
+
+%fused_scores (param_0.1: f32[5,4], param_1.1: f32[4,5]) -> f32[5,5] {
+  %param_0.1 = f32[5,4]{1,0} parameter(0)
+  %param_1.1 = f32[4,5]{0,1} parameter(1)
+  %dot.0 = f32[5,5]{1,0} dot(f32[5,4]{1,0} %param_0.1, f32[4,5]{0,1} %param_1.1), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="jit(block)/jit(main)/dot_general" source_file="/home/user/block.py" source_line=24}
+  %constant_3 = f32[] constant(0.5)
+  %broadcast.6 = f32[5,5]{1,0} broadcast(f32[] %constant_3), dimensions={}
+  ROOT %multiply.5 = f32[5,5]{1,0} multiply(f32[5,5]{1,0} %dot.0, f32[5,5]{1,0} %broadcast.6)
+}
+
+%fused_softmax (param_0.2: f32[5,5]) -> (f32[5], f32[5,5]) {
+  %param_0.2 = f32[5,5]{1,0} parameter(0)
+  %constant_4 = f32[] constant(-inf)
+  %reduce.2 = f32[5]{0} reduce(f32[5,5]{1,0} %param_0.2, f32[] %constant_4), dimensions={1}, to_apply=%max
+  %broadcast.7 = f32[5,5]{1,0} broadcast(f32[5]{0} %reduce.2), dimensions={0}
+  %subtract.1 = f32[5,5]{1,0} subtract(f32[5,5]{1,0} %param_0.2, f32[5,5]{1,0} %broadcast.7)
+  %exponential.0 = f32[5,5]{1,0} exponential(f32[5,5]{1,0} %subtract.1)
+  %constant_5 = f32[] constant(0)
+  %reduce.3 = f32[5]{0} reduce(f32[5,5]{1,0} %exponential.0, f32[] %constant_5), dimensions={1}, to_apply=%add
+  ROOT %tuple.0 = (f32[5]{0}, f32[5,5]{1,0}) tuple(f32[5]{0} %reduce.3, f32[5,5]{1,0} %exponential.0)
+}
+
+%fused_divide (param_0.3: f32[5,5], param_1.3: f32[5]) -> f32[5,5] {
+  %param_0.3 = f32[5,5]{1,0} parameter(0)
+  %param_1.3 = f32[5]{0} parameter(1)
+  %broadcast.8 = f32[5,5]{1,0} broadcast(f32[5]{0} %param_1.3), dimensions={0}
+  ROOT %divide.0 = f32[5,5]{1,0} divide(f32[5,5]{1,0} %param_0.3, f32[5,5]{1,0} %broadcast.8)
+}
+
+%fused_gelu (param_0.4: f32[5,6]) -> f32[5,6] {
+  %param_0.4 = f32[5,6]{1,0} parameter(0)
+  %multiply.6 = f32[5,6]{1,0} multiply(f32[5,6]{1,0} %param_0.4, f32[5,6]{1,0} %param_0.4)
+  %multiply.7 = f32[5,6]{1,0} multiply(f32[5,6]{1,0} %multiply.6, f32[5,6]{1,0} %param_0.4)
+  %constant_6 = f32[] constant(0.044715)
+  %broadcast.9 = f32[5,6]{1,0} broadcast(f32[] %constant_6), dimensions={}
+  %multiply.8 = f32[5,6]{1,0} multiply(f32[5,6]{1,0} %broadcast.9, f32[5,6]{1,0} %multiply.7)
+  %add.3 = f32[5,6]{1,0} add(f32[5,6]{1,0} %param_0.4, f32[5,6]{1,0} %multiply.8)
+  %constant_7 = f32[] constant(0.797884583)
+  %broadcast.10 = f32[5,6]{1,0} broadcast(f32[] %constant_7), dimensions={}
+  %multiply.9 = f32[5,6]{1,0} multiply(f32[5,6]{1,0} %broadcast.10, f32[5,6]{1,0} %add.3)
+  %tanh.0 = f32[5,6]{1,0} tanh(f32[5,6]{1,0} %multiply.9)
+  %constant_8 = f32[] constant(1)
+  %broadcast.11 = f32[5,6]{1,0} broadcast(f32[] %constant_8), dimensions={}
+  %add.4 = f32[5,6]{1,0} add(f32[5,6]{1,0} %broadcast.11, f32[5,6]{1,0} %tanh.0)
+  %constant_9 = f32[] constant(0.5)
+  %broadcast.12 = f32[5,6]{1,0} broadcast(f32[] %constant_9), dimensions={}
+  %multiply.10 = f32[5,6]{1,0} multiply(f32[5,6]{1,0} %broadcast.12, f32[5,6]{1,0} %param_0.4)
+  ROOT %multiply.11 = f32[5,6]{1,0} multiply(f32[5,6]{1,0} %multiply.10, f32[5,6]{1,0} %add.4)
+}
+
+%fused_residual (param_0.5: f32[5,8], param_1.5: f32[5,8]) -> f32[5,8] {
+  %param_0.5 = f32[5,8]{1,0} parameter(0)
+  %param_1.5 = f32[5,8]{1,0} parameter(1)
+  ROOT %add.5 = f32[5,8]{1,0} add(f32[5,8]{1,0} %param_0.5, f32[5,8]{1,0} %param_1.5)
+}
+
+ENTRY %main.200 (Arg_0.1: f32[5,8], Arg_1.2: f32[4], Arg_2.3: f32[4], Arg_3.4: f32[8,12], Arg_4.5: f32[4,8], Arg_5.6: f32[8], Arg_6.7: f32[8], Arg_7.8: f32[8,6], Arg_8.9: f32[6,8]) -> (f32[5,1,8], f32[4]) {
+  %Arg_1.2 = f32[4]{0} parameter(1), sharding={devices=[2]<=[2]}, metadata={op_name="params[\'ln1\'][\'scale\']"}
+  %all-gather-start = (f32[4]{0}, f32[8]{0}) all-gather-start(f32[4]{0} %Arg_1.2), channel_id=1, replica_groups=[1,2]<=[2], dimensions={0}, use_global_device_ids=true, backend_config={"operation_queue_id":"0","wait_on_operation_queues":[],"collective_backend_config":{"is_sync":true,"no_parallel_custom_call":false},"force_earliest_schedule":false}
+  %Arg_2.3 = f32[4]{0} parameter(2), sharding={devices=[2]<=[2]}
+  %all-gather-start.1 = (f32[4]{0}, f32[8]{0}) all-gather-start(f32[4]{0} %Arg_2.3), channel_id=2, replica_groups=[1,2]<=[2], dimensions={0}, use_global_device_ids=true
+  %collective-permute-start = (f32[4]{0}, f32[4]{0}, u32[], u32[]) collective-permute-start(f32[4]{0} %Arg_1.2), channel_id=3, source_target_pairs={{0,1},{1,0}}, backend_config={"operation_queue_id":"0","wait_on_operation_queues":[]}
+  %all-gather-done = f32[8]{0} all-gather-done((f32[4]{0}, f32[8]{0}) %all-gather-start)
+  %all-gather-done.1 = f32[8]{0} all-gather-done((f32[4]{0}, f32[8]{0}) %all-gather-start.1)
+  %Arg_0.1 = f32[5,8]{1,0} parameter(0), sharding={replicated}, metadata={op_name="x"}
+  %fusion = f32[5,8]{1,0} fusion(f32[5,8]{1,0} %Arg_0.1, f32[8]{0} %all-gather-done, f32[8]{0} %all-gather-done.1), kind=kInput, calls=%fused_layer_norm
+  %Arg_3.4 = f32[8,12]{1,0} parameter(3), sharding={devices=[1,2]<=[2]}
+  %dot.1 = f32[5,12]{1,0} dot(f32[5,8]{1,0} %fusion, f32[8,12]{1,0} %Arg_3.4), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %slice.0 = f32[5,4]{1,0} slice(f32[5,12]{1,0} %dot.1), slice={[0:5], [0:4]}
+  %slice.1 = f32[5,4]{1,0} slice(f32[5,12]{1,0} %dot.1), slice={[0:5], [4:8]}
+  %bitcast.0 = f32[4,5]{0,1} bitcast(f32[5,4]{1,0} %slice.1)
+  %fusion.1 = f32[5,5]{1,0} fusion(f32[5,4]{1,0} %slice.0, f32[4,5]{0,1} %bitcast.0), kind=kOutput, calls=%fused_scores
+  %fusion.2 = (f32[5]{0}, f32[5,5]{1,0}) fusion(f32[5,5]{1,0} %fusion.1), kind=kInput, calls=%fused_softmax
+  %get-tuple-element.0 = f32[5]{0} get-tuple-element((f32[5]{0}, f32[5,5]{1,0}) %fusion.2), index=0
+  %get-tuple-element.1 = f32[5,5]{1,0} get-tuple-element((f32[5]{0}, f32[5,5]{1,0}) %fusion.2), index=1
+  %fusion.3 = f32[5,5]{1,0} fusion(f32[5,5]{1,0} %get-tuple-element.1, f32[5]{0} %get-tuple-element.0), kind=kLoop, calls=%fused_divide
+  %slice.2 = f32[5,4]{1,0} slice(f32[5,12]{1,0} %dot.1), slice={[0:5], [8:12]}
+  %dot.2 = f32[5,4]{1,0} dot(f32[5,5]{1,0} %fusion.3, f32[5,4]{1,0} %slice.2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %Arg_4.5 = f32[4,8]{1,0} parameter(4), sharding={devices=[2,1]<=[2]}
+  %dot.3 = f32[5,8]{1,0} dot(f32[5,4]{1,0} %dot.2, f32[4,8]{1,0} %Arg_4.5), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %all-reduce-start = f32[5,8]{1,0} all-reduce-start(f32[5,8]{1,0} %dot.3), channel_id=4, replica_groups=[1,2]<=[2], use_global_device_ids=true, to_apply=%add, backend_config={"operation_queue_id":"0","wait_on_operation_queues":[],"collective_backend_config":{"is_sync":true}}
+  %all-reduce-done = f32[5,8]{1,0} all-reduce-done(f32[5,8]{1,0} %all-reduce-start)
+  %fusion.4 = f32[5,8]{1,0} fusion(f32[5,8]{1,0} %Arg_0.1, f32[5,8]{1,0} %all-reduce-done), kind=kLoop, calls=%fused_residual
+  %Arg_5.6 = f32[8]{0} parameter(5), sharding={replicated}
+  %Arg_6.7 = f32[8]{0} parameter(6), sharding={replicated}
+  %fusion.5 = f32[5,8]{1,0} fusion(f32[5,8]{1,0} %fusion.4, f32[8]{0} %Arg_5.6, f32[8]{0} %Arg_6.7), kind=kInput, calls=%fused_layer_norm
+  %Arg_7.8 = f32[8,6]{1,0} parameter(7), sharding={devices=[1,2]<=[2]}
+  %dot.4 = f32[5,6]{1,0} dot(f32[5,8]{1,0} %fusion.5, f32[8,6]{1,0} %Arg_7.8), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %fusion.6 = f32[5,6]{1,0} fusion(f32[5,6]{1,0} %dot.4), kind=kLoop, calls=%fused_gelu
+  %Arg_8.9 = f32[6,8]{1,0} parameter(8), sharding={devices=[2,1]<=[2]}
+  %dot.5 = f32[5,8]{1,0} dot(f32[5,6]{1,0} %fusion.6, f32[6,8]{1,0} %Arg_8.9), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %all-reduce-start.1 = f32[5,8]{1,0} all-reduce-start(f32[5,8]{1,0} %dot.5), channel_id=5, replica_groups=[1,2]<=[2], use_global_device_ids=true, to_apply=%add
+  %all-reduce-done.1 = f32[5,8]{1,0} all-reduce-done(f32[5,8]{1,0} %all-reduce-start.1)
+  %fusion.7 = f32[5,8]{1,0} fusion(f32[5,8]{1,0} %fusion.4, f32[5,8]{1,0} %all-reduce-done.1), kind=kLoop, calls=%fused_residual
+  %bitcast.1 = f32[5,1,8]{2,1,0} bitcast(f32[5,8]{1,0} %fusion.7)
+  %collective-permute-done = f32[4]{0} collective-permute-done((f32[4]{0}, f32[4]{0}, u32[], u32[]) %collective-permute-start)
+  ROOT %tuple = (f32[5,1,8]{2,1,0}, f32[4]{0}) tuple(f32[5,1,8]{2,1,0} %bitcast.1, f32[4]{0} %collective-permute-done)
+}
+"""
+xx, g1, be1, wqkv, wo, g2, be2, wf1, wf2 = block_args
+spmd_args, spmd_outs = [], []
+full_out = block(*block_args).reshape(S, 1, D)
+for d in range(2):
+    heads = np.concatenate([wqkv[:, HD * d:HD * (d + 1)], wqkv[:, D + HD * d:D + HD * (d + 1)],
+                            wqkv[:, 2 * D + HD * d:2 * D + HD * (d + 1)]], axis=1)
+    spmd_args.append([xx, g1[4 * d:4 * d + 4], be1[4 * d:4 * d + 4], heads, wo[HD * d:HD * (d + 1)],
+                      g2, be2, wf1[:, 6 * d:6 * d + 6], wf2[6 * d:6 * d + 6]])
+    spmd_outs.append([full_out, g1[4 * (1 - d):4 * (1 - d) + 4]])
+case("jax_transformer_block_spmd_compiled", JAX_BLOCK_SPMD, spmd_args, spmd_outs, devices=2)
+
 for c in CASES:
     write(*c)
