@@ -147,6 +147,42 @@ std::vector<int64_t> OrderFor(const AxisSharding& candidate, const ir::Sharding&
   return order;
 }
 
+// The axes that give `wanted` (normalized, tiled) over `mesh` in its own device order: every
+// ordering of the axes of size > 1 (size-1 axes never change a sharding), each axis given a dim
+// or left unused.
+std::optional<AxisSharding> AxesInMeshOrder(const ir::Sharding& wanted, const Mesh& mesh,
+                                            int64_t rank) {
+  std::vector<int64_t> axes;
+  for (int64_t axis = 0; axis < mesh.axis_count(); ++axis) {
+    if (mesh.axis_size(axis) > 1) axes.push_back(axis);
+  }
+  std::sort(axes.begin(), axes.end());
+  std::optional<AxisSharding> found;
+  do {
+    std::vector<int64_t> choice(axes.size(), 0);
+    std::function<void(size_t)> assign = [&](size_t next) {
+      if (found.has_value()) return;
+      if (next == axes.size()) {
+        AxisSharding candidate = AxisSharding::Replicated(rank);
+        for (size_t i = 0; i < axes.size(); ++i) {
+          if (choice[i] < rank) candidate.dims[choice[i]].push_back(axes[i]);
+        }
+        for (int64_t d = 0; d < rank; ++d) {
+          if (candidate.TilesOn(d, mesh) != wanted.tile_assignment().dimensions[d]) return;
+        }
+        if (ToHloSharding(candidate, mesh) == wanted) found = candidate;
+        return;
+      }
+      for (int64_t d = 0; d <= rank; ++d) {
+        choice[next] = d;
+        assign(next + 1);
+      }
+    };
+    assign(0);
+  } while (!found.has_value() && std::next_permutation(axes.begin(), axes.end()));
+  return found;
+}
+
 }  // namespace
 
 Mesh LayoutMesh(const AxisSharding& sharding, const Mesh& mesh) {
@@ -223,8 +259,9 @@ ir::Sharding ToHloSharding(const AxisSharding& sharding, const Mesh& mesh_order)
   return ir::Sharding::Tiled(array, replication > 1);
 }
 
-absl::StatusOr<AxisSharding> FromHloSharding(const ir::Sharding& sharding, const Mesh& mesh,
-                                             int64_t rank) {
+absl::StatusOr<AxisSharding> FromHloSharding(
+    const ir::Sharding& sharding, const Mesh& mesh, int64_t rank,
+    const std::vector<std::vector<int64_t>>& preferred_orders) {
   switch (sharding.kind()) {
     case ir::Sharding::Kind::kReplicated:
       return AxisSharding::Replicated(rank);
@@ -260,42 +297,22 @@ absl::StatusOr<AxisSharding> FromHloSharding(const ir::Sharding& sharding, const
                                                   sharding.ToString(), wanted.TiledDataRank(),
                                                   rank));
   }
-  // Axes of size 1 never change a sharding; try every placement of the others.
-  std::vector<int64_t> axes;
-  for (int64_t axis = 0; axis < mesh.axis_count(); ++axis) {
-    if (mesh.axis_size(axis) > 1) axes.push_back(axis);
-  }
-  std::sort(axes.begin(), axes.end());
-  std::optional<AxisSharding> found;
-  // Every ordering of the axes, each axis given a dim or left unused (rank = unused).
-  do {
-    std::vector<int64_t> choice(axes.size(), 0);
-    std::function<void(size_t)> assign = [&](size_t next) {
-      if (found.has_value()) return;
-      if (next == axes.size()) {
-        AxisSharding candidate = AxisSharding::Replicated(rank);
-        for (size_t i = 0; i < axes.size(); ++i) {
-          if (choice[i] < rank) candidate.dims[choice[i]].push_back(axes[i]);
-        }
-        for (int64_t d = 0; d < rank; ++d) {
-          if (candidate.TilesOn(d, mesh) != wanted.tile_assignment().dimensions[d]) return;
-        }
-        if (ToHloSharding(candidate, mesh) == wanted) found = candidate;
-        return;
-      }
-      for (int64_t d = 0; d <= rank; ++d) {
-        choice[next] = d;
-        assign(next + 1);
-      }
-    };
-    assign(0);
-  } while (!found.has_value() && std::next_permutation(axes.begin(), axes.end()));
+  std::optional<AxisSharding> found = AxesInMeshOrder(wanted, mesh, rank);
   if (found.has_value()) return *found;
   if (!UsesEveryDevice(wanted, mesh)) {
     return absl::InvalidArgumentError(fmt::format(
         "sharding {} does not use every device of mesh {} exactly once; a tiled value lives on "
         "all of its mesh's devices",
         sharding.ToString(), mesh.ToString()));
+  }
+  // A device order other values already use, so that ops on both need no permute.
+  for (const std::vector<int64_t>& order : preferred_orders) {
+    if (order.empty()) continue;
+    found = AxesInMeshOrder(wanted, mesh.WithDeviceIds(order), rank);
+    if (found.has_value()) {
+      found->device_order = order;
+      return *found;
+    }
   }
   // Another device order: any split of the axes with the wanted tile counts, laid out as the
   // tile assignment says.

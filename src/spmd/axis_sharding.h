@@ -68,8 +68,11 @@ ir::Sharding ToHloSharding(const AxisSharding& sharding, const Mesh& mesh);
 // (last_tile_dims={replicated, ...}) count as one replication dim. Errors when it is not
 // expressible over the mesh (the message names both), for tuple shardings, shardings over only
 // some of the mesh's devices and partially manual (manual subgroup) ones.
-absl::StatusOr<AxisSharding> FromHloSharding(const ir::Sharding& sharding, const Mesh& mesh,
-                                             int64_t rank);
+// Among other device orders, the first of `preferred_orders` (orders other values use) that
+// expresses the sharding is taken.
+absl::StatusOr<AxisSharding> FromHloSharding(
+    const ir::Sharding& sharding, const Mesh& mesh, int64_t rank,
+    const std::vector<std::vector<int64_t>>& preferred_orders = {});
 
 // Padded shard shape: ceil(dim / tiles) per dim (GSPMD's MakePartitionedShape); every device's
 // buffer has this shape.

@@ -365,6 +365,20 @@ class Partitioner {
       results.push_back({&rule.result_dims[r], LeafShape(rule.results[r]),
                          Targets(instruction)[rule.results[r].leaf]});
     }
+    // Values laid out in one device order run the op in that layout, as GSPMD runs an op in its
+    // operands' tile assignment: shardings are read without the order over the permuted mesh.
+    const std::vector<int64_t> device_order = CommonDeviceOrder(operands, results);
+    std::optional<Mesh> layout;
+    std::optional<ScopedMesh> in_layout;
+    if (!device_order.empty()) {
+      layout = mesh_.WithDeviceIds(device_order);
+      in_layout.emplace(*spmd_, *layout);
+      for (size_t i = 0; i < operands.size(); ++i) {
+        operands[i].sharding = operands[i].sharding.InMeshOrder();
+        operand_values[i].sharding = operands[i].sharding;
+      }
+      for (Tensor& result : results) result.sharding = result.sharding.InMeshOrder();
+    }
     all = results;
     all.insert(all.end(), operands.begin(), operands.end());
     // Candidates: each tensor first, the rest by size (larger tensors are costlier to move).
@@ -404,9 +418,34 @@ class Partitioner {
     for (const Tensor& result : results) op.result_targets.push_back(result.sharding);
     RecordLocalOp(instruction, op);
     VKSPMD_ASSIGN_OR_RETURN(std::vector<PartitionedValue> produced, EmitLocalOp(*spmd_, op));
+    in_layout.reset();
     std::vector<PartitionedValue> leaves(LeafCount(instruction.shape()));
-    for (size_t r = 0; r < produced.size(); ++r) leaves[rule.results[r].leaf] = produced[r];
+    for (size_t r = 0; r < produced.size(); ++r) {
+      if (!device_order.empty() && IsSplit(produced[r].sharding)) {
+        produced[r].sharding.device_order = device_order;
+      }
+      leaves[rule.results[r].leaf] = produced[r];
+    }
     return SetReshard(instruction, leaves);
+  }
+
+  bool IsSplit(const AxisSharding& sharding) const {
+    return !sharding.IsSpecial() && sharding.NumTiles(mesh_) > 1;
+  }
+
+  // The device order every split operand and result of an op is laid out in, or none (the mesh's
+  // order) when they differ.
+  std::vector<int64_t> CommonDeviceOrder(const std::vector<Tensor>& operands,
+                                         const std::vector<Tensor>& results) const {
+    std::optional<std::vector<int64_t>> order;
+    for (const std::vector<Tensor>* tensors : {&operands, &results}) {
+      for (const Tensor& tensor : *tensors) {
+        if (!IsSplit(tensor.sharding)) continue;
+        if (order.has_value() && *order != tensor.sharding.device_order) return {};
+        order = tensor.sharding.device_order;
+      }
+    }
+    return order.value_or(std::vector<int64_t>{});
   }
 
   // Counts dims an operand had split that the op forces whole (GSPMD's replication fallback).

@@ -40,13 +40,19 @@ class Propagator {
       projections.push_back(ProjectToFactors(rule, *tensor.dims, Current(tensor.ref), mesh_));
     }
     const FactorAxes chosen = MakeRepresentable(rule, Choose(rule, tensors, projections), mesh_);
+    const std::vector<int64_t> order = CommonDeviceOrder(tensors);
     bool changed = false;
     for (const RuleTensor& tensor : tensors) {
       if (result_.annotated.contains(tensor.ref.instruction)) continue;
       AxisSharding& current = Slot(tensor.ref);
       if (current.IsSpecial()) continue;
       const AxisSharding proposed = ProjectToTensor(rule, *tensor.dims, chosen, mesh_);
-      changed = Grow(current, proposed) || changed;
+      const bool was_split = IsSplit(current);
+      if (!Grow(current, proposed)) continue;
+      changed = true;
+      // A value split for the first time takes the device order its neighbours share, so that
+      // the op runs in their layout (GSPMD keeps an operand's tile assignment) with no permute.
+      if (!was_split) current.device_order = order;
     }
     return changed;
   }
@@ -129,14 +135,32 @@ class Propagator {
     return changed;
   }
 
+  bool IsSplit(const AxisSharding& sharding) const {
+    return !sharding.IsSpecial() && sharding.NumTiles(mesh_) > 1;
+  }
+
+  // The device order every split tensor of a rule is laid out in; none (the mesh's) when they
+  // differ or none is split.
+  std::vector<int64_t> CommonDeviceOrder(const std::vector<RuleTensor>& tensors) {
+    std::optional<std::vector<int64_t>> order;
+    for (const RuleTensor& tensor : tensors) {
+      const AxisSharding& sharding = Current(tensor.ref);
+      if (!IsSplit(sharding)) continue;
+      if (order.has_value() && *order != sharding.device_order) return {};
+      order = sharding.device_order;
+    }
+    return order.value_or(std::vector<int64_t>{});
+  }
+
   const Mesh& mesh_;
   PropagationResult& result_;
 };
 
 }  // namespace
 
-absl::StatusOr<std::vector<AxisSharding>> LeafShardings(const Instruction& instruction,
-                                                        const Mesh& mesh) {
+absl::StatusOr<std::vector<AxisSharding>> LeafShardings(
+    const Instruction& instruction, const Mesh& mesh,
+    const std::vector<std::vector<int64_t>>& preferred_orders) {
   const ir::Shape& shape = instruction.shape();
   const int64_t leaves = LeafCount(shape);
   std::vector<AxisSharding> shardings;
@@ -151,7 +175,7 @@ absl::StatusOr<std::vector<AxisSharding>> LeafShardings(const Instruction& instr
     const ir::Sharding& element =
         sharding.kind() == ir::Sharding::Kind::kTuple ? sharding.tuple_elements()[leaf] : sharding;
     absl::StatusOr<AxisSharding> converted =
-        FromHloSharding(element, mesh, LeafShape({&instruction, leaf}).rank());
+        FromHloSharding(element, mesh, LeafShape({&instruction, leaf}).rank(), preferred_orders);
     if (!converted.ok()) {
       return absl::Status(
           converted.status().code(),
@@ -167,10 +191,17 @@ absl::StatusOr<PropagationResult> PropagateShardings(const ir::Module& module, c
   PropagationResult result;
   const ir::Computation& entry = *module.entry();
   std::vector<OpRule> rules;
+  std::vector<std::vector<int64_t>> orders;  // device orders of the annotations so far
   for (const auto& instruction : entry.instructions()) {
     std::vector<AxisSharding>& leaves = result.shardings[instruction.get()];
     if (instruction->sharding().has_value()) {
-      VKSPMD_ASSIGN_OR_RETURN(leaves, LeafShardings(*instruction, mesh));
+      VKSPMD_ASSIGN_OR_RETURN(leaves, LeafShardings(*instruction, mesh, orders));
+      for (const AxisSharding& leaf : leaves) {
+        if (!leaf.device_order.empty() &&
+            std::find(orders.begin(), orders.end(), leaf.device_order) == orders.end()) {
+          orders.push_back(leaf.device_order);
+        }
+      }
       result.annotated.insert(instruction.get());
     } else {
       // Inside a manual region (an operand is manual) every value is manual, as XLA requires.

@@ -34,8 +34,11 @@ absl::StatusOr<PropagationResult> PropagateShardings(const ir::Module& module, c
 // Writes the propagated shardings as sharding= on every entry instruction.
 void AnnotateModule(ir::Module& module, const ShardingMap& shardings, const Mesh& mesh);
 
-// The sharding of each leaf an instruction's sharding= gives (tuple shardings per element).
-absl::StatusOr<std::vector<AxisSharding>> LeafShardings(const ir::Instruction& instruction,
-                                                        const Mesh& mesh);
+// The sharding of each leaf an instruction's sharding= gives (tuple shardings per element);
+// device orders in `preferred_orders` are tried first where the mesh's own does not fit
+// (FromHloSharding).
+absl::StatusOr<std::vector<AxisSharding>> LeafShardings(
+    const ir::Instruction& instruction, const Mesh& mesh,
+    const std::vector<std::vector<int64_t>>& preferred_orders = {});
 
 }  // namespace vkspmd::spmd

@@ -127,6 +127,11 @@ std::vector<int64_t> KeptAxes(int64_t size, const std::vector<int64_t>& from,
   return {};
 }
 
+// Both shardings laid out in the same device order other than the mesh's.
+bool SameDeviceOrder(const AxisSharding& from, const AxisSharding& to) {
+  return !from.device_order.empty() && from.device_order == to.device_order;
+}
+
 AxisSharding Unmaximal(const AxisSharding& sharding) {
   AxisSharding plain = sharding;
   plain.maximal_device.reset();
@@ -139,6 +144,12 @@ std::vector<ReshardStep> PlanReshard(const ir::Shape& global, const AxisSharding
                                      const AxisSharding& to, const Mesh& mesh) {
   std::vector<ReshardStep> steps;
   if (from == to) return steps;
+  if (SameDeviceOrder(from, to)) {
+    // Both laid out in one device order: the plan of the mesh order, run over that layout.
+    steps = PlanReshard(global, from.InMeshOrder(), to.InMeshOrder(), mesh);
+    for (ReshardStep& step : steps) step.after.device_order = to.device_order;
+    return steps;
+  }
   AxisSharding current = from;
   if (from.maximal_device.has_value()) {
     current = AxisSharding::Replicated(from.rank());
@@ -308,6 +319,15 @@ absl::StatusOr<PartitionedValue> Reshard(SpmdBuilder& builder, const Partitioned
         fmt::format("a {} value cannot become {}: manual regions are entered and left only through "
                     "SPMDFullToShardShape and SPMDShardToFullShape",
                     value.sharding.ToString(mesh), to.ToString(mesh)));
+  }
+  if (SameDeviceOrder(value.sharding, to)) {
+    const Mesh layout = LayoutMesh(to, mesh);
+    const ScopedMesh scope(builder, layout);
+    PartitionedValue plain = value;
+    plain.sharding = value.sharding.InMeshOrder();
+    VKSPMD_ASSIGN_OR_RETURN(PartitionedValue resharded, Reshard(builder, plain, to.InMeshOrder()));
+    resharded.sharding = to;
+    return resharded;
   }
   PartitionedValue current = value;
   const std::vector<ReshardStep> steps = PlanReshard(value.global, value.sharding, to, mesh);

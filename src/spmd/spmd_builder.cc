@@ -143,10 +143,10 @@ absl::StatusOr<Instruction*> SpmdBuilder::MaskPadding(
     const std::vector<int64_t>& dims, const std::function<absl::StatusOr<Instruction*>()>& fill) {
   Instruction* mask = nullptr;
   for (int64_t d : dims) {
-    if (global.dimension(d) % sharding.TilesOn(d, mesh_) == 0) continue;
+    if (global.dimension(d) % sharding.TilesOn(d, *mesh_) == 0) continue;
     std::vector<int64_t> offsets;
-    for (int64_t device = 0; device < mesh_.device_count(); ++device) {
-      offsets.push_back(ShardOffset(global, sharding, d, mesh_, device));
+    for (int64_t device = 0; device < mesh_->device_count(); ++device) {
+      offsets.push_back(ShardOffset(global, sharding, d, *mesh_, device));
     }
     VKSPMD_ASSIGN_OR_RETURN(Instruction * valid,
                             ValidMask(local->shape(), d, offsets, global.dimension(d)));
@@ -176,19 +176,19 @@ absl::StatusOr<Instruction*> SpmdBuilder::Collective(Opcode opcode, Instruction*
                                                      ir::InstructionAttributes attributes) {
   attributes.channel_id = next_channel_++;
   attributes.use_global_device_ids = opcode != Opcode::kAllToAll;
-  attributes.replica_groups.groups = mesh_.GroupsAlong(axes);
+  attributes.replica_groups.groups = mesh_->GroupsAlong(axes);
   VKSPMD_ASSIGN_OR_RETURN(Instruction * result,
                           builder_.Add(opcode, {value}, std::move(attributes)));
   records_.push_back(CollectiveRecord{
       opcode, axes, value->shape().ElementCount(),
-      CollectiveBytesPerDevice(opcode, ByteSize(value->shape()), mesh_.SizeOf(axes)), current_});
+      CollectiveBytesPerDevice(opcode, ByteSize(value->shape()), mesh_->SizeOf(axes)), current_});
   return result;
 }
 
 absl::StatusOr<Instruction*> SpmdBuilder::AllReduce(Instruction* value,
                                                     const std::vector<int64_t>& axes,
                                                     ir::Computation* reducer) {
-  if (mesh_.SizeOf(axes) == 1) return value;
+  if (mesh_->SizeOf(axes) == 1) return value;
   ir::InstructionAttributes attributes;
   attributes.to_apply = reducer;
   return Collective(Opcode::kAllReduce, value, axes, std::move(attributes));
@@ -196,7 +196,7 @@ absl::StatusOr<Instruction*> SpmdBuilder::AllReduce(Instruction* value,
 
 absl::StatusOr<Instruction*> SpmdBuilder::AllGather(Instruction* value, int64_t dim,
                                                     const std::vector<int64_t>& axes) {
-  if (mesh_.SizeOf(axes) == 1) return value;
+  if (mesh_->SizeOf(axes) == 1) return value;
   ir::InstructionAttributes attributes;
   attributes.dimensions = {dim};
   return Collective(Opcode::kAllGather, value, axes, std::move(attributes));
@@ -205,7 +205,7 @@ absl::StatusOr<Instruction*> SpmdBuilder::AllGather(Instruction* value, int64_t 
 absl::StatusOr<Instruction*> SpmdBuilder::ReduceScatter(Instruction* value, int64_t dim,
                                                         const std::vector<int64_t>& axes,
                                                         ir::Computation* reducer) {
-  if (mesh_.SizeOf(axes) == 1) return value;
+  if (mesh_->SizeOf(axes) == 1) return value;
   ir::InstructionAttributes attributes;
   attributes.dimensions = {dim};
   attributes.to_apply = reducer;
@@ -214,7 +214,7 @@ absl::StatusOr<Instruction*> SpmdBuilder::ReduceScatter(Instruction* value, int6
 
 absl::StatusOr<Instruction*> SpmdBuilder::AllToAll(Instruction* value, int64_t dim,
                                                    const std::vector<int64_t>& axes) {
-  if (mesh_.SizeOf(axes) == 1) return value;
+  if (mesh_->SizeOf(axes) == 1) return value;
   ir::InstructionAttributes attributes;
   attributes.dimensions = {dim};
   return Collective(Opcode::kAllToAll, value, axes, std::move(attributes));

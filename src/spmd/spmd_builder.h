@@ -34,9 +34,13 @@ int64_t CollectiveBytesPerDevice(ir::Opcode kind, int64_t operand_bytes, int64_t
 class SpmdBuilder {
  public:
   SpmdBuilder(ir::ComputationBuilder& builder, ir::Module& module, const Mesh& mesh)
-      : builder_(builder), module_(module), mesh_(mesh) {}
+      : builder_(builder), module_(module), mesh_(&mesh) {}
 
-  const Mesh& mesh() const { return mesh_; }
+  const Mesh& mesh() const { return *mesh_; }
+  // Collectives and shard geometry run over `mesh` (borrowed) from now on: another device layout
+  // of the same mesh shape, while an op runs on values laid out in a device order
+  // (AxisSharding::device_order); the caller sets the old mesh back.
+  void set_mesh(const Mesh& mesh) { mesh_ = &mesh; }
   ir::ComputationBuilder& builder() { return builder_; }
   // Names the original instruction that the following collectives serve.
   void set_current(std::string name) { current_ = std::move(name); }
@@ -100,7 +104,7 @@ class SpmdBuilder {
 
   ir::ComputationBuilder& builder_;
   ir::Module& module_;
-  const Mesh& mesh_;
+  const Mesh* mesh_;
   std::string current_;
   std::vector<CollectiveRecord> records_;
   ir::Instruction* partition_id_ = nullptr;
@@ -111,6 +115,22 @@ class SpmdBuilder {
       masks_;
   std::map<std::pair<ir::Opcode, ir::DType>, ir::Computation*> reducers_;
   int64_t next_channel_ = 1;
+};
+
+// Runs a builder over another mesh layout for a scope (SpmdBuilder::set_mesh), then sets the
+// old one back.
+class ScopedMesh {
+ public:
+  ScopedMesh(SpmdBuilder& builder, const Mesh& mesh) : builder_(builder), old_(&builder.mesh()) {
+    builder_.set_mesh(mesh);
+  }
+  ~ScopedMesh() { builder_.set_mesh(*old_); }
+  ScopedMesh(const ScopedMesh&) = delete;
+  ScopedMesh& operator=(const ScopedMesh&) = delete;
+
+ private:
+  SpmdBuilder& builder_;
+  const Mesh* old_;
 };
 
 }  // namespace vkspmd::spmd

@@ -130,6 +130,44 @@ ENTRY %main (x: f32[7,3]) -> f32[7,3] {
   for (const auto& [source, target] : pairs) EXPECT_EQ(source / 2, 1 - target / 2);
 }
 
+// Ops on values laid out in a device order run in that layout, as GSPMD runs them in their
+// operands' tile assignment: elementwise ops need nothing, and a dot over a split contracting dim
+// all-reduces over the groups the tile assignments give. Hand-derived: x's device array
+// [[3,1],[0,2]] holds row tile 0 on {3,1} and row tile 1 on {0,2}, contracting tile 0 on {3,0}
+// and tile 1 on {1,2}; w is split alike on the contracting dim, so the partial sums of a row
+// tile are added over {3,1} and over {0,2}.
+TEST(CollectiveChoiceTest, OpsRunInTheDeviceOrderOfTheirOperands) {
+  const PartitionResult elementwise = PartitionText(R"(HloModule elementwise, num_partitions=4
+ENTRY %main (x: f32[7,6], y: f32[7,6]) -> f32[7,6] {
+  %x = f32[7,6] parameter(0), sharding={devices=[2,2]3,1,0,2}
+  %y = f32[7,6] parameter(1), sharding={devices=[2,2]3,1,0,2}
+  %s = f32[7,6] add(f32[7,6] %x, f32[7,6] %y)
+  ROOT %n = f32[7,6] negate(f32[7,6] %s), sharding={devices=[2,2]3,1,0,2}
+})",
+                                                    MakeMesh({4}, {}));
+  ASSERT_NE(elementwise.module, nullptr);
+  EXPECT_EQ(elementwise.collectives.size(), 0u) << ir::PrintModule(*elementwise.module);
+
+  const PartitionResult dot = PartitionText(R"(HloModule dot, num_partitions=4
+ENTRY %main (x: f32[8,16], w: f32[16,4]) -> f32[8,4] {
+  %x = f32[8,16] parameter(0), sharding={devices=[2,2]3,1,0,2}
+  %w = f32[16,4] parameter(1), sharding={devices=[2,1,2]3,0,1,2 last_tile_dim_replicate}
+  ROOT %y = f32[8,4] dot(f32[8,16] %x, f32[16,4] %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[2,1,2]3,1,0,2 last_tile_dim_replicate}
+})",
+                                            MakeMesh({4}, {}));
+  ASSERT_NE(dot.module, nullptr);
+  ASSERT_EQ(dot.collectives.size(), 1u) << ir::PrintModule(*dot.module);
+  EXPECT_EQ(dot.collectives[0].kind, Opcode::kAllReduce);
+  std::vector<std::vector<int64_t>> groups;
+  for (const auto& instruction : dot.module->entry()->instructions()) {
+    if (instruction->opcode() != Opcode::kAllReduce) continue;
+    groups = instruction->attributes().replica_groups.groups;
+  }
+  for (std::vector<int64_t>& group : groups) std::sort(group.begin(), group.end());
+  std::sort(groups.begin(), groups.end());
+  EXPECT_EQ(groups, (std::vector<std::vector<int64_t>>{{0, 2}, {1, 3}}));
+}
+
 TEST(CollectiveChoiceTest, ContractingDimShardedGivesOneAllReduce) {
   const Mesh mesh = MakeMesh({4}, {"x"});
   const std::string text = kDot;
