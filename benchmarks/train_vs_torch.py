@@ -3,13 +3,15 @@
 model in Debian's PyTorch on the CPU (eager, one thread), measured in one run.
 
 Usage: /usr/bin/python3 benchmarks/train_vs_torch.py --vkspmd build/ci/tools/vkspmd
-           [--steps 40] [--mesh 1 --strategy dp] [--json out.json]
+           [--steps 40] [--mesh 1 --strategy dp] [--torch-device cpu|cuda] [--json out.json]
 
 The PyTorch twin is tests/nn/torch_models.py's TransformerLM with vkspmd train's defaults
 (vocabulary of the default corpus, d_model 64, 4 heads, 2 layers, batch 8 x 32 tokens, AdamW
 lr 3e-3). vkspmd's figure is the steady-state ms/step its summary prints (the steps after the
 first, compiling one), with its compute/collectives/host split; PyTorch's is the mean of the
 steps after 3 warm-up steps. Prints both and the ratio, and writes them as JSON with --json.
+With --torch-device cuda the peer is PyTorch on the GPU (eager, synchronised after every step),
+the baseline for vkspmd on that GPU.
 Run it on a quiet machine: both sides share its cores.
 """
 import argparse
@@ -55,10 +57,11 @@ def torch_vocabulary(parameters, d_model=64, layers=2, seq=32):
 def run_torch(args, vocabulary):
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    model = torch_models.TransformerLM(vocabulary, 64, 4, 2, 32)
+    device = torch.device(args.torch_device)
+    model = torch_models.TransformerLM(vocabulary, 64, 4, 2, 32).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    tokens = torch.randint(0, vocabulary, (args.steps, 8, 32))
-    targets = torch.randint(0, vocabulary, (args.steps, 8, 32))
+    tokens = torch.randint(0, vocabulary, (args.steps, 8, 32), device=device)
+    targets = torch.randint(0, vocabulary, (args.steps, 8, 32), device=device)
     times = []
     for step in range(args.steps):
         start = time.perf_counter()
@@ -66,6 +69,8 @@ def run_torch(args, vocabulary):
         loss = model.loss(tokens[step], targets[step])
         loss.backward()
         optimizer.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()  # a step ends when its kernels have run, as vkspmd's does
         times.append(time.perf_counter() - start)
     steady = times[3:] if len(times) > 3 else times
     return {"ms_per_step": 1e3 * sum(steady) / len(steady),
@@ -79,6 +84,7 @@ def main():
     parser.add_argument("--mesh", default="1")
     parser.add_argument("--strategy", default="dp")
     parser.add_argument("--out", default="/tmp/vkspmd-train-vs-torch")
+    parser.add_argument("--torch-device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--json")
     args = parser.parse_args()
     vkspmd = run_vkspmd(args)
@@ -90,12 +96,14 @@ def main():
     print(f"vkspmd train ({args.strategy} on mesh {args.mesh}): {vkspmd['ms_per_step']:.1f} "
           f"ms/step (compute {vkspmd['compute_ms']:.1f}, collectives "
           f"{vkspmd['collectives_ms']:.1f}, host {vkspmd['host_ms']:.1f})")
-    print(f"PyTorch CPU, 1 thread: {peer['ms_per_step']:.2f} ms/step")
+    peer_name = "PyTorch CUDA" if args.torch_device == "cuda" else "PyTorch CPU, 1 thread"
+    print(f"{peer_name}: {peer['ms_per_step']:.2f} ms/step")
     print(f"ratio vkspmd / PyTorch: {ratio:.1f}")
     if args.json:
         with open(args.json, "w") as file:
             json.dump({"vkspmd": vkspmd, "torch": peer, "ratio": ratio,
-                       "mesh": args.mesh, "strategy": args.strategy, "steps": args.steps},
+                       "mesh": args.mesh, "strategy": args.strategy, "steps": args.steps,
+                       "torch_device": args.torch_device},
                       file, indent=1)
 
 

@@ -68,7 +68,9 @@ struct DeviceMemory {
   uint64_t parameter_bytes = 0;
   uint64_t optimizer_state_bytes = 0;
 };
-// One entry per open mesh device (waits for launched work first).
+// One entry per open mesh device (waits for launched work first). The figures are its VkDevice's:
+// mesh devices that are queues of one GPU's VkDevice report the same, shared figures
+// (VKSPMD_SEPARATE_LOGICAL_DEVICES=1 gives each mesh device a VkDevice of its own).
 std::vector<DeviceMemory> memory_stats();
 void reset_memory_peaks();
 

@@ -34,10 +34,23 @@ int xla_rem(int a, int b) {
   return a - (a / b) * b;
 }
 uint xla_rem(uint a, uint b) { return b == 0u ? a : a % b; }
+// Vulkan lets GPUs divide as a * (1 / b) within 2.5 ulp, and only for |b| in [2^-126, 2^126]:
+// beyond 2^126 the reciprocal flushes to zero (-inf / 3e38 gave NaN on NVIDIA). Scaling both
+// operands by 1/4 there is exact and brings b back into range.
+float xla_fdiv(float a, float b) {
+  bool huge = abs(b) > 8.50705917e37;
+  return (huge ? a * 0.25 : a) / (huge ? b * 0.25 : b);
+}
+// fmod: the quotient from an inexact division can be one off where a / b is (close to) an
+// integer, so the remainder is brought back to fmod's range (|r| < |b|, the sign of a), with a
+// zero remainder signed like a.
 float xla_rem(float a, float b) {
   if (isinf(b) && !isinf(a)) return a;
-  float q = a / b;
-  return a - b * trunc(q);
+  float r = fma(-b, trunc(xla_fdiv(a, b)), a);
+  float size = abs(b);
+  r = abs(r) >= size ? r - sign(r) * size : r;
+  r = (r != 0.0 && (r < 0.0) != (a < 0.0)) ? r + sign(a) * size : r;
+  return r == 0.0 ? uintBitsToFloat(floatBitsToUint(a) & 0x80000000u) : r;
 }
 int xla_shl(int a, int b) { return uint(b) >= 32u ? 0 : a << b; }
 uint xla_shl(uint a, uint b) { return b >= 32u ? 0u : a << b; }
@@ -200,9 +213,18 @@ double xla_min(double a, double b) {
   if (a == b) return xla_sign_bit(a) ? a : b;
   return a < b ? a : b;
 }
+// As xla_fdiv and xla_rem for float (an inexact GPU division): 2^1022 is the range's end.
+double xla_fdiv(double a, double b) {
+  bool huge = abs(b) > 4.49423283715578976e307lf;
+  return (huge ? a * 0.25lf : a) / (huge ? b * 0.25lf : b);
+}
 double xla_rem(double a, double b) {
   if (isinf(b) && !isinf(a)) return a;
-  return a - b * trunc(a / b);
+  double r = fma(-b, trunc(xla_fdiv(a, b)), a);
+  double size = abs(b);
+  r = abs(r) >= size ? r - sign(r) * size : r;
+  r = (r != 0.0lf && (r < 0.0lf) != (a < 0.0lf)) ? r + sign(a) * size : r;
+  return r == 0.0lf ? (xla_sign_bit(a) ? -0.0lf : 0.0lf) : r;
 }
 double xla_sign(double x) { return (isnan(x) || x == 0.0lf) ? x : (x > 0.0lf ? 1.0lf : -1.0lf); }
 int xla_f2s(double x) {

@@ -354,7 +354,7 @@ absl::StatusOr<std::string> KernelWriter::Elementwise(const Instruction& instruc
       result = a;
       break;
     case Opcode::kDivide:
-      result = is_float ? a + " / " + b : "xla_div(" + a + ", " + b + ")";
+      result = (is_float ? "xla_fdiv(" : "xla_div(") + a + ", " + b + ")";
       break;
     case Opcode::kCompare: {
       static const char* kOperators[] = {"==", "!=", "<", "<=", ">", ">="};

@@ -91,7 +91,8 @@ absl::StatusOr<std::vector<const PhysicalDeviceInfo*>> SelectPhysicalDevices(
 }
 
 absl::StatusOr<std::vector<MeshDeviceSlot>> PlanMeshDevices(
-    const std::vector<const PhysicalDeviceInfo*>& physical_devices, int count) {
+    const std::vector<const PhysicalDeviceInfo*>& physical_devices, int count,
+    bool separate_logical_devices) {
   if (physical_devices.empty())
     return absl::NotFoundError("no physical device to place mesh devices on");
   if (count == 0) count = static_cast<int>(physical_devices.size());
@@ -109,10 +110,11 @@ absl::StatusOr<std::vector<MeshDeviceSlot>> PlanMeshDevices(
   for (const PhysicalDeviceInfo* device : physical_devices) {
     if (static_cast<int>(slots.size()) < count) add(*device, 0, 0);
   }
-  // Round 2: further compute queues of each device's first logical device.
+  // Round 2: further compute queues of each device's first logical device (none when every mesh
+  // device must have a VkDevice of its own).
   uint32_t most_queues = 0;
   for (const PhysicalDeviceInfo* device : physical_devices) {
-    most_queues = std::max(most_queues, device->compute_queue_count);
+    if (!separate_logical_devices) most_queues = std::max(most_queues, device->compute_queue_count);
   }
   for (uint32_t queue = 1; queue < most_queues; ++queue) {
     for (const PhysicalDeviceInfo* device : physical_devices) {

@@ -30,7 +30,10 @@ absl::StatusOr<std::vector<const PhysicalDeviceInfo*>> SelectPhysicalDevices(
     const std::vector<PhysicalDeviceInfo>& devices, const RuntimeConfig& config);
 
 // Assigns `count` mesh devices (0: one per physical device) to the selected physical devices.
+// With `separate_logical_devices` the second round (further queues) is skipped: every mesh device
+// gets a VkDevice of its own.
 absl::StatusOr<std::vector<MeshDeviceSlot>> PlanMeshDevices(
-    const std::vector<const PhysicalDeviceInfo*>& physical_devices, int count);
+    const std::vector<const PhysicalDeviceInfo*>& physical_devices, int count,
+    bool separate_logical_devices = false);
 
 }  // namespace vkspmd::runtime

@@ -27,6 +27,10 @@ struct RuntimeConfig {
   // VKSPMD_FORCE_STAGING=1: never use device-local memory that is host-visible, so uploads and
   // downloads take the discrete-GPU staging path even on lavapipe.
   bool force_staging = false;
+  // VKSPMD_SEPARATE_LOGICAL_DEVICES=1: give every mesh device its own VkDevice instead of further
+  // queues of a shared one, so that a device loss, a submit timeout or the memory budget of one
+  // mesh device never touches another (what lavapipe always gives: it has one queue).
+  bool separate_logical_devices = false;
   // VKSPMD_DEVICE_MEMORY_BUDGET: bytes each logical device may allocate (suffixes K, M, G allowed).
   // Unset: the size of the device's largest device-local heap.
   std::optional<uint64_t> device_memory_budget;

@@ -36,7 +36,7 @@ class CausalSelfAttention(nn.Module):
 
         q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
         scores = q @ k.transpose(-2, -1) / math.sqrt(head_dim)
-        allowed = torch.ones(length, length, dtype=torch.bool).tril()
+        allowed = torch.ones(length, length, dtype=torch.bool, device=x.device).tril()
         scores = scores.masked_fill(~allowed, float("-inf"))
         merged = (scores.softmax(-1) @ v).transpose(1, 2).reshape(batch, length, d_model)
         return self.output(merged)

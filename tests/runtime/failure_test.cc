@@ -48,7 +48,11 @@ class FailureTest : public DeviceTest {
 };
 
 TEST_F(FailureTest, SubmitTimeoutIsDeadlineExceededAndFailsTheDevice) {
-  OpenDevices(2, [](runtime::RuntimeConfig& config) { config.submit_timeout_ms = 1; });
+  // A failure marks its VkDevice failed: the other mesh device needs its own to keep working.
+  OpenDevices(2, [](runtime::RuntimeConfig& config) {
+    config.submit_timeout_ms = 1;
+    config.separate_logical_devices = true;
+  });
   RecordSlowWork(device(0));
   auto start = std::chrono::steady_clock::now();
   absl::Status status = sequence_->Run();
@@ -76,7 +80,7 @@ VKAPI_ATTR VkResult VKAPI_CALL LostQueueSubmit(VkQueue, uint32_t, const VkSubmit
 }
 
 TEST_F(FailureTest, InjectedDeviceLossNamesTheCallAndDevice) {
-  OpenDevices(2);
+  OpenDevices(2, [](runtime::RuntimeConfig& config) { config.separate_logical_devices = true; });
   VKSPMD_ASSERT_OK_AND_ASSIGN(auto buffer, runtime::Buffer::Create(device(1), 64));
   runtime::CommandRecorder recorder(device(1));
   recorder.Fill(*buffer, 0, 64, 7);

@@ -222,7 +222,9 @@ void main() {
 }
 
 TEST_F(KernelTest, InvalidKernelsAndBindingsAreClearErrors) {
-  OpenDevices(2);
+  // Buffers belong to a VkDevice: a buffer of another mesh device is refused when that device has
+  // its own (on a GPU, further mesh devices are otherwise queues of one VkDevice).
+  OpenDevices(2, [](runtime::RuntimeConfig& config) { config.separate_logical_devices = true; });
   const std::vector<uint32_t> garbage = {1, 2, 3, 4, 5, 6};
   runtime::PipelineSpec spec{"garbage", garbage, "main", {BindingAccess::kRead}, 0, {}};
   absl::Status status = runtime::ComputePipeline::Create(device(0).device(), spec).status();

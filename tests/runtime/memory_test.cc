@@ -97,7 +97,11 @@ TEST_F(MemoryTest, FragmentedSpaceCoalescesForALargeBuffer) {
 }
 
 TEST_F(MemoryTest, BudgetExhaustionIsResourceExhaustedWithSizes) {
-  OpenDevices(2, [](runtime::RuntimeConfig& config) { config.device_memory_budget = 8 << 20; });
+  // Budgets are per VkDevice: each mesh device gets its own even on a GPU with many queues.
+  OpenDevices(2, [](runtime::RuntimeConfig& config) {
+    config.device_memory_budget = 8 << 20;
+    config.separate_logical_devices = true;
+  });
   VKSPMD_ASSERT_OK_AND_ASSIGN(auto first, runtime::Buffer::Create(device(1), 6 << 20));
   absl::Status status = runtime::Buffer::Create(device(1), 4 << 20).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);

@@ -53,6 +53,17 @@ TEST(MeshPlanTest, GpusFirstThenQueuesThenLogicalDevices) {
   EXPECT_EQ(Placement(*slots), expected);
 }
 
+TEST(MeshPlanTest, SeparateLogicalDevicesSkipFurtherQueues) {
+  PhysicalDeviceInfo gpu0 = Device(0, VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, 16, "aa");
+  PhysicalDeviceInfo gpu1 = Device(1, VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, 8, "bb");
+  absl::StatusOr<std::vector<MeshDeviceSlot>> slots =
+      PlanMeshDevices({&gpu0, &gpu1}, 5, /*separate_logical_devices=*/true);
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  std::vector<std::tuple<int, int, uint32_t>> expected = {
+      {0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {1, 1, 0}, {0, 2, 0}};
+  EXPECT_EQ(Placement(*slots), expected);
+}
+
 TEST(MeshPlanTest, ZeroMeansOnePerPhysicalDevice) {
   PhysicalDeviceInfo gpu0 = Device(0, VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, 4, "aa");
   PhysicalDeviceInfo gpu1 = Device(1, VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU, 1, "bb");

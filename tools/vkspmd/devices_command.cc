@@ -98,7 +98,8 @@ int RunDevices(const DevicesOptions& options) {
   absl::StatusOr<std::vector<const runtime::PhysicalDeviceInfo*>> selected =
       runtime::SelectPhysicalDevices(*devices, *config);
   absl::StatusOr<std::vector<runtime::MeshDeviceSlot>> slots =
-      selected.ok() ? runtime::PlanMeshDevices(*selected, config->mesh_device_count)
+      selected.ok() ? runtime::PlanMeshDevices(*selected, config->mesh_device_count,
+                                               config->separate_logical_devices)
                     : absl::StatusOr<std::vector<runtime::MeshDeviceSlot>>(selected.status());
 
   nlohmann::json mesh = nlohmann::json::array();
