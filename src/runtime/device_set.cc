@@ -16,7 +16,7 @@ absl::StatusOr<std::unique_ptr<DeviceSet>> DeviceSet::Create(const RuntimeConfig
   VKSPMD_ASSIGN_OR_RETURN(std::vector<const PhysicalDeviceInfo*> selected,
                           SelectPhysicalDevices(set->physical_devices_, config));
   VKSPMD_ASSIGN_OR_RETURN(set->slots_, PlanMeshDevices(selected, config.mesh_device_count,
-                                                          config.separate_logical_devices));
+                                                       config.separate_logical_devices));
 
   // Queues needed per (physical device, logical device).
   std::map<std::pair<int, int>, uint32_t> queue_counts;
