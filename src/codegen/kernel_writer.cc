@@ -14,6 +14,7 @@
 #include "src/codegen/fused_ops.h"
 #include "src/codegen/gather_scatter_code.h"
 #include "src/codegen/glsl_preamble.h"
+#include "src/codegen/sort_code.h"
 
 namespace vkspmd::codegen {
 namespace {
@@ -358,6 +359,21 @@ absl::StatusOr<std::string> KernelWriter::Elementwise(const Instruction& instruc
       break;
     case Opcode::kCompare: {
       static const char* kOperators[] = {"==", "!=", "<", "<=", ">", ">="};
+      if (instruction.attributes().total_order && is_float) {
+        // XLA's total order: the bits as a signed integer, negative values' magnitudes flipped.
+        if (type != DType::kF32) {
+          return absl::UnimplementedError(
+              Unsupported(instruction, "compare type=TOTALORDER on floats other than f32"));
+        }
+        const auto key = [](const std::string& x) {
+          return "(floatBitsToInt(" + x + ") < 0 ? floatBitsToInt(" + x +
+                 ") ^ 0x7fffffff : floatBitsToInt(" + x + "))";
+        };
+        result = "((" + key(a) + " " +
+                 kOperators[static_cast<int>(instruction.attributes().direction)] + " " + key(b) +
+                 ") ? 1u : 0u)";
+        break;
+      }
       result = "((" + a + " " + kOperators[static_cast<int>(instruction.attributes().direction)] +
                " " + b + ") ? 1u : 0u)";
       break;
@@ -508,6 +524,11 @@ absl::StatusOr<std::string> KernelWriter::IndexMapping(const Instruction& instru
       return GatherCode(instruction, *this);
     case Opcode::kScatter:
       return ScatterCode(instruction, *this);
+    case Opcode::kSort:
+      return SortCode(instruction, 0, *this);
+    case Opcode::kGetTupleElement:
+      if (instruction.operand(0)->opcode() != Opcode::kSort) break;
+      return SortCode(*instruction.operand(0), attributes.tuple_index, *this);
     default:
       break;
   }

@@ -50,10 +50,17 @@ absl::Status Check(const ir::Computation& entry, const TargetInfo& target) {
   for (const auto& instruction : entry.instructions()) {
     const Opcode opcode = instruction->opcode();
     if (opcode == Opcode::kTuple && instruction.get() == entry.root()) continue;
+    // A sort's elements are computed by its readers (sort_code.h): get-tuple-elements of it.
+    if (opcode == Opcode::kSort && instruction->shape().IsTuple() &&
+        instruction.get() != entry.root()) {
+      continue;
+    }
+    const bool sorted_element =
+        opcode == Opcode::kGetTupleElement && instruction->operand(0)->opcode() == Opcode::kSort;
     // Collectives run on the host (exec checks their reducers); variadic ones are not handled.
     const bool unsupported_collective =
         ir::IsCollective(opcode) && instruction->operand_count() != 1;
-    if (instruction->shape().IsTuple() || opcode == Opcode::kGetTupleElement ||
+    if (instruction->shape().IsTuple() || (opcode == Opcode::kGetTupleElement && !sorted_element) ||
         unsupported_collective || opcode == Opcode::kRngBitGenerator ||
         opcode == Opcode::kCustomCall) {
       return absl::UnimplementedError(absl::StrCat("the device compiler does not support ",
@@ -178,6 +185,8 @@ std::set<const Instruction*> NeedsBuffer(const ir::Computation& entry,
   for (const auto& owned : entry.instructions()) {
     const Instruction* instruction = owned.get();
     if (instruction == entry.root() && tuple_result) continue;
+    // Sorts whose readers are get-tuple-elements have no buffer of their own.
+    if (instruction->shape().IsTuple()) continue;
     const Opcode opcode = instruction->opcode();
     // Operands come first, so whether a transpose's operand has a buffer is known here.
     if (opcode == Opcode::kTranspose && needs_buffer.count(instruction->operand(0))) {
@@ -192,6 +201,17 @@ std::set<const Instruction*> NeedsBuffer(const ir::Computation& entry,
     }
     // A scatter's elements each loop over every update: its indices and updates are read from
     // buffers rather than recomputed in that loop, and its result is never recomputed inline.
+    // A sorted element is found by ranking its row: stored, and its operands too.
+    const bool sorted =
+        opcode == Opcode::kSort ||
+        (opcode == Opcode::kGetTupleElement && instruction->operand(0)->opcode() == Opcode::kSort);
+    if (sorted) {
+      needs_buffer.insert(instruction);
+      const Instruction* sort = opcode == Opcode::kSort ? instruction : instruction->operand(0);
+      for (const Instruction* operand : sort->operands()) {
+        if (!CheapToRecompute(*operand)) needs_buffer.insert(operand);
+      }
+    }
     if (opcode == Opcode::kScatter) {
       needs_buffer.insert(instruction);
       for (int64_t k = 1; k < 3; ++k) {

@@ -11,6 +11,7 @@
 #include "src/interp/gather_scatter.h"
 #include "src/interp/rng.h"
 #include "src/interp/shape_ops.h"
+#include "src/interp/sort.h"
 
 namespace vkspmd::interp {
 namespace {
@@ -59,6 +60,10 @@ absl::StatusOr<Literal> EvaluateLocal(const Instruction& instruction,
     case Opcode::kConstant:
       return *instruction.attributes().literal;
     case Opcode::kCompare:
+      if (instruction.attributes().total_order) {
+        return EvaluateTotalOrderCompare(instruction.attributes().direction, *operands[0],
+                                         *operands[1]);
+      }
       return EvaluateCompare(instruction.attributes().direction, *operands[0], *operands[1]);
     case Opcode::kSelect:
       return EvaluateSelect(*operands[0], *operands[1], *operands[2]);
@@ -104,6 +109,8 @@ absl::StatusOr<Literal> EvaluateLocal(const Instruction& instruction,
       return EvaluateGather(instruction, *operands[0], *operands[1]);
     case Opcode::kScatter:
       return EvaluateScatter(instruction, *operands[0], *operands[1], *operands[2], call);
+    case Opcode::kSort:
+      return EvaluateSort(instruction, operands, call);
     case Opcode::kTuple: {
       std::vector<Literal> elements;
       for (const Literal* operand : operands) elements.push_back(*operand);

@@ -92,7 +92,9 @@ struct InstructionAttributes {
   std::vector<std::pair<int64_t, int64_t>> source_target_pairs;
   std::string custom_call_target;
   RngAlgorithm rng_algorithm = RngAlgorithm::kDefault;
-  GatherDimensions gather;  // gather, scatter
+  GatherDimensions gather;   // gather, scatter
+  bool is_stable = false;    // sort
+  bool total_order = false;  // compare type=TOTALORDER
 };
 
 class Instruction {

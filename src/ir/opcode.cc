@@ -67,6 +67,7 @@ constexpr std::pair<Opcode, std::string_view> kOpcodeNames[] = {
     {Opcode::kReduce, "reduce"},
     {Opcode::kGather, "gather"},
     {Opcode::kScatter, "scatter"},
+    {Opcode::kSort, "sort"},
     {Opcode::kTuple, "tuple"},
     {Opcode::kGetTupleElement, "get-tuple-element"},
     {Opcode::kAllReduce, "all-reduce"},

@@ -73,6 +73,7 @@ enum class Opcode {
   // Indexed reads and writes.
   kGather,
   kScatter,
+  kSort,
   // Tuples.
   kTuple,
   kGetTupleElement,

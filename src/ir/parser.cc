@@ -568,7 +568,8 @@ bool AttributeAppliesTo(std::string_view name, Opcode opcode) {
   if (name == "dimensions") {
     return opcode == Opcode::kBroadcast || opcode == Opcode::kTranspose ||
            opcode == Opcode::kConcatenate || opcode == Opcode::kReverse ||
-           opcode == Opcode::kReduce || (grouped && opcode != Opcode::kAllReduce);
+           opcode == Opcode::kReduce || opcode == Opcode::kSort ||
+           (grouped && opcode != Opcode::kAllReduce);
   }
   if (name == "iota_dimension") return opcode == Opcode::kIota;
   if (name == "index") return opcode == Opcode::kGetTupleElement;
@@ -582,8 +583,10 @@ bool AttributeAppliesTo(std::string_view name, Opcode opcode) {
   if (name == "direction" || name == "type") return opcode == Opcode::kCompare;
   if (name == "to_apply") {
     return opcode == Opcode::kReduce || opcode == Opcode::kAllReduce ||
-           opcode == Opcode::kReduceScatter || opcode == Opcode::kScatter;
+           opcode == Opcode::kReduceScatter || opcode == Opcode::kScatter ||
+           opcode == Opcode::kSort;
   }
+  if (name == "is_stable") return opcode == Opcode::kSort;
   if (IsGatherScatterAttribute(name)) return GatherScatterAttributeAppliesTo(name, opcode);
   if (name == "replica_groups") return grouped;
   if (name == "channel_id") return collective;
@@ -631,12 +634,15 @@ absl::Status ModuleParser::ParseAttribute(Instruction& instruction) {
     }
     attributes.direction = *parsed;
   } else if (name == "type") {
-    // FLOAT/SIGNED/UNSIGNED repeat what the operand type says; TOTALORDER would change NaN order.
+    // FLOAT/SIGNED/UNSIGNED repeat what the operand type says; TOTALORDER orders floats by bits.
     const Token token = reader_.current();
     VKSPMD_ASSIGN_OR_RETURN(std::string type, reader_.ReadWord("a comparison type"));
-    if (type != "FLOAT" && type != "SIGNED" && type != "UNSIGNED") {
+    if (type != "FLOAT" && type != "SIGNED" && type != "UNSIGNED" && type != "TOTALORDER") {
       return reader_.ErrorAt(token, fmt::format("unsupported comparison type {}", type));
     }
+    attributes.total_order = type == "TOTALORDER";
+  } else if (name == "is_stable") {
+    VKSPMD_ASSIGN_OR_RETURN(attributes.is_stable, reader_.ReadBool());
   } else if (name == "to_apply") {
     const Token token = reader_.current();
     VKSPMD_ASSIGN_OR_RETURN(std::string callee, reader_.ReadName());

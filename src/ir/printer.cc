@@ -102,6 +102,10 @@ std::vector<std::string> AttributeStrings(const Instruction& instruction,
     case Opcode::kReduce:
       parts.push_back("dimensions=" + Braced(attributes.dimensions));
       break;
+    case Opcode::kSort:
+      parts.push_back("dimensions=" + Braced(attributes.dimensions));
+      if (attributes.is_stable) parts.push_back("is_stable=true");
+      break;
     case Opcode::kIota:
       parts.push_back(fmt::format("iota_dimension={}", attributes.iota_dimension));
       break;
@@ -122,6 +126,7 @@ std::vector<std::string> AttributeStrings(const Instruction& instruction,
       break;
     case Opcode::kCompare:
       parts.push_back(fmt::format("direction={}", ComparisonDirectionName(attributes.direction)));
+      if (attributes.total_order) parts.push_back("type=TOTALORDER");
       break;
     case Opcode::kDot: {
       const DotDimensions& dot = attributes.dot;

@@ -71,6 +71,7 @@ using shape_inference_internal::InferPad;
 using shape_inference_internal::InferReduce;
 using shape_inference_internal::InferScatter;
 using shape_inference_internal::InferShapeOps;
+using shape_inference_internal::InferSort;
 using shape_inference_internal::Invalid;
 
 absl::StatusOr<Shape> InferUnary(const Instruction& instruction) {
@@ -276,6 +277,8 @@ absl::StatusOr<Shape> InferShape(const Instruction& instruction,
       return InferGather(instruction);
     case Opcode::kScatter:
       return InferScatter(instruction);
+    case Opcode::kSort:
+      return InferSort(instruction);
     case Opcode::kTuple: {
       std::vector<Shape> elements;
       for (const Instruction* operand : instruction.operands())

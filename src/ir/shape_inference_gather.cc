@@ -1,5 +1,5 @@
-// Shape inference for gather and scatter, following XLA's ShapeInference: every dimension number
-// is checked against the ranks and sizes it indexes, and errors name the attribute at fault.
+// Shape inference for gather, scatter and sort, following XLA's ShapeInference: every dimension
+// number is checked against the ranks and sizes it indexes, and errors name the attribute at fault.
 #include <algorithm>
 #include <array>
 
@@ -201,6 +201,43 @@ absl::StatusOr<Shape> InferScatter(const Instruction& instruction) {
                                scalar.ToString()));
   }
   return operand;
+}
+
+absl::StatusOr<Shape> InferSort(const Instruction& instruction) {
+  if (instruction.operand_count() == 0) return Invalid("sort needs at least one operand");
+  VKSPMD_RETURN_IF_ERROR(CheckArrays(instruction));
+  const Shape& first = instruction.operand(0)->shape();
+  std::vector<Shape> shapes;
+  for (const Instruction* operand : instruction.operands()) {
+    if (operand->shape().dimensions() != first.dimensions()) {
+      return Invalid(fmt::format("sort operands must have the same dimensions: {} and {}",
+                                 first.ToString(), operand->shape().ToString()));
+    }
+    shapes.push_back(operand->shape());
+  }
+  const std::vector<int64_t>& dims = instruction.attributes().dimensions;
+  if (dims.size() != 1 || dims[0] < 0 || dims[0] >= std::max<int64_t>(first.rank(), 1)) {
+    return Invalid(fmt::format("sort needs dimensions={{d}} with one dim of {}, got {}",
+                               first.ToString(), Braced(dims)));
+  }
+  const Computation* comparator = instruction.attributes().to_apply;
+  if (comparator == nullptr) return Invalid("sort needs to_apply= (a comparator)");
+  const int64_t count = instruction.operand_count();
+  if (comparator->parameter_count() != 2 * count) {
+    return Invalid(fmt::format("to_apply=%{} must take {} parameters (two per operand)",
+                               comparator->name(), 2 * count));
+  }
+  for (int64_t i = 0; i < 2 * count; ++i) {
+    const Shape scalar = Shape::Scalar(shapes[i / 2].dtype());
+    if (comparator->parameter(i)->shape() != scalar) {
+      return Invalid(fmt::format("to_apply=%{} parameter {} must be {}", comparator->name(), i,
+                                 scalar.ToString()));
+    }
+  }
+  if (comparator->root()->shape() != Shape::Scalar(DType::kPred)) {
+    return Invalid(fmt::format("to_apply=%{} must return pred[]", comparator->name()));
+  }
+  return count == 1 ? shapes[0] : Shape::Tuple(shapes);
 }
 
 }  // namespace vkspmd::ir::shape_inference_internal

@@ -28,6 +28,7 @@ absl::StatusOr<Shape> InferReduce(const Instruction& instruction);
 // Gather and scatter (shape_inference_gather.cc).
 absl::StatusOr<Shape> InferGather(const Instruction& instruction);
 absl::StatusOr<Shape> InferScatter(const Instruction& instruction);
+absl::StatusOr<Shape> InferSort(const Instruction& instruction);
 absl::StatusOr<Shape> InferCollective(const Instruction& instruction,
                                       const ShapeInferenceContext& context);
 

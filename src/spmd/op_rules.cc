@@ -358,6 +358,23 @@ OpRule ScatterRule(const Instruction& instruction) {
   return rule.Take();
 }
 
+// Sort: every operand and result alike; the sorted dim stays whole (GSPMD gathers it too), the
+// others pass through, so rows sort where they are.
+OpRule SortRule(const Instruction& instruction) {
+  RuleBuilder rule(instruction);
+  const ir::Shape& shape = instruction.operand(0)->shape();
+  const int64_t sorted = instruction.attributes().dimensions[0];
+  std::vector<int64_t> factors;
+  for (int64_t d = 0; d < shape.rank(); ++d) {
+    factors.push_back(d == sorted ? Unsplittable(rule, shape.dimension(d))
+                                  : rule.AddFactor(shape.dimension(d)));
+  }
+  const int64_t count = instruction.operand_count();
+  for (int64_t i = 0; i < count; ++i) rule.AddOperand(i, factors);
+  for (int64_t i = 0; i < count; ++i) rule.AddResult(factors, count == 1 ? 0 : i);
+  return rule.Take();
+}
+
 absl::Status Unsupported(const Instruction& instruction, std::string_view why) {
   return absl::UnimplementedError(
       fmt::format("{}: the partitioner does not support {} {}", instruction.Describe(),
@@ -412,6 +429,8 @@ absl::StatusOr<std::vector<OpRule>> RulesFor(const Instruction& instruction) {
     case Opcode::kClamp:
     case Opcode::kConvert:
     case Opcode::kCopy:
+    case Opcode::kBitcastConvert:
+    case Opcode::kReducePrecision:
       return std::vector<OpRule>{ElementwiseRule(instruction)};
     case Opcode::kCustomCall:
       // The manual-region boundaries relate a sharded value to per-device values: no factors.
@@ -507,6 +526,8 @@ absl::StatusOr<std::vector<OpRule>> RulesFor(const Instruction& instruction) {
       return std::vector<OpRule>{GatherRule(instruction)};
     case Opcode::kScatter:
       return std::vector<OpRule>{ScatterRule(instruction)};
+    case Opcode::kSort:
+      return std::vector<OpRule>{SortRule(instruction)};
     case Opcode::kTuple: {
       std::vector<OpRule> rules;
       for (int64_t i = 0; i < instruction.operand_count(); ++i) {

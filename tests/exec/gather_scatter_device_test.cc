@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <random>
 #include <string>
 
@@ -45,24 +46,43 @@ class GatherScatterDeviceTest : public DeviceTest {
   }
 };
 
+std::string Text(const std::string& base) {
+  std::ifstream file(base + ".hlo");
+  EXPECT_TRUE(file.good()) << base;
+  return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+}
+
+std::vector<ir::Literal> Arguments(const std::string& base) {
+  std::vector<ir::Literal> arguments;
+  for (int k = 0;; ++k) {
+    absl::StatusOr<ir::Literal> argument = io::ReadNpyFile(absl::StrCat(base, ".arg", k, ".npy"));
+    if (!argument.ok()) return arguments;
+    arguments.push_back(std::move(*argument));
+  }
+}
+
+// BASE.out.npy, or the tuple of BASE.out.J.npy.
+ir::Literal Expected(const std::string& base) {
+  absl::StatusOr<ir::Literal> single = io::ReadNpyFile(base + ".out.npy");
+  if (single.ok()) return std::move(*single);
+  std::vector<ir::Literal> elements;
+  for (int j = 0;; ++j) {
+    absl::StatusOr<ir::Literal> element = io::ReadNpyFile(absl::StrCat(base, ".out.", j, ".npy"));
+    if (!element.ok()) break;
+    elements.push_back(std::move(*element));
+  }
+  EXPECT_FALSE(elements.empty()) << base;
+  return ir::Literal::Tuple(std::move(elements));
+}
+
 TEST_F(GatherScatterDeviceTest, TestdataProgramsMatchNumpy) {
   for (const char* name : {"gather_embedding", "gather_windows", "gather_batching", "scatter_add",
-                           "scatter_assign_windows", "scatter_add_batching"}) {
+                           "scatter_assign_windows", "scatter_add_batching", "sort_argsort",
+                           "sort_descending", "sort_lexicographic"}) {
     SCOPED_TRACE(name);
     const std::string base = absl::StrCat(VKSPMD_TESTDATA_DIR, "/", name);
-    std::ifstream file(base + ".hlo");
-    ASSERT_TRUE(file.good()) << base;
-    const std::string text((std::istreambuf_iterator<char>(file)),
-                           std::istreambuf_iterator<char>());
-    std::vector<ir::Literal> arguments;
-    for (int k = 0;; ++k) {
-      absl::StatusOr<ir::Literal> argument = io::ReadNpyFile(absl::StrCat(base, ".arg", k, ".npy"));
-      if (!argument.ok()) break;
-      arguments.push_back(std::move(*argument));
-    }
-    absl::StatusOr<ir::Literal> expected = io::ReadNpyFile(base + ".out.npy");
-    ASSERT_TRUE(expected.ok()) << expected.status();
-    ExpectExact(text, arguments, &*expected);
+    const ir::Literal expected = Expected(base);
+    ExpectExact(Text(base), Arguments(base), &expected);
   }
 }
 
@@ -152,6 +172,45 @@ TEST_F(GatherScatterDeviceTest, TooManyScatterIndicesIsAClearError) {
             absl::string_view::npos)
       << executable.status();
   EXPECT_NE(executable.status().message().find("%scattered"), absl::string_view::npos);
+}
+
+// Argsort rows of a prime length with NaNs, infinities and repeats: the keys and the order. Rows
+// longer than the kernel's bound are refused, naming the sort.
+TEST_F(GatherScatterDeviceTest, ArgsortOfPrimeRowsMatchesTheReferenceExactly) {
+  const std::string text = R"(HloModule argsort
+%less (a: f32[], b: f32[], i: s32[], j: s32[]) -> pred[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  %i = s32[] parameter(2)
+  %j = s32[] parameter(3)
+  ROOT %lt = pred[] compare(%a, %b), direction=LT, type=TOTALORDER
+}
+ENTRY %main (x: f32[5,61]) -> (f32[5,61], s32[5,61]) {
+  %x = f32[5,61] parameter(0)
+  %iota = s32[5,61] iota(), iota_dimension=1
+  %sort = (f32[5,61], s32[5,61]) sort(%x, %iota), dimensions={1}, is_stable=true, to_apply=%less
+  %keys = f32[5,61] get-tuple-element(%sort), index=0
+  %order = s32[5,61] get-tuple-element(%sort), index=1
+  ROOT %both = (f32[5,61], s32[5,61]) tuple(%keys, %order)
+})";
+  ir::Literal keys = Values(ir::DType::kF32, {5, 61}, 9);
+  for (int64_t i = 0; i < keys.ElementCount(); i += 7) {
+    const float special = i % 3 == 0   ? std::numeric_limits<float>::quiet_NaN()
+                          : i % 3 == 1 ? -std::numeric_limits<float>::infinity()
+                                       : 1.0f;
+    keys.Set<float>(i, special);
+  }
+  ExpectExact(text, {keys});
+  absl::StatusOr<std::unique_ptr<ir::Module>> longer =
+      ir::ParseAndVerifyModule(absl::StrReplaceAll(text, {{"61", "65"}}));
+  ASSERT_TRUE(longer.ok()) << longer.status();
+  absl::StatusOr<std::unique_ptr<exec::Executable>> refused =
+      exec::Executable::Compile(**longer, device(0));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(
+      refused.status().message().find("sorting rows of more than 64 elements (65 along dim 1)"),
+      absl::string_view::npos)
+      << refused.status();
 }
 
 }  // namespace

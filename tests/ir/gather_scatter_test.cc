@@ -115,5 +115,30 @@ TEST(GatherScatterTest, InconsistentScattersAreErrors) {
             "13:151: attribute slice_sizes does not apply to scatter");
 }
 
+TEST(GatherScatterTest, SortChecksItsComparator) {
+  const std::string head =
+      "HloModule m\n%lt (a: f32[], b: f32[]) -> pred[] {\n"
+      "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+      "  ROOT %c = pred[] compare(%a, %b), direction=LT, type=TOTALORDER\n}\n"
+      "ENTRY %e (x: f32[4,5], i: s32[4,5]) -> f32[4,5] {\n"
+      "  %x = f32[4,5] parameter(0)\n  %i = s32[4,5] parameter(1)\n";
+  absl::StatusOr<std::unique_ptr<Module>> module = ParseAndVerifyModule(
+      head + "  ROOT %s = f32[4,5] sort(%x), dimensions={1}, is_stable=true, to_apply=%lt\n}\n");
+  ASSERT_TRUE(module.ok()) << module.status();
+  const std::string printed = PrintModule(**module);
+  EXPECT_NE(printed.find("direction=LT, type=TOTALORDER"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("dimensions={1}, is_stable=true, to_apply=%lt"), std::string::npos);
+  module = ParseAndVerifyModule(
+      head + "  ROOT %s = (f32[4,5], s32[4,5]) sort(%x, %i), dimensions={1}, to_apply=%lt\n}\n");
+  ASSERT_FALSE(module.ok());
+  EXPECT_EQ(module.status().message(),
+            "10:8: %s: to_apply=%lt must take 4 parameters (two per operand)");
+  module = ParseAndVerifyModule(head +
+                                "  ROOT %s = f32[4,5] sort(%x), dimensions={2}, to_apply=%lt\n}\n");
+  ASSERT_FALSE(module.ok());
+  EXPECT_EQ(module.status().message(),
+            "10:8: %s: sort needs dimensions={d} with one dim of f32[4,5], got {2}");
+}
+
 }  // namespace
 }  // namespace vkspmd::ir

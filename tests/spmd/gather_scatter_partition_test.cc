@@ -2,6 +2,9 @@
 // 2x2 emulated devices and must equal the unpartitioned evaluation, with the collectives GSPMD
 // uses (a vocabulary-sharded embedding: a masked local gather and one all-reduce; an operand
 // split on a dim the op leaves whole, or indices split on their batch dim: none).
+#include <fstream>
+#include <iterator>
+
 #include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "src/ir/printer.h"
@@ -74,6 +77,12 @@ ENTRY %main (target: s32[9,6], corners: s32[3,2], patches: s32[3,2,3]) -> s32[9,
   %spread = s32[3,2] multiply(%corners, %twos)
   ROOT %scattered = s32[9,6] scatter(%target, %spread, %patches), update_window_dims={1,2}, inserted_window_dims={}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=1, to_apply=%assign
 })";
+
+// JAX's argsort per row (tests/testdata/sort_argsort.hlo): keys and an iota sorted by the keys.
+std::string ArgsortText() {
+  std::ifstream file(std::string(VKSPMD_TESTDATA_DIR) + "/sort_argsort.hlo");
+  return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+}
 
 Mesh MakeMesh(std::vector<int64_t> shape) {
   absl::StatusOr<Mesh> mesh = Mesh::Create(std::move(shape), {}, {});
@@ -166,6 +175,15 @@ TEST(GatherScatterPartitionTest, WindowsAcrossASplitDimFallBackToAWholeOperand) 
     for (uint64_t seed : {1, 2}) {
       Checked(kWindows, {{"target", "(0, None)"}}, MakeMesh(shape), seed);
     }
+  }
+}
+
+TEST(GatherScatterPartitionTest, SortsRowsWhereTheyAreAndGathersASplitSortDim) {
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{2}, {4}, {2, 2}}) {
+    PartitionResult rows = Checked(ArgsortText(), {{"Arg_0.1", "(0, None)"}}, MakeMesh(shape));
+    EXPECT_TRUE(rows.collectives.empty());
+    PartitionResult columns = Checked(ArgsortText(), {{"Arg_0.1", "(None, 0)"}}, MakeMesh(shape));
+    EXPECT_GE(Count(columns, Opcode::kAllGather), 1);
   }
 }
 

@@ -793,6 +793,89 @@ ENTRY %main (counts: s32[3,6], slots: s32[4,3], increments: s32[4,3]) -> s32[3,6
 }
 """, [counts, slots, increments], summed)
 
+# --- sort -----------------------------------------------------------------------------------------
+# Oracle: a stable argsort of XLA's total-order key (the float's bits as a signed integer, negative
+# values flipped): -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN.
+def total_order_key(x):
+    bits = x.view(np.int32).astype(np.int64)
+    return np.where(bits < 0, bits ^ 0x7fffffff, bits)
+
+keys = f32(3, 7)
+keys[0, 1] = np.nan
+keys[0, 4] = -np.inf
+keys[1, 0] = np.float32(-0.0)
+keys[1, 3] = np.float32(0.0)
+keys[1, 5] = np.float32(-0.0)
+keys[2, :] = np.array([1, 2, 1, np.inf, 2, 1, -np.inf], dtype=np.float32)
+keys[2, 2] = np.frombuffer(np.array([0xffc00000], dtype=np.uint32).tobytes(), dtype=np.float32)[0]
+order = np.argsort(total_order_key(keys), axis=1, kind="stable").astype(np.int32)
+case("sort_argsort", """HloModule jit_argsort, entry_computation_layout={(f32[3,7]{1,0})->(f32[3,7]{1,0}, s32[3,7]{1,0})}
+
+%region_0.3 (Arg_0.4: f32[], Arg_1.5: f32[], Arg_2.6: s32[], Arg_3.7: s32[]) -> pred[] {
+  %Arg_0.4 = f32[] parameter(0)
+  %Arg_1.5 = f32[] parameter(1)
+  %Arg_2.6 = s32[] parameter(2)
+  %Arg_3.7 = s32[] parameter(3)
+  ROOT %compare.8 = pred[] compare(f32[] %Arg_0.4, f32[] %Arg_1.5), direction=LT, type=TOTALORDER, metadata={op_name="jit(argsort)/jit(main)/sort"}
+}
+
+ENTRY %main.12 (Arg_0.1: f32[3,7]) -> (f32[3,7], s32[3,7]) {
+  %Arg_0.1 = f32[3,7]{1,0} parameter(0), metadata={op_name="x"}
+  %iota.2 = s32[3,7]{1,0} iota(), iota_dimension=1, metadata={op_name="jit(argsort)/jit(main)/iota"}
+  %sort.9 = (f32[3,7]{1,0}, s32[3,7]{1,0}) sort(f32[3,7]{1,0} %Arg_0.1, s32[3,7]{1,0} %iota.2), dimensions={1}, is_stable=true, to_apply=%region_0.3, metadata={op_name="jit(argsort)/jit(main)/sort"}
+  %get-tuple-element.10 = f32[3,7]{1,0} get-tuple-element((f32[3,7]{1,0}, s32[3,7]{1,0}) %sort.9), index=0
+  %get-tuple-element.11 = s32[3,7]{1,0} get-tuple-element((f32[3,7]{1,0}, s32[3,7]{1,0}) %sort.9), index=1
+  ROOT %tuple.12 = (f32[3,7]{1,0}, s32[3,7]{1,0}) tuple(f32[3,7]{1,0} %get-tuple-element.10, s32[3,7]{1,0} %get-tuple-element.11)
+}
+""", [keys], [np.take_along_axis(keys, order, axis=1), order])
+
+column = rng.randint(-20, 20, size=(5, 4)).astype(np.int32)
+case("sort_descending", """HloModule sort_descending
+
+%greater (a: s32[], b: s32[]) -> pred[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  ROOT %gt = pred[] compare(%a, %b), direction=GT
+}
+
+ENTRY %main (x: s32[5,4]) -> s32[5,4] {
+  %x = s32[5,4]{1,0} parameter(0)
+  ROOT %sorted = s32[5,4]{1,0} sort(%x), dimensions={0}, to_apply=%greater
+}
+""", [column], -np.sort(-column, axis=0))
+
+major = rng.randint(0, 3, size=(11,)).astype(np.int32)
+minor = f32(11)
+payload = np.arange(11, dtype=np.int32) * 10
+lex = np.array(sorted(range(11), key=lambda i: (major[i], -minor[i])), dtype=np.int64)
+case("sort_lexicographic", """HloModule sort_lexicographic
+
+%major_then_minor_descending (a0: s32[], a1: s32[], b0: f32[], b1: f32[], c0: s32[], c1: s32[]) -> pred[] {
+  %a0 = s32[] parameter(0)
+  %a1 = s32[] parameter(1)
+  %b0 = f32[] parameter(2)
+  %b1 = f32[] parameter(3)
+  %c0 = s32[] parameter(4)
+  %c1 = s32[] parameter(5)
+  %less = pred[] compare(%a0, %a1), direction=LT
+  %same = pred[] compare(%a0, %a1), direction=EQ
+  %greater = pred[] compare(%b0, %b1), direction=GT
+  %then = pred[] and(%same, %greater)
+  ROOT %before = pred[] or(%less, %then)
+}
+
+ENTRY %main (a: s32[11], b: f32[11], c: s32[11]) -> (s32[11], f32[11], s32[11]) {
+  %a = s32[11]{0} parameter(0)
+  %b = f32[11]{0} parameter(1)
+  %c = s32[11]{0} parameter(2)
+  %sorted = (s32[11]{0}, f32[11]{0}, s32[11]{0}) sort(%a, %b, %c), dimensions={0}, is_stable=true, to_apply=%major_then_minor_descending
+  %a_sorted = s32[11]{0} get-tuple-element(%sorted), index=0
+  %b_sorted = f32[11]{0} get-tuple-element(%sorted), index=1
+  %c_sorted = s32[11]{0} get-tuple-element(%sorted), index=2
+  ROOT %result = (s32[11]{0}, f32[11]{0}, s32[11]{0}) tuple(%a_sorted, %b_sorted, %c_sorted)
+}
+""", [major, minor, payload], [major[lex], minor[lex], payload[lex]])
+
 for name, hlo, args, outputs, devices in CASES:
     write(name, hlo, args, outputs, devices)
 print(f"wrote {len(CASES)} cases")
