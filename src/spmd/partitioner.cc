@@ -4,7 +4,9 @@
 #include "src/spmd/partitioner.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
+#include <tuple>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -290,11 +292,26 @@ class Partitioner {
     const std::vector<AxisSharding>& targets = Targets(instruction);
     std::vector<PartitionedValue> values;
     for (size_t leaf = 0; leaf < leaves.size(); ++leaf) {
-      VKSPMD_ASSIGN_OR_RETURN(PartitionedValue value, Reshard(*spmd_, leaves[leaf], targets[leaf]));
+      VKSPMD_ASSIGN_OR_RETURN(PartitionedValue value, CachedReshard(leaves[leaf], targets[leaf]));
       values.push_back(value);
     }
     values_[&instruction] = std::move(values);
     return absl::OkStatus();
+  }
+
+  // Reshard, emitted once per value, layout and target: an op that reads one value twice (x + x)
+  // or two ops that want it alike share the collectives.
+  absl::StatusOr<PartitionedValue> CachedReshard(const PartitionedValue& value,
+                                                 const AxisSharding& to) {
+    if (value.sharding == to) return value;
+    const std::tuple<const Instruction*, std::vector<int64_t>, std::string, std::string> key = {
+        value.local, spmd_->mesh().device_ids(), value.sharding.ToString(mesh_),
+        to.ToString(mesh_)};
+    const auto found = reshards_.find(key);
+    if (found != reshards_.end()) return found->second;
+    VKSPMD_ASSIGN_OR_RETURN(PartitionedValue resharded, Reshard(*spmd_, value, to));
+    reshards_.emplace(key, resharded);
+    return resharded;
   }
 
   // Tensors of a rule with their current (operands) or wanted (results) shardings.
@@ -379,6 +396,17 @@ class Partitioner {
       }
       for (Tensor& result : results) result.sharding = result.sharding.InMeshOrder();
     }
+    // An op whose results live on one device (maximal) and whose operands live there too (or
+    // everywhere) runs there: every device runs it on what it holds, and only that device's
+    // result counts, so nothing is broadcast.
+    const std::optional<int64_t> on_device = MaximalDevice(operands, results);
+    if (on_device.has_value()) {
+      for (size_t i = 0; i < operands.size(); ++i) {
+        operands[i].sharding.maximal_device.reset();
+        operand_values[i].sharding = operands[i].sharding;
+      }
+      for (Tensor& result : results) result.sharding.maximal_device.reset();
+    }
     all = results;
     all.insert(all.end(), operands.begin(), operands.end());
     // Candidates: each tensor first, the rest by size (larger tensors are costlier to move).
@@ -412,7 +440,7 @@ class Partitioner {
     for (size_t i = 0; i < rule.operands.size(); ++i) {
       const AxisSharding wanted = ProjectToTensor(rule, rule.operand_dims[i], op.factors, mesh_);
       RecordFallbacks(instruction, rule, i, operand_values[i].sharding, wanted);
-      VKSPMD_ASSIGN_OR_RETURN(PartitionedValue value, Reshard(*spmd_, operand_values[i], wanted));
+      VKSPMD_ASSIGN_OR_RETURN(PartitionedValue value, CachedReshard(operand_values[i], wanted));
       op.operands.push_back(value);
     }
     for (const Tensor& result : results) op.result_targets.push_back(result.sharding);
@@ -424,9 +452,28 @@ class Partitioner {
       if (!device_order.empty() && IsSplit(produced[r].sharding)) {
         produced[r].sharding.device_order = device_order;
       }
+      if (on_device.has_value()) produced[r].sharding.maximal_device = on_device;
       leaves[rule.results[r].leaf] = produced[r];
     }
     return SetReshard(instruction, leaves);
+  }
+
+  // The device all of an op's results are maximal on, when its operands are maximal there too or
+  // replicated; none otherwise.
+  static std::optional<int64_t> MaximalDevice(const std::vector<Tensor>& operands,
+                                              const std::vector<Tensor>& results) {
+    std::optional<int64_t> device;
+    for (const Tensor& result : results) {
+      if (!result.sharding.maximal_device.has_value()) return std::nullopt;
+      if (device.has_value() && *device != *result.sharding.maximal_device) return std::nullopt;
+      device = result.sharding.maximal_device;
+    }
+    for (const Tensor& operand : operands) {
+      const AxisSharding& sharding = operand.sharding;
+      if (sharding.maximal_device == device || sharding.IsReplicated()) continue;
+      return std::nullopt;
+    }
+    return device;
   }
 
   bool IsSplit(const AxisSharding& sharding) const {
@@ -484,6 +531,9 @@ class Partitioner {
   SpmdBuilder* spmd_ = nullptr;
   absl::flat_hash_map<const ir::Computation*, ir::Computation*> clones_;
   absl::flat_hash_map<const Instruction*, std::vector<PartitionedValue>> values_;
+  std::map<std::tuple<const Instruction*, std::vector<int64_t>, std::string, std::string>,
+           PartitionedValue>
+      reshards_;
 };
 
 }  // namespace

@@ -168,6 +168,24 @@ ENTRY %main (x: f32[8,16], w: f32[16,4]) -> f32[8,4] {
   EXPECT_EQ(groups, (std::vector<std::vector<int64_t>>{{0, 2}, {1, 3}}));
 }
 
+// A maximal value lives on its device: ops from maximal values to a maximal result run there
+// (no collective), and a value read twice is resharded once. The device's value reaches the
+// others in one all-reduce (its data, zeros elsewhere) when a split result needs it.
+TEST(CollectiveChoiceTest, MaximalValuesStayOnTheirDevice) {
+  const PartitionResult result = PartitionText(R"(HloModule maximal, num_partitions=4
+ENTRY %main (a: f32[5,6]) -> f32[5,6] {
+  %a = f32[5,6] parameter(0), sharding={maximal device=1}
+  %n = f32[5,6] negate(f32[5,6] %a), sharding={maximal device=1}
+  %e = f32[5,6] exponential(f32[5,6] %n), sharding={maximal device=1}
+  ROOT %b = f32[5,6] add(f32[5,6] %e, f32[5,6] %e), sharding={devices=[2,2]<=[2,2]T(1,0)}
+})",
+                                               MakeMesh({4}, {}));
+  ASSERT_NE(result.module, nullptr);
+  ASSERT_EQ(result.collectives.size(), 1u) << ir::PrintModule(*result.module);
+  EXPECT_EQ(result.collectives[0].kind, Opcode::kAllReduce);
+  EXPECT_EQ(result.collectives[0].instruction, "b");
+}
+
 TEST(CollectiveChoiceTest, ContractingDimShardedGivesOneAllReduce) {
   const Mesh mesh = MakeMesh({4}, {"x"});
   const std::string text = kDot;
