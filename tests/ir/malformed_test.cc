@@ -253,15 +253,15 @@ ENTRY %m (p: f32[2,3]) -> f32[2,3] {
 }
 )hlo",
      "4:30: sparse layouts are not supported (dimension kind C)"},
-    {"totalorder",
+    {"unknown_comparison_type",
      R"hlo(HloModule m
 
 ENTRY %m (p: f32[4]) -> pred[4] {
   %p = f32[4]{0} parameter(0)
-  ROOT %c = pred[4]{0} compare(f32[4]{0} %p, f32[4]{0} %p), direction=LT, type=TOTALORDER
+  ROOT %c = pred[4]{0} compare(f32[4]{0} %p, f32[4]{0} %p), direction=LT, type=PARTIALORDER
 }
 )hlo",
-     "5:80: unsupported comparison type TOTALORDER"},
+     "5:80: unsupported comparison type PARTIALORDER"},
     {"unclosed_computation",
      R"hlo(HloModule m
 
