@@ -8,7 +8,8 @@ using ir::Opcode;
 bool IsFusedElementwise(Opcode opcode) {
   return ir::IsElementwiseUnary(opcode) || ir::IsElementwiseBinary(opcode) ||
          opcode == Opcode::kCompare || opcode == Opcode::kSelect || opcode == Opcode::kClamp ||
-         opcode == Opcode::kConvert || opcode == Opcode::kCopy;
+         opcode == Opcode::kConvert || opcode == Opcode::kCopy ||
+         opcode == Opcode::kBitcastConvert || opcode == Opcode::kReducePrecision;
 }
 
 std::vector<int64_t> OperandReadOrder(const ir::Instruction& instruction) {

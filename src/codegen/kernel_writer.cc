@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "src/base/status_macros.h"
+#include "src/codegen/bit_ops_code.h"
 #include "src/codegen/fused_ops.h"
 #include "src/codegen/gather_scatter_code.h"
 #include "src/codegen/glsl_preamble.h"
@@ -386,6 +387,25 @@ absl::StatusOr<std::string> KernelWriter::Elementwise(const Instruction& instruc
       break;
     case Opcode::kConvert:
       result = Convert(type, instruction.shape().dtype(), a);
+      break;
+    case Opcode::kBitcastConvert: {
+      result = BitcastConvertCode(type, instruction.shape().dtype(), a);
+      if (result.empty()) {
+        return absl::UnimplementedError(Unsupported(
+            instruction, absl::StrCat("bitcast-convert from ", std::string(ir::DTypeName(type)),
+                                      " (32-bit types only)")));
+      }
+      break;
+    }
+    case Opcode::kReducePrecision:
+      if (type != DType::kF32) {
+        return absl::UnimplementedError(
+            Unsupported(instruction, "reduce-precision other than f32"));
+      }
+      absl::StrAppend(&code,
+                      ReducePrecisionCode(a, "reduced", instruction.attributes().exponent_bits,
+                                          instruction.attributes().mantissa_bits));
+      result = "reduced";
       break;
     default:
       return absl::UnimplementedError(

@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "fmt/format.h"
 #include "src/base/status_macros.h"
+#include "src/interp/bit_ops.h"
 #include "src/interp/collectives.h"
 #include "src/interp/contraction.h"
 #include "src/interp/elementwise.h"
@@ -73,6 +74,11 @@ absl::StatusOr<Literal> EvaluateLocal(const Instruction& instruction,
       return Convert(*operands[0], instruction.shape().dtype());
     case Opcode::kCopy:
       return *operands[0];
+    case Opcode::kBitcastConvert:
+      return BitcastConvert(*operands[0], instruction.shape().dtype());
+    case Opcode::kReducePrecision:
+      return ReducePrecision(*operands[0], instruction.attributes().exponent_bits,
+                             instruction.attributes().mantissa_bits);
     case Opcode::kIota:
       return EvaluateIota(instruction);
     case Opcode::kPartitionId:

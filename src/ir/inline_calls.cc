@@ -118,7 +118,8 @@ absl::StatusOr<Instruction*> MapComputation(const Computation& callee,
     const bool elementwise = IsElementwiseUnary(opcode) || IsElementwiseBinary(opcode) ||
                              opcode == Opcode::kCompare || opcode == Opcode::kSelect ||
                              opcode == Opcode::kClamp || opcode == Opcode::kConvert ||
-                             opcode == Opcode::kCopy;
+                             opcode == Opcode::kCopy || opcode == Opcode::kBitcastConvert ||
+                             opcode == Opcode::kReducePrecision;
     if (!elementwise) {
       return absl::InvalidArgumentError(
           fmt::format("map: %{} of computation %{} is a {}, which is not elementwise",

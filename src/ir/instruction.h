@@ -79,6 +79,8 @@ struct InstructionAttributes {
   std::optional<Literal> literal;  // constant
   std::vector<int64_t> dimensions;
   int64_t iota_dimension = 0;
+  int64_t exponent_bits = 0;  // reduce-precision
+  int64_t mantissa_bits = 0;  // reduce-precision
   int64_t tuple_index = 0;
   std::vector<SliceDimension> slice;
   std::vector<int64_t> dynamic_slice_sizes;

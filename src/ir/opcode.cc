@@ -48,6 +48,8 @@ constexpr std::pair<Opcode, std::string_view> kOpcodeNames[] = {
     {Opcode::kClamp, "clamp"},
     {Opcode::kConvert, "convert"},
     {Opcode::kCopy, "copy"},
+    {Opcode::kBitcastConvert, "bitcast-convert"},
+    {Opcode::kReducePrecision, "reduce-precision"},
     {Opcode::kParameter, "parameter"},
     {Opcode::kConstant, "constant"},
     {Opcode::kIota, "iota"},

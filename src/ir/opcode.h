@@ -50,6 +50,8 @@ enum class Opcode {
   kClamp,
   kConvert,
   kCopy,
+  kBitcastConvert,   // same-width reinterpretation of the bits (f32 <-> s32/u32, ...)
+  kReducePrecision,  // exponent_bits=, mantissa_bits=: rounds floats to a narrower format
   // Leaves.
   kParameter,
   kConstant,

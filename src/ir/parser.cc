@@ -593,6 +593,9 @@ bool AttributeAppliesTo(std::string_view name, Opcode opcode) {
   if (name == "use_global_device_ids") return has_global_flag;
   if (name == "source_target_pairs") return opcode == Opcode::kCollectivePermute;
   if (name == "custom_call_target") return opcode == Opcode::kCustomCall;
+  if (name == "exponent_bits" || name == "mantissa_bits") {
+    return opcode == Opcode::kReducePrecision;
+  }
   return true;
 }
 
@@ -662,6 +665,14 @@ absl::Status ModuleParser::ParseAttribute(Instruction& instruction) {
     if (reader_.current().kind != TokenKind::kString) return reader_.Expected("a quoted target");
     attributes.custom_call_target = reader_.current().text;
     reader_.Advance();
+  } else if (name == "exponent_bits" || name == "mantissa_bits") {
+    const Token token = reader_.current();
+    VKSPMD_ASSIGN_OR_RETURN(int64_t bits, reader_.ReadInteger());
+    const bool exponent = name == "exponent_bits";
+    if (bits < (exponent ? 1 : 0) || bits > 64) {
+      return reader_.ErrorAt(token, fmt::format("{} must be in {}..64", name, exponent ? 1 : 0));
+    }
+    (exponent ? attributes.exponent_bits : attributes.mantissa_bits) = bits;
   } else if (name == "algorithm" && instruction.opcode() == Opcode::kRngBitGenerator) {
     VKSPMD_ASSIGN_OR_RETURN(attributes.rng_algorithm, ParseRngAlgorithm(reader_));
   } else if (IsGatherScatterAttribute(name)) {

@@ -112,6 +112,10 @@ std::vector<std::string> AttributeStrings(const Instruction& instruction,
     case Opcode::kGetTupleElement:
       parts.push_back(fmt::format("index={}", attributes.tuple_index));
       break;
+    case Opcode::kReducePrecision:
+      parts.push_back(fmt::format("exponent_bits={}", attributes.exponent_bits));
+      parts.push_back(fmt::format("mantissa_bits={}", attributes.mantissa_bits));
+      break;
     case Opcode::kSlice:
       parts.push_back("slice=" + SliceToString(attributes.slice));
       break;

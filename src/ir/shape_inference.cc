@@ -230,6 +230,33 @@ absl::StatusOr<Shape> InferShape(const Instruction& instruction,
     case Opcode::kCopy:
       VKSPMD_RETURN_IF_ERROR(CheckOperandCount(instruction, 1));
       return instruction.operand(0)->shape();
+    case Opcode::kBitcastConvert: {
+      VKSPMD_RETURN_IF_ERROR(CheckOperandCount(instruction, 1));
+      VKSPMD_RETURN_IF_ERROR(CheckArrays(instruction));
+      if (instruction.shape().IsTuple()) return Invalid("bitcast-convert result must be an array");
+      const DType from = instruction.operand(0)->shape().dtype();
+      const DType to = instruction.shape().dtype();
+      // XLA also allows widths that differ (adding or dropping a last dimension): not yet.
+      if (DTypeByteSize(from) != DTypeByteSize(to) || from == DType::kPred || to == DType::kPred) {
+        return Invalid(fmt::format("bitcast-convert from {} to {}: only same-width types other "
+                                   "than pred are supported",
+                                   DTypeName(from), DTypeName(to)));
+      }
+      return Shape(to, instruction.operand(0)->shape().dimensions());
+    }
+    case Opcode::kReducePrecision: {
+      VKSPMD_RETURN_IF_ERROR(CheckOperandCount(instruction, 1));
+      VKSPMD_RETURN_IF_ERROR(CheckArrays(instruction));
+      const Shape& operand = instruction.operand(0)->shape();
+      if (!IsFloat(operand.dtype())) {
+        return Invalid(
+            fmt::format("reduce-precision needs a float operand, got {}", operand.ToString()));
+      }
+      if (instruction.attributes().exponent_bits < 1) {
+        return Invalid("reduce-precision needs exponent_bits= (at least 1)");
+      }
+      return operand;
+    }
     case Opcode::kParameter:
     case Opcode::kConstant:
     case Opcode::kIota:

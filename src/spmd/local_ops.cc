@@ -64,6 +64,7 @@ absl::StatusOr<Instruction*> EmitOp(SpmdBuilder& builder, const LocalOp& op,
       op.rule->operand_dims.empty() ? DimFactors{} : op.rule->operand_dims[0];
   switch (opcode) {
     case Opcode::kConvert:
+    case Opcode::kBitcastConvert:
     case Opcode::kBroadcast:
     case Opcode::kReshape:
       return builder.Add(opcode, locals, attributes, result_shapes[0]);

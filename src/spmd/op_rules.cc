@@ -429,6 +429,8 @@ absl::StatusOr<std::vector<OpRule>> RulesFor(const Instruction& instruction) {
     case Opcode::kClamp:
     case Opcode::kConvert:
     case Opcode::kCopy:
+    case Opcode::kBitcastConvert:
+    case Opcode::kReducePrecision:
       return std::vector<OpRule>{ElementwiseRule(instruction)};
     case Opcode::kCustomCall:
       // The manual-region boundaries relate a sharded value to per-device values: no factors.

@@ -629,20 +629,6 @@ ENTRY %m (p: f32[4]) -> f32[4] {
 }
 )hlo",
      "9:43: attribute calls does not apply to call"},
-    {"map_not_elementwise",
-     R"hlo(HloModule m
-
-%f (a: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  ROOT %b = f32[] reduce-precision(%a), exponent_bits=5, mantissa_bits=10
-}
-
-ENTRY %m (p: f32[4]) -> f32[4] {
-  %p = f32[4]{0} parameter(0)
-  ROOT %c = f32[4]{0} map(f32[4]{0} %p), dimensions={0}, to_apply=%f
-}
-)hlo",
-     "5:19: unsupported op reduce-precision"},
     {"map_of_a_reduce",
      R"hlo(HloModule m
 
