@@ -6,10 +6,8 @@
 #include <cmath>
 #include <limits>
 
-#include "src/exec/executable.h"
-#include "src/interp/evaluator.h"
 #include "src/ir/parser.h"
-#include "tests/exec/literal_compare.h"
+#include "tests/ir/device_reference.h"
 #include "tests/support/device_test.h"
 
 namespace vkspmd::testing {
@@ -58,14 +56,7 @@ TEST_F(BitOpsDeviceTest, MatchesTheReferenceBitForBit) {
   values[41] = 1.0f + 0x1p-11f;  // a float16 tie
   const std::vector<ir::Literal> arguments = {
       ir::Literal::Create<float>(ir::DType::kF32, {7, 13}, values)};
-  absl::StatusOr<ir::Literal> reference = interp::Evaluate(**module, arguments);
-  ASSERT_TRUE(reference.ok()) << reference.status();
-  absl::StatusOr<std::unique_ptr<exec::Executable>> executable =
-      exec::Executable::Compile(**module, device(0));
-  ASSERT_TRUE(executable.ok()) << executable.status();
-  absl::StatusOr<ir::Literal> result = (*executable)->Run(arguments);
-  ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_EQ(CompareLiterals(*result, *reference), "");
+  EXPECT_EQ(DeviceDiffersFromReference(**module, arguments, device(0)), "");
 }
 
 }  // namespace
