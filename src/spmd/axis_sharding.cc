@@ -147,9 +147,14 @@ std::vector<int64_t> OrderFor(const AxisSharding& candidate, const ir::Sharding&
   return order;
 }
 
+// How many axis placements AxesInMeshOrder tries at most (orderings included): the search is
+// exponential in the number of axes, and a sharding it misses is still expressed in a device
+// order (FromHloSharding), only perhaps not in the mesh's own.
+constexpr int64_t kAxisSearchBudget = int64_t{1} << 14;
+
 // The axes that give `wanted` (normalized, tiled) over `mesh` in its own device order: every
 // ordering of the axes of size > 1 (size-1 axes never change a sharding), each axis given a dim
-// or left unused.
+// whose tile count its size still divides, or left unused; at most kAxisSearchBudget tries.
 std::optional<AxisSharding> AxesInMeshOrder(const ir::Sharding& wanted, const Mesh& mesh,
                                             int64_t rank) {
   std::vector<int64_t> axes;
@@ -157,29 +162,39 @@ std::optional<AxisSharding> AxesInMeshOrder(const ir::Sharding& wanted, const Me
     if (mesh.axis_size(axis) > 1) axes.push_back(axis);
   }
   std::sort(axes.begin(), axes.end());
+  const std::vector<int64_t>& dims = wanted.tile_assignment().dimensions;
+  const int64_t replication = wanted.last_tile_dim_replicate() ? dims.back() : 1;
   std::optional<AxisSharding> found;
+  int64_t budget = kAxisSearchBudget;
   do {
     std::vector<int64_t> choice(axes.size(), 0);
+    std::vector<int64_t> product(rank + 1, 1);
     std::function<void(size_t)> assign = [&](size_t next) {
-      if (found.has_value()) return;
+      if (found.has_value() || budget <= 0) return;
       if (next == axes.size()) {
+        --budget;
+        for (int64_t d = 0; d < rank; ++d) {
+          if (product[d] != dims[d]) return;
+        }
         AxisSharding candidate = AxisSharding::Replicated(rank);
         for (size_t i = 0; i < axes.size(); ++i) {
           if (choice[i] < rank) candidate.dims[choice[i]].push_back(axes[i]);
         }
-        for (int64_t d = 0; d < rank; ++d) {
-          if (candidate.TilesOn(d, mesh) != wanted.tile_assignment().dimensions[d]) return;
-        }
         if (ToHloSharding(candidate, mesh) == wanted) found = candidate;
         return;
       }
+      const int64_t size = mesh.axis_size(axes[next]);
       for (int64_t d = 0; d <= rank; ++d) {
+        if ((d < rank ? dims[d] : replication) % (product[d] * size) != 0) continue;
         choice[next] = d;
+        product[d] *= size;
         assign(next + 1);
+        product[d] /= size;
       }
     };
     assign(0);
-  } while (!found.has_value() && std::next_permutation(axes.begin(), axes.end()));
+    --budget;
+  } while (!found.has_value() && budget > 0 && std::next_permutation(axes.begin(), axes.end()));
   return found;
 }
 
