@@ -370,7 +370,7 @@ class Partitioner {
   }
 
   absl::Status PartitionWithRule(const Instruction& instruction, const OpRule& rule) {
-    std::vector<Tensor> operands, results, all;
+    std::vector<Tensor> operands, results;
     std::vector<PartitionedValue> operand_values;
     for (size_t i = 0; i < rule.operands.size(); ++i) {
       const PartitionedValue& value =
@@ -382,19 +382,30 @@ class Partitioner {
       results.push_back({&rule.result_dims[r], LeafShape(rule.results[r]),
                          Targets(instruction)[rule.results[r].leaf]});
     }
-    // Values laid out in one device order run the op in that layout, as GSPMD runs an op in its
-    // operands' tile assignment: shardings are read without the order over the permuted mesh.
-    const std::vector<int64_t> device_order = CommonDeviceOrder(operands, results);
+    // The op runs in the device layout that moves the fewest bytes: the mesh's order or that of
+    // one of its split tensors (GSPMD runs an op in its operands' tile assignment). Shardings
+    // are then read over the mesh permuted to that order.
+    std::vector<int64_t> device_order;
+    int64_t cheapest = -1;
+    for (const std::vector<int64_t>& candidate : LayoutCandidates(operands, results)) {
+      std::vector<Tensor> relative_operands = operands, relative_results = results;
+      MakeRelative(relative_operands, candidate);
+      MakeRelative(relative_results, candidate);
+      const int64_t cost = CheapestFactors(rule, relative_operands, relative_results).second;
+      if (cheapest < 0 || cost < cheapest) {
+        cheapest = cost;
+        device_order = candidate;
+      }
+    }
     std::optional<Mesh> layout;
     std::optional<ScopedMesh> in_layout;
     if (!device_order.empty()) {
       layout = mesh_.WithDeviceIds(device_order);
       in_layout.emplace(*spmd_, *layout);
-      for (size_t i = 0; i < operands.size(); ++i) {
-        operands[i].sharding = operands[i].sharding.InMeshOrder();
+      MakeRelative(operands, device_order);
+      MakeRelative(results, device_order);
+      for (size_t i = 0; i < operands.size(); ++i)
         operand_values[i].sharding = operands[i].sharding;
-      }
-      for (Tensor& result : results) result.sharding = result.sharding.InMeshOrder();
     }
     // An op whose results live on one device (maximal) and whose operands live there too (or
     // everywhere) runs there: every device runs it on what it holds, and only that device's
@@ -407,33 +418,11 @@ class Partitioner {
       }
       for (Tensor& result : results) result.sharding.maximal_device.reset();
     }
-    all = results;
-    all.insert(all.end(), operands.begin(), operands.end());
-    // Candidates: each tensor first, the rest by size (larger tensors are costlier to move).
-    std::vector<size_t> by_size(all.size());
-    for (size_t t = 0; t < all.size(); ++t) by_size[t] = t;
-    std::stable_sort(by_size.begin(), by_size.end(), [&](size_t a, size_t b) {
-      return ByteSize(all[a].global) > ByteSize(all[b].global);
-    });
-    std::optional<FactorAxes> best;
-    int64_t best_cost = 0;
-    for (size_t first = 0; first < all.size(); ++first) {
-      std::vector<size_t> order = {first};
-      for (size_t t : by_size) {
-        if (t != first) order.push_back(t);
-      }
-      FactorAxes candidate = AssignmentFrom(rule, all, order);
-      const int64_t cost = Cost(rule, operands, results, candidate);
-      if (!best.has_value() || cost < best_cost) {
-        best = std::move(candidate);
-        best_cost = cost;
-      }
-    }
-    if (!best.has_value()) best = FactorAxes(rule.factors.size());
+    FactorAxes best = CheapestFactors(rule, operands, results).first;
     LocalOp op;
     op.instruction = &instruction;
     op.rule = &rule;
-    op.factors = *best;
+    op.factors = best;
     if (instruction.attributes().to_apply != nullptr) {
       op.to_apply = clones_.at(instruction.attributes().to_apply);
     }
@@ -480,19 +469,66 @@ class Partitioner {
     return !sharding.IsSpecial() && sharding.NumTiles(mesh_) > 1;
   }
 
-  // The device order every split operand and result of an op is laid out in, or none (the mesh's
-  // order) when they differ.
-  std::vector<int64_t> CommonDeviceOrder(const std::vector<Tensor>& operands,
-                                         const std::vector<Tensor>& results) const {
-    std::optional<std::vector<int64_t>> order;
-    for (const std::vector<Tensor>* tensors : {&operands, &results}) {
+  // The device layouts an op may run in: the mesh's order (empty), then each order its split
+  // tensors are laid out in.
+  std::vector<std::vector<int64_t>> LayoutCandidates(const std::vector<Tensor>& operands,
+                                                     const std::vector<Tensor>& results) const {
+    std::vector<std::vector<int64_t>> candidates = {{}};
+    for (const std::vector<Tensor>* tensors : {&results, &operands}) {
       for (const Tensor& tensor : *tensors) {
-        if (!IsSplit(tensor.sharding)) continue;
-        if (order.has_value() && *order != tensor.sharding.device_order) return {};
-        order = tensor.sharding.device_order;
+        const std::vector<int64_t>& order = tensor.sharding.device_order;
+        if (IsSplit(tensor.sharding) &&
+            std::find(candidates.begin(), candidates.end(), order) == candidates.end()) {
+          candidates.push_back(order);
+        }
       }
     }
-    return order.value_or(std::vector<int64_t>{});
+    return candidates;
+  }
+
+  // Reads the tensors' shardings over the mesh permuted to `order`: that order becomes none,
+  // none becomes the mesh's own ids.
+  void MakeRelative(std::vector<Tensor>& tensors, const std::vector<int64_t>& order) const {
+    if (order.empty()) return;
+    for (Tensor& tensor : tensors) {
+      AxisSharding& sharding = tensor.sharding;
+      if (!IsSplit(sharding)) continue;
+      if (sharding.device_order == order) {
+        sharding.device_order.clear();
+      } else if (sharding.device_order.empty()) {
+        sharding.device_order = mesh_.device_ids();
+      }
+    }
+  }
+
+  // The cheapest factor assignment of the candidates the op's tensors suggest (each tensor
+  // first, the rest by size: larger tensors are costlier to move), with its cost in bytes.
+  std::pair<FactorAxes, int64_t> CheapestFactors(const OpRule& rule,
+                                                 const std::vector<Tensor>& operands,
+                                                 const std::vector<Tensor>& results) const {
+    std::vector<Tensor> all = results;
+    all.insert(all.end(), operands.begin(), operands.end());
+    std::vector<size_t> by_size(all.size());
+    for (size_t t = 0; t < all.size(); ++t) by_size[t] = t;
+    std::stable_sort(by_size.begin(), by_size.end(), [&](size_t a, size_t b) {
+      return ByteSize(all[a].global) > ByteSize(all[b].global);
+    });
+    std::optional<FactorAxes> best;
+    int64_t best_cost = 0;
+    for (size_t first = 0; first < all.size(); ++first) {
+      std::vector<size_t> order = {first};
+      for (size_t t : by_size) {
+        if (t != first) order.push_back(t);
+      }
+      FactorAxes candidate = AssignmentFrom(rule, all, order);
+      const int64_t cost = Cost(rule, operands, results, candidate);
+      if (!best.has_value() || cost < best_cost) {
+        best = std::move(candidate);
+        best_cost = cost;
+      }
+    }
+    if (!best.has_value()) return {FactorAxes(rule.factors.size()), 0};
+    return {*best, best_cost};
   }
 
   // Counts dims an operand had split that the op forces whole (GSPMD's replication fallback).

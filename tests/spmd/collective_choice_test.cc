@@ -166,6 +166,20 @@ ENTRY %main (x: f32[8,16], w: f32[16,4]) -> f32[8,4] {
   for (std::vector<int64_t>& group : groups) std::sort(group.begin(), group.end());
   std::sort(groups.begin(), groups.end());
   EXPECT_EQ(groups, (std::vector<std::vector<int64_t>>{{0, 2}, {1, 3}}));
+
+  // Operands in two device orders: the op runs in the layout that moves least, here x's and the
+  // root's, so only y is permuted (once); the mesh's order would permute x and the result.
+  const PartitionResult mixed = PartitionText(R"(HloModule mixed, num_partitions=2
+ENTRY %main (x: f32[7,3], y: f32[7,3]) -> f32[7,3] {
+  %x = f32[7,3] parameter(0), sharding={devices=[2,1]1,0}
+  %y = f32[7,3] parameter(1), sharding={devices=[2,1]0,1}
+  ROOT %s = f32[7,3] add(f32[7,3] %x, f32[7,3] %y), sharding={devices=[2,1]1,0}
+})",
+                                              MakeMesh({2}, {}));
+  ASSERT_NE(mixed.module, nullptr);
+  ASSERT_EQ(mixed.collectives.size(), 1u) << ir::PrintModule(*mixed.module);
+  EXPECT_EQ(mixed.collectives[0].kind, Opcode::kCollectivePermute);
+  EXPECT_EQ(PermutePairsOf(mixed), (std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {1, 0}}));
 }
 
 // A maximal value lives on its device: ops from maximal values to a maximal result run there
