@@ -43,7 +43,7 @@ std::string WithoutCommentLines(const std::string& glsl) {
 // cost tens of microseconds, and a training step copies hundreds of arguments and results.
 absl::Status CopyFinished(const runtime::Buffer& source, runtime::Buffer& destination,
                           uint64_t size) {
-  if (source.mapped() != nullptr && destination.mapped() != nullptr) {
+  if (runtime::HostReadable(source, size) && destination.mapped() != nullptr) {
     std::memcpy(destination.mapped(), source.mapped(), size);
     return absl::OkStatus();
   }
@@ -277,8 +277,24 @@ absl::Status Executable::Record(const std::vector<runtime::Buffer*>& physical, S
                                 bool timestamps) {
   debug::ScopedTraceSpan span("record command buffers");
   sequences.clear();
-  for (const Segment& segment : segments_) {
-    if (segment.dispatches.empty()) {
+  collective_staging_.resize(segments_.size());
+  for (size_t s = 0; s < segments_.size(); ++s) {
+    const Segment& segment = segments_[s];
+    runtime::Buffer* staged_input = nullptr;
+    uint64_t input_bytes = 0;
+    if (segment.collective >= 0) {
+      const codegen::KernelPlan& step = plan_.kernels[segment.collective];
+      staged_input = physical[physical_of_[step.inputs[0]]];
+      input_bytes = plan_.buffers[step.inputs[0]].byte_size();
+      if (runtime::HostReadable(*staged_input, input_bytes)) {
+        staged_input = nullptr;
+      } else if (collective_staging_[s] == nullptr) {
+        VKSPMD_ASSIGN_OR_RETURN(collective_staging_[s],
+                                runtime::Buffer::Create(device_, std::max<uint64_t>(input_bytes, 4),
+                                                        runtime::MemoryUsage::kStaging));
+      }
+    }
+    if (segment.dispatches.empty() && staged_input == nullptr) {
       sequences.push_back(nullptr);
       continue;
     }
@@ -292,6 +308,9 @@ absl::Status Executable::Record(const std::vector<runtime::Buffer*>& physical, S
       recorder.Dispatch(*dispatch.pipeline, std::move(bindings),
                         std::as_bytes(std::span(kernel.push_constants)), dispatch.workgroups,
                         kernel.name);
+    }
+    if (staged_input != nullptr) {
+      recorder.Copy(*staged_input, 0, *collective_staging_[s], 0, input_bytes);
     }
     VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<runtime::CommandSequence> sequence,
                             recorder.Finish(timestamps));
@@ -542,17 +561,26 @@ absl::Status Executable::RunSegments(const Sequences& sequences,
     runtime::Buffer& output = *physical[physical_of_[step.output]];
     const uint64_t input_bytes = plan_.buffers[step.inputs[0]].byte_size();
     const uint64_t output_bytes = plan_.buffers[step.output].byte_size();
-    if (input.mapped() != nullptr && output.mapped() != nullptr) {
-      // Host-visible device memory (lavapipe, integrated GPUs): the communicator reads and
-      // writes the device buffers themselves.
-      VKSPMD_RETURN_IF_ERROR(RunCollectiveStep(
-          segment.step, std::span<const std::byte>(input.mapped(), input_bytes),
-          std::span<std::byte>(output.mapped(), output_bytes), assignment_.communicator));
+    // The input as the host reads it: the device buffer itself where that is cheap (lavapipe,
+    // integrated GPUs), else the staging copy the segment's sequence made.
+    const std::byte* input_bytes_on_host =
+        s < collective_staging_.size() && collective_staging_[s] != nullptr
+            ? collective_staging_[s]->mapped()
+            : input.mapped();
+    if (input_bytes_on_host == nullptr) {
+      return absl::InternalError(
+          absl::StrCat("collective ", step.name, ": its input is neither mapped nor staged"));
+    }
+    const std::span<const std::byte> input_span(input_bytes_on_host, input_bytes);
+    if (output.mapped() != nullptr) {
+      // Host writes to mapped device memory stream fast even where it is uncached (a BAR).
+      VKSPMD_RETURN_IF_ERROR(RunCollectiveStep(segment.step, input_span,
+                                               std::span<std::byte>(output.mapped(), output_bytes),
+                                               assignment_.communicator));
     } else {
-      std::vector<std::byte> staged_input(input_bytes), staged_output(output_bytes);
-      VKSPMD_RETURN_IF_ERROR(runtime::Download(input, 0, staged_input));
+      std::vector<std::byte> staged_output(output_bytes);
       VKSPMD_RETURN_IF_ERROR(
-          RunCollectiveStep(segment.step, staged_input, staged_output, assignment_.communicator));
+          RunCollectiveStep(segment.step, input_span, staged_output, assignment_.communicator));
       VKSPMD_RETURN_IF_ERROR(runtime::Upload(staged_output, output));
     }
     if (traced) {

@@ -131,6 +131,11 @@ class Executable {
     CollectiveStep step;  // When collective >= 0.
   };
   std::vector<Segment> segments_;
+  // Per segment, where its collective's input is not cheap for the host to read in place (a
+  // GPU's uncached BAR memory, or unmapped memory): a host-cached staging buffer the segment's
+  // command sequence copies the input into, so the communicator reads it without another
+  // submission and wait. Null elsewhere.
+  std::vector<std::unique_ptr<runtime::Buffer>> collective_staging_;
   // Recorded command sequences, one per segment (null when it has no kernels): with the
   // executable's own buffers, and with the donated buffers of the latest runs that had some.
   struct Recording {

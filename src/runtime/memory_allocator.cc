@@ -12,6 +12,13 @@ namespace {
 
 constexpr VkMemoryPropertyFlags kHostMappable =
     VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+// Device memory the host maps: CPU drivers and integrated GPUs (cached), and a discrete GPU's
+// resizable BAR (uncached: host writes stream fast, host reads crawl over PCIe, 7-80 MB/s on an
+// H100; MemoryAllocation::host_cached tells readers to copy through staging memory instead).
+// Only a BAR heap as large as the largest device-local heap qualifies: a classic 256 MiB BAR
+// window would run out long before the device memory does.
+constexpr VkMemoryPropertyFlags kZeroCopyDevice =
+    VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | kHostMappable;
 
 bool Has(VkMemoryPropertyFlags flags, VkMemoryPropertyFlags wanted) {
   return (flags & wanted) == wanted;
@@ -31,7 +38,7 @@ MemoryAllocator::MemoryAllocator(const DeviceFunctions& functions, VkDevice devi
   statistics_.budget = budget;
   absl::StatusOr<uint32_t> device_type = ChooseMemoryType(UINT32_MAX, MemoryUsage::kDevice);
   device_memory_mapped_ = device_type.ok() && !force_staging_ &&
-                          Has(physical_device_.memory_types[*device_type].flags, kHostMappable);
+                          Has(physical_device_.memory_types[*device_type].flags, kZeroCopyDevice);
 }
 
 MemoryAllocator::~MemoryAllocator() {
@@ -52,19 +59,24 @@ absl::StatusOr<uint32_t> MemoryAllocator::ChooseMemoryType(uint32_t allowed_type
   // Preferences, best first; the first memory type matching one of them wins.
   std::vector<VkMemoryPropertyFlags> preferences;
   if (usage == MemoryUsage::kDevice) {
-    if (!force_staging_) {
-      preferences.push_back(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | kHostMappable);
-    }
+    if (!force_staging_) preferences.push_back(kZeroCopyDevice);
     preferences.push_back(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
     preferences.push_back(0);
   } else {
     preferences.push_back(kHostMappable | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
     preferences.push_back(kHostMappable);
   }
+  uint64_t largest_device_heap = 0;
+  for (const MemoryHeapInfo& heap : physical_device_.memory_heaps) {
+    if (heap.device_local) largest_device_heap = std::max(largest_device_heap, heap.size);
+  }
   for (VkMemoryPropertyFlags wanted : preferences) {
     for (uint32_t type = 0; type < physical_device_.memory_types.size(); ++type) {
-      if ((allowed_types & (1u << type)) != 0 &&
-          Has(physical_device_.memory_types[type].flags, wanted)) {
+      const MemoryTypeInfo& info = physical_device_.memory_types[type];
+      const bool small_window =
+          wanted == kZeroCopyDevice && info.heap_index < physical_device_.memory_heaps.size() &&
+          physical_device_.memory_heaps[info.heap_index].size < largest_device_heap;
+      if ((allowed_types & (1u << type)) != 0 && Has(info.flags, wanted) && !small_window) {
         return type;
       }
     }
@@ -149,6 +161,7 @@ absl::StatusOr<MemoryAllocation> MemoryAllocator::Allocate(const VkMemoryRequire
     pool.mapped = Has(flags, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
                   (usage == MemoryUsage::kStaging || device_memory_mapped_);
     pool.coherent = Has(flags, VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    pool.cached = Has(flags, VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
   }
   Block* chosen = nullptr;
   std::optional<uint64_t> offset;
@@ -176,6 +189,7 @@ absl::StatusOr<MemoryAllocation> MemoryAllocator::Allocate(const VkMemoryRequire
   allocation.size = size;
   allocation.mapped = chosen->mapped != nullptr ? chosen->mapped + *offset : nullptr;
   allocation.coherent = pool.coherent;
+  allocation.host_cached = pool.cached;
   allocation.memory_type = type;
   allocation.usage = usage;
   return allocation;

@@ -56,6 +56,9 @@ struct MemoryAllocation {
   uint64_t size = 0;
   std::byte* mapped = nullptr;  // Host address of `offset`, or null when not mappable.
   bool coherent = true;         // False: writes need flushing and reads invalidating.
+  // Whether host reads of `mapped` are cached. Uncached (a GPU's BAR) is fine to write but slow
+  // to read: read large ranges through a copy to staging memory (runtime::HostReadable).
+  bool host_cached = true;
   uint32_t memory_type = 0;
   MemoryUsage usage = MemoryUsage::kDevice;
   MemoryTag tag = MemoryTag::kOther;
@@ -109,6 +112,7 @@ class MemoryAllocator {
     uint32_t memory_type = 0;
     bool mapped = false;
     bool coherent = true;
+    bool cached = true;
     std::vector<Block> blocks;
   };
 

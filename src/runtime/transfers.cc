@@ -61,7 +61,7 @@ absl::Status Download(const Buffer& source, uint64_t offset, std::span<std::byte
     return status;
   }
   if (data.empty()) return absl::OkStatus();
-  if (source.mapped() != nullptr) {
+  if (HostReadable(source, data.size())) {
     std::memcpy(data.data(), source.mapped() + offset, data.size());
     return absl::OkStatus();
   }

@@ -1,5 +1,7 @@
 // Moving bytes between the host and a mesh device's buffers: a plain memcpy where the buffer is
 // mapped (lavapipe, resizable-BAR GPUs), otherwise through host-visible staging buffers in chunks.
+// Reads of uncached mapped memory (a GPU's BAR) larger than kUncachedReadBytes also go through
+// staging: the host reads such memory at tens of MB/s, a copy runs at PCIe speed.
 #pragma once
 
 #include <cstddef>
@@ -21,5 +23,13 @@ absl::Status CopyWithinDevice(const Buffer& source, uint64_t source_offset, Buff
 
 // Staging transfers move at most this many bytes per submission.
 inline constexpr uint64_t kStagingChunkBytes = 16ull << 20;
+// Below this, reading uncached mapped memory in place beats a submitted copy and its wait.
+inline constexpr uint64_t kUncachedReadBytes = 16ull << 10;
+
+// Whether the host may read `size` bytes of `buffer` in place through its mapping.
+inline bool HostReadable(const Buffer& buffer, uint64_t size) {
+  return buffer.mapped() != nullptr &&
+         (buffer.allocation().host_cached || size <= kUncachedReadBytes);
+}
 
 }  // namespace vkspmd::runtime
