@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "src/ir/parser.h"
-#include "tests/ir/device_reference.h"
+#include "tests/exec/device_reference.h"
 #include "tests/support/device_test.h"
 
 namespace vkspmd::testing {

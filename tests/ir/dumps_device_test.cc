@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "src/io/npy.h"
 #include "src/ir/parser.h"
+#include "tests/exec/device_reference.h"
 #include "tests/exec/testdata_programs.h"
-#include "tests/ir/device_reference.h"
 #include "tests/support/device_test.h"
 
 namespace vkspmd::testing {
