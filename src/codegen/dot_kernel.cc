@@ -199,67 +199,74 @@ std::string RegisterTiles(const DotContext& context, KernelWriter& writer) {
   return body;
 }
 
-// Shared-memory tiles (GPUs): the workgroup stages kSharedDepth steps of kSharedTile rows and
-// columns, each invocation accumulates kSharedPerThread x kSharedPerThread results from them.
+// Shared-memory tiles (GPUs): the workgroup stages kSharedDepth steps of `tile` rows and columns,
+// each invocation accumulates per x per results from them (tiling.rows_per_tile, per_lane).
 std::string SharedTiles(const DotContext& context, KernelWriter& writer) {
   const DotTiling& tiling = context.tiling;
   const std::string& type = context.type;
   const int64_t threads = tiling.lanes;
-  const int64_t side = kSharedTile / kSharedPerThread;  // Invocations along each tile side.
-  const std::string lhs_tile = writer.AddShared(type, kSharedDepth * kSharedTile);
-  const std::string rhs_tile = writer.AddShared(type, kSharedDepth * kSharedTile);
+  const int64_t tile = tiling.rows_per_tile;
+  const int64_t per = tiling.per_lane;
+  const int64_t side = tile / per;  // Invocations along each tile side.
+  const std::string lhs_tile = writer.AddShared(type, kSharedDepth * tile);
+  const std::string rhs_tile = writer.AddShared(type, kSharedDepth * tile);
   std::string body = context.Workgroup();
   absl::StrAppend(&body, "  uint lane = gl_LocalInvocationID.x;\n  uint tx = lane % ", side,
-                  "u;\n  uint ty = lane / ", side, "u;\n  uint row0 = tile * ", kSharedTile,
-                  "u;\n  uint column0 = block * ", kSharedTile,
+                  "u;\n  uint ty = lane / ", side, "u;\n  uint row0 = tile * ", tile,
+                  "u;\n  uint column0 = block * ", tile,
                   "u;\n  uint lhs_base = ", context.BatchOffset(context.lhs),
                   ";\n  uint rhs_base = ", context.BatchOffset(context.rhs), ";\n");
-  for (int64_t t = 0; t < kSharedPerThread; ++t) {
-    for (int64_t c = 0; c < kSharedPerThread; ++c) {
+  for (int64_t t = 0; t < per; ++t) {
+    for (int64_t c = 0; c < per; ++c) {
       absl::StrAppend(&body, "  ", type, " acc", t, "_", c, " = ", type, "(0);\n");
     }
   }
-  // Each invocation stages (kSharedDepth * kSharedTile / threads) elements of each operand;
-  // consecutive invocations take consecutive rows (lhs) or columns (rhs) for coalesced reads.
-  const int64_t per_thread = kSharedDepth * kSharedTile / threads;
-  absl::StrAppend(&body, "  for (uint k0 = k_begin; k0 < k_end; k0 += ", kSharedDepth, "u) {\n");
-  for (int64_t j = 0; j < per_thread; ++j) {
-    absl::StrAppend(
-        &body, "    {\n      uint e = lane + ", j * threads, "u;\n      uint m = e % ", kSharedTile,
-        "u;\n      uint q = e / ", kSharedTile, "u;\n      uint k = k0 + q;\n",
-        "      uint row = row0 + m;\n      uint column = column0 + m;\n", "      ", lhs_tile,
-        "[e] = (row < ", tiling.rows, "u && k < k_end) ? ", context.lhs.value, "(lhs_base + ",
-        Offset(absl::StrCat("min(row, ", tiling.rows - 1, "u)"), *context.lhs.operand,
-               context.lhs.free),
-        " + ",
-        context.ContractionOffset(context.lhs,
-                                  absl::StrCat("min(k, ", tiling.contraction - 1, "u)")),
-        ") : ", type, "(0);\n      ", rhs_tile, "[e] = (column < ", tiling.columns,
-        "u && k < k_end) ? ", context.rhs.value, "(rhs_base + ",
-        Offset(absl::StrCat("min(column, ", tiling.columns - 1, "u)"), *context.rhs.operand,
-               context.rhs.free),
-        " + ",
-        context.ContractionOffset(context.rhs,
-                                  absl::StrCat("min(k, ", tiling.contraction - 1, "u)")),
-        ") : ", type, "(0);\n    }\n");
-  }
+  // Each invocation stages (kSharedDepth * tile / threads) elements of each operand. Consecutive
+  // invocations read consecutive addresses: along the contraction where it is the operand's
+  // minor dim (x.W's x, x.W^T's W), else along its rows or columns.
+  const auto stage = [&](const Side& operand, const std::string& shared, const std::string& first,
+                         int64_t size, const std::string& base) {
+    const std::vector<int64_t> strides = ir::RowMajorStrides(operand.operand->shape().dimensions());
+    const bool contraction_minor =
+        operand.contracting.size() == 1 && strides[operand.contracting[0]] == 1;
+    std::string code;
+    for (int64_t j = 0; j < kSharedDepth * tile / threads; ++j) {
+      const std::string e = absl::StrCat("(lane + ", j * threads, "u)");
+      const std::string m = contraction_minor ? absl::StrCat(e, " / ", kSharedDepth, "u")
+                                              : absl::StrCat(e, " % ", tile, "u");
+      const std::string q = contraction_minor ? absl::StrCat(e, " % ", kSharedDepth, "u")
+                                              : absl::StrCat(e, " / ", tile, "u");
+      absl::StrAppend(
+          &code, "    {\n      uint m = ", m, ";\n      uint q = ", q,
+          ";\n      uint k = k0 + q;\n      uint index = ", first, " + m;\n      ", shared, "[q * ",
+          tile, "u + m] = (index < ", size, "u && k < k_end) ? ", operand.value, "(", base, " + ",
+          Offset(absl::StrCat("min(index, ", size - 1, "u)"), *operand.operand, operand.free),
+          " + ",
+          context.ContractionOffset(operand, absl::StrCat("min(k, ", tiling.contraction - 1, "u)")),
+          ") : ", type, "(0);\n    }\n");
+    }
+    return code;
+  };
+  absl::StrAppend(&body, "  for (uint k0 = k_begin; k0 < k_end; k0 += ", kSharedDepth, "u) {\n",
+                  stage(context.lhs, lhs_tile, "row0", tiling.rows, "lhs_base"),
+                  stage(context.rhs, rhs_tile, "column0", tiling.columns, "rhs_base"));
   absl::StrAppend(&body, "    barrier();\n    for (uint q = 0u; q < ", kSharedDepth, "u; ++q) {\n");
-  for (int64_t t = 0; t < kSharedPerThread; ++t) {
-    absl::StrAppend(&body, "      ", type, " x", t, " = ", lhs_tile, "[q * ", kSharedTile,
-                    "u + ty + ", t * side, "u];\n");
+  for (int64_t t = 0; t < per; ++t) {
+    absl::StrAppend(&body, "      ", type, " x", t, " = ", lhs_tile, "[q * ", tile, "u + ty + ",
+                    t * side, "u];\n");
   }
-  for (int64_t c = 0; c < kSharedPerThread; ++c) {
-    absl::StrAppend(&body, "      ", type, " y", c, " = ", rhs_tile, "[q * ", kSharedTile,
-                    "u + tx + ", c * side, "u];\n");
+  for (int64_t c = 0; c < per; ++c) {
+    absl::StrAppend(&body, "      ", type, " y", c, " = ", rhs_tile, "[q * ", tile, "u + tx + ",
+                    c * side, "u];\n");
   }
-  for (int64_t t = 0; t < kSharedPerThread; ++t) {
-    for (int64_t c = 0; c < kSharedPerThread; ++c) {
+  for (int64_t t = 0; t < per; ++t) {
+    for (int64_t c = 0; c < per; ++c) {
       absl::StrAppend(&body, "      acc", t, "_", c, " += x", t, " * y", c, ";\n");
     }
   }
   absl::StrAppend(&body, "    }\n    barrier();\n  }\n");
-  for (int64_t t = 0; t < kSharedPerThread; ++t) {
-    for (int64_t c = 0; c < kSharedPerThread; ++c) {
+  for (int64_t t = 0; t < per; ++t) {
+    for (int64_t c = 0; c < per; ++c) {
       absl::StrAppend(&body, "  {\n    uint row = row0 + ty + ", t * side,
                       "u;\n    uint column = column0 + tx + ", c * side, "u;\n    if (row < ",
                       tiling.rows, "u && column < ", tiling.columns, "u) store(out_base + row * ",

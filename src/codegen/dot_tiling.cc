@@ -32,10 +32,6 @@ int64_t FreeSize(const ir::Instruction& operand, const std::vector<int64_t>& bat
 
 namespace {
 
-// The shared-memory variant's workgroup: kSharedThreads invocations, each kSharedPerThread x
-// kSharedPerThread results of a kSharedTile x kSharedTile tile.
-constexpr int64_t kSharedThreadsPerSide = kSharedTile / kSharedPerThread;
-
 bool FreeDimsTrailing(const ir::Instruction& operand, const std::vector<int64_t>& free) {
   for (size_t j = 0; j < free.size(); ++j) {
     if (free[j] != operand.shape().rank() - static_cast<int64_t>(free.size() - j)) return false;
@@ -111,12 +107,18 @@ DotTiling TileDot(const ir::Instruction& dot, const DotOperands& operands, const
 
   if (target.shared_memory_dot) {
     // The chunk is a whole number of staged slabs, so only the contraction's end is partial.
+    // A workgroup of (tile / per_lane)^2 invocations, each per_lane x per_lane results of a
+    // tile x tile block of the result.
     tiling.shared_memory = true;
-    tiling.lanes = kSharedThreadsPerSide * kSharedThreadsPerSide;
-    tiling.per_lane = kSharedPerThread;
-    tiling.rows_per_tile = kSharedTile;
-    tiling.tiles = CeilDiv(tiling.rows, kSharedTile);
-    tiling.blocks = CeilDiv(tiling.columns, kSharedTile);
+    const bool large =
+        CeilDiv(tiling.rows, kSharedLargeTile) * CeilDiv(tiling.columns, kSharedLargeTile) >=
+        kSharedLargeWorkgroups;
+    const int64_t tile = large ? kSharedLargeTile : kSharedTile;
+    tiling.per_lane = large ? kSharedLargePerThread : kSharedPerThread;
+    tiling.rows_per_tile = tile;
+    tiling.lanes = (tile / tiling.per_lane) * (tile / tiling.per_lane);
+    tiling.tiles = CeilDiv(tiling.rows, tile);
+    tiling.blocks = CeilDiv(tiling.columns, tile);
     tiling.groups = ir::Product(batch_sizes) * tiling.tiles * tiling.blocks * tiling.chunks;
     return tiling;
   }

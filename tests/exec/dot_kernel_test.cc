@@ -82,8 +82,9 @@ TEST_P(DotKernelTest, MatricesInEveryOperandOrder) {
   struct Size {
     int64_t m, n, k;
   };
+  // {1025, 1031, 9}: the shared-memory variant's large tiles (from 64 workgroups of them).
   const std::vector<Size> sizes = {{1, 1, 1},    {3, 7, 17},   {63, 65, 127}, {129, 3, 65},
-                                   {17, 129, 7}, {1, 129, 63}, {127, 1, 129}};
+                                   {17, 129, 7}, {1, 129, 63}, {127, 1, 129}, {1025, 1031, 9}};
   for (const Size& s : sizes) {
     for (bool lhs_transposed : {false, true}) {
       for (bool rhs_transposed : {false, true}) {
