@@ -48,6 +48,8 @@ CASES = {
     "jax_transposed_iota_8": ("jax_transposed_iota_8.hlo",
                               lambda rng: [floats(rng, 6, 12), floats(rng, 6, 12)],
                               lambda a, b: {"output": a * b}),
+    "jax_one_device": ("jax_one_device.hlo", lambda rng: [floats(rng, 5, 3)],
+                       lambda x: {"output": np.sin(x)}),
     "mlp_forward": ("../../testdata/mlp_forward.hlo", None, None),
 }
 

@@ -307,14 +307,18 @@ absl::StatusOr<ModuleRead> ReadModuleAs(ir::Module& module, const MeshChoice& ch
     return read;
   }
   int64_t largest = -1;
-  bool tiled = choice.has_specs;
+  // A `Sharding` custom-call only annotates a GSPMD module: a partitioned program has none.
+  bool tiled = choice.has_specs, sharding_call = false;
   for (const auto& computation : module.computations()) {
     for (const auto& instruction : computation->instructions()) {
       if (instruction->sharding().has_value() && IsTiled(*instruction->sharding(), largest)) {
         tiled = true;
       }
+      sharding_call = sharding_call || (instruction->opcode() == ir::Opcode::kCustomCall &&
+                                        instruction->attributes().custom_call_target == "Sharding");
     }
   }
+  const bool gspmd = tiled || sharding_call;
   const auto check_devices = [&](int64_t devices) -> absl::Status {
     if (choice.devices <= 0 || choice.devices == devices) return absl::OkStatus();
     return absl::InvalidArgumentError(fmt::format(
@@ -322,7 +326,7 @@ absl::StatusOr<ModuleRead> ReadModuleAs(ir::Module& module, const MeshChoice& ch
         "(or with --devices {}), or give --mesh to partition it",
         devices, devices));
   };
-  if (choice.as_partitioned || (!tiled && per_device > 1)) {
+  if (choice.as_partitioned || (!gspmd && per_device > 1)) {
     absl::Status matches = check_devices(per_device);
     if (!matches.ok()) return matches;
     read.reading = ModuleReading::kPerDevice;
@@ -330,22 +334,26 @@ absl::StatusOr<ModuleRead> ReadModuleAs(ir::Module& module, const MeshChoice& ch
     read.summary = fmt::format(
         "read as already partitioned ({}): a per-device program for {} devices "
         "(num_partitions={}, replica_count={})",
-        choice.as_partitioned ? "--as-partitioned" : "no tiled shardings", per_device,
-        module.partition_count(), module.replica_count());
+        choice.as_partitioned ? "--as-partitioned" : "no tiled sharding or Sharding custom-call",
+        per_device, module.partition_count(), module.replica_count());
     return read;
   }
   std::string why;
   if (choice.devices > 0) {
     read.devices = choice.devices;
     why = fmt::format("--devices {}", choice.devices);
-  } else if (tiled && module.partition_count() > 1) {
+  } else if (gspmd && module.partition_count() > 1) {
     read.devices = module.partition_count();
     why = fmt::format("num_partitions={}", read.devices);
-  } else if (tiled && largest > 0) {
+  } else if (gspmd && largest > 0) {
     read.devices = largest + 1;
     why = fmt::format("the largest device id in its shardings is {}", largest);
+  } else if (tiled) {
+    why = choice.has_specs ? "--spec without a mesh" : "its tiled shardings use one device";
+  } else {
+    why = "a Sharding custom-call";
   }
-  if (!tiled && choice.devices <= 0) return read;  // a plain one-device module
+  if (!gspmd && choice.devices <= 0) return read;  // a plain one-device module
   read.reading = ModuleReading::kGspmd;
   if (choice.devices > 0) {
     absl::StatusOr<spmd::Mesh> mesh = spmd::Mesh::Create({choice.devices});

@@ -85,12 +85,12 @@ struct ModuleRead {
   std::string summary;
 };
 
-// With --mesh or --as-partitioned, that. Otherwise a module carrying a tiled sharding (or
-// given --spec) is a GSPMD module over its num_partitions devices (or, without num_partitions,
-// the largest device id in its shardings plus one; its partition count is set to that), a module
-// without one over several devices (num_partitions x replica_count) is already partitioned, and
-// the rest is a one-device module (a GSPMD module over --devices N when given).
-// INVALID_ARGUMENT for contradicting options or a malformed mesh.
+// With --mesh or --as-partitioned, that. Otherwise a module carrying a tiled sharding or a
+// `Sharding` custom-call (or given --spec) is a GSPMD module over its num_partitions devices (or,
+// without num_partitions, the largest device id in its shardings plus one; its partition count is
+// set to that), a module without either over several devices (num_partitions x replica_count) is
+// already partitioned, and the rest is a one-device module (a GSPMD module over --devices N when
+// given). INVALID_ARGUMENT for contradicting options or a malformed mesh.
 absl::StatusOr<ModuleRead> ReadModuleAs(ir::Module& module, const MeshChoice& choice);
 
 // The error of the last mesh tried, saying how many were tried when there were several.
