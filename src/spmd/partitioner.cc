@@ -15,6 +15,7 @@
 #include "src/base/status_macros.h"
 #include "src/ir/verifier.h"
 #include "src/spmd/factor_sharding.h"
+#include "src/spmd/halo_exchange.h"
 #include "src/spmd/local_ops.h"
 #include "src/spmd/manual_region.h"
 #include "src/spmd/mesh_assignment.h"
@@ -382,19 +383,18 @@ class Partitioner {
       results.push_back({&rule.result_dims[r], LeafShape(rule.results[r]),
                          Targets(instruction)[rule.results[r].leaf]});
     }
-    // The op runs in the device layout that moves the fewest bytes: the mesh's order or that of
-    // one of its split tensors (GSPMD runs an op in its operands' tile assignment). Shardings
-    // are then read over the mesh permuted to that order.
-    std::vector<int64_t> device_order;
-    int64_t cheapest = -1;
-    for (const std::vector<int64_t>& candidate : LayoutCandidates(operands, results)) {
-      std::vector<Tensor> relative_operands = operands, relative_results = results;
-      MakeRelative(relative_operands, candidate);
-      MakeRelative(relative_results, candidate);
-      const int64_t cost = CheapestFactors(rule, relative_operands, relative_results).second;
-      if (cheapest < 0 || cost < cheapest) {
-        cheapest = cost;
-        device_order = candidate;
+    const auto [device_order, cheapest] = CheapestLayout(rule, operands, results);
+    // Where the rule would move data for an op that shifts elements along a split dim (slice,
+    // pad, reverse, concatenate, reshape), GSPMD's halo exchange keeps the tiling and sends only
+    // boundary rows.
+    if (cheapest > 0 && results.size() == 1) {
+      VKSPMD_ASSIGN_OR_RETURN(std::optional<int64_t> halo_bytes,
+                              HaloBytes(*spmd_, instruction, operand_values, results[0].sharding));
+      if (halo_bytes.has_value() && *halo_bytes <= cheapest) {
+        VKSPMD_ASSIGN_OR_RETURN(
+            std::optional<PartitionedValue> halo,
+            PartitionWithHalo(*spmd_, instruction, operand_values, results[0].sharding));
+        if (halo.has_value()) return SetReshard(instruction, {*halo});
       }
     }
     std::optional<Mesh> layout;
@@ -445,6 +445,27 @@ class Partitioner {
       leaves[rule.results[r].leaf] = produced[r];
     }
     return SetReshard(instruction, leaves);
+  }
+
+  // The device layout an op runs in that moves the fewest bytes, with the bytes: the mesh's
+  // order (empty) or that of one of its split tensors (GSPMD runs an op in its operands' tile
+  // assignment). Shardings are then read over the mesh permuted to that order.
+  std::pair<std::vector<int64_t>, int64_t> CheapestLayout(
+      const OpRule& rule, const std::vector<Tensor>& operands,
+      const std::vector<Tensor>& results) const {
+    std::vector<int64_t> device_order;
+    int64_t cheapest = -1;
+    for (const std::vector<int64_t>& candidate : LayoutCandidates(operands, results)) {
+      std::vector<Tensor> relative_operands = operands, relative_results = results;
+      MakeRelative(relative_operands, candidate);
+      MakeRelative(relative_results, candidate);
+      const int64_t cost = CheapestFactors(rule, relative_operands, relative_results).second;
+      if (cheapest < 0 || cost < cheapest) {
+        cheapest = cost;
+        device_order = candidate;
+      }
+    }
+    return {device_order, cheapest};
   }
 
   // The device all of an op's results are maximal on, when its operands are maximal there too or

@@ -1,0 +1,205 @@
+// Halo exchange (issue 19, "no more bytes than GSPMD"): slice, pad, reverse, concatenate and
+// reshapes along a split dim keep the tiling and move only boundary rows. Every case equals the
+// unpartitioned evaluation on the CPU reference (padding poisoned with NaN, so a window that
+// reads padding fails) on 2, 4 and 8 devices and 2x2, and moves no all-gather; the golden cases
+// pin the collectives and bytes per device against hand-computed GSPMD partitions.
+#include <string>
+#include <vector>
+
+#include "fmt/format.h"
+#include "gtest/gtest.h"
+#include "src/base/status_macros.h"
+#include "src/ir/parser.h"
+#include "src/ir/printer.h"
+#include "tests/spmd/spmd_test_util.h"
+
+namespace vkspmd::spmd::testing {
+namespace {
+
+using ir::Opcode;
+
+struct HaloCase {
+  std::string name;
+  std::string parameters;  // "x: f32[13,3]" or several
+  std::string body;        // instructions after the parameters; the root is %y
+  std::string result;      // result shape
+  std::string spec;        // partition spec of every parameter (and of y)
+  std::string result_spec = "";
+  // On 2 devices an uneven reverse's halo form (mirror permute of the shard plus the padding's
+  // rows) sends more than gathering the other device's shard; the partitioner then gathers.
+  bool gathers_on_two = false;
+};
+
+void PrintTo(const HaloCase& c, std::ostream* out) { *out << c.name; }
+
+std::string ModuleText(const HaloCase& c) {
+  std::string parameters, declarations;
+  int64_t number = 0;
+  size_t begin = 0;
+  while (begin < c.parameters.size()) {
+    size_t end = c.parameters.find(';', begin);
+    if (end == std::string::npos) end = c.parameters.size();
+    const std::string parameter = c.parameters.substr(begin, end - begin);
+    const size_t colon = parameter.find(':');
+    const std::string name = parameter.substr(0, colon);
+    const std::string shape = parameter.substr(colon + 2);
+    parameters += fmt::format("{}{}: {}", number == 0 ? "" : ", ", name, shape);
+    declarations += fmt::format("  %{} = {} parameter({})\n", name, shape, number++);
+    begin = end + 1;
+  }
+  return fmt::format("HloModule halo\nENTRY %main ({}) -> {} {{\n{}{}\n}}\n", parameters, c.result,
+                     declarations, c.body);
+}
+
+std::vector<std::string> ParameterNames(const HaloCase& c) {
+  std::vector<std::string> names;
+  size_t begin = 0;
+  while (begin < c.parameters.size()) {
+    size_t end = c.parameters.find(';', begin);
+    if (end == std::string::npos) end = c.parameters.size();
+    names.push_back(c.parameters.substr(begin, c.parameters.find(':', begin) - begin));
+    begin = end + 1;
+  }
+  return names;
+}
+
+absl::StatusOr<EquivalenceOutcome> Partitioned(const std::string& text,
+                                               const std::map<std::string, std::string>& specs,
+                                               const Mesh& mesh, uint64_t seed = 1) {
+  VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<ir::Module> module, AnnotatedModule(text, specs, mesh));
+  return RunEquivalence(*module, mesh, seed);
+}
+
+class HaloEquivalenceTest : public ::testing::TestWithParam<HaloCase> {};
+
+// The case on one axis of 2, 4 and 8 devices: equal to the whole program, no all-gather.
+TEST_P(HaloEquivalenceTest, MatchesUnpartitionedWithoutGathering) {
+  const HaloCase& c = GetParam();
+  const std::string text = ModuleText(c);
+  for (int64_t devices : {2, 4, 8}) {
+    SCOPED_TRACE(fmt::format("{} devices", devices));
+    const Mesh mesh = *Mesh::Create({devices}, {}, {});
+    std::map<std::string, std::string> specs = {
+        {"y", AdaptSpec(c.result_spec.empty() ? c.spec : c.result_spec, mesh)}};
+    for (const std::string& name : ParameterNames(c)) specs[name] = AdaptSpec(c.spec, mesh);
+    for (uint64_t seed : {1, 2}) {
+      absl::StatusOr<EquivalenceOutcome> outcome = Partitioned(text, specs, mesh, seed);
+      ASSERT_TRUE(outcome.ok()) << outcome.status() << "\n" << text;
+      EXPECT_LE(outcome->difference, 1e-6) << ir::PrintModule(*outcome->partition.module);
+      EXPECT_EQ(CountOps(*outcome->partition.module, Opcode::kAllGather),
+                c.gathers_on_two && devices == 2 ? 1 : 0)
+          << ir::PrintModule(*outcome->partition.module);
+      EXPECT_EQ(CountOps(*outcome->partition.module, Opcode::kAllReduce), 0);
+      EXPECT_EQ(CountOps(*outcome->partition.module, Opcode::kAllToAll), 0);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Ops, HaloEquivalenceTest,
+    ::testing::Values(
+        HaloCase{"slice_shift_one", "x: f32[13,3]",
+                 "  ROOT %y = f32[11,3] slice(f32[13,3] %x), slice={[1:12], [0:3]}", "f32[11,3]",
+                 "(0, None)"},
+        HaloCase{"slice_tail", "x: f32[16,3]",
+                 "  ROOT %y = f32[9,3] slice(f32[16,3] %x), slice={[7:16], [0:3]}", "f32[9,3]",
+                 "(0, None)"},
+        HaloCase{"slice_head_and_columns", "x: s32[17,5]",
+                 "  ROOT %y = s32[10,2] slice(s32[17,5] %x), slice={[0:10], [1:3]}", "s32[10,2]",
+                 "(0, None)"},
+        HaloCase{"slice_short", "x: f32[29]",
+                 "  ROOT %y = f32[3] slice(f32[29] %x), slice={[20:23]}", "f32[3]", "(0)"},
+        HaloCase{"pad_both_sides", "x: f32[13,3]",
+                 "  %z = f32[] constant(-7)\n"
+                 "  ROOT %y = f32[16,3] pad(f32[13,3] %x, f32[] %z), padding=2_1x0_0",
+                 "f32[16,3]", "(0, None)"},
+        HaloCase{"pad_negative_low_and_columns", "x: f32[12,3]",
+                 "  %z = f32[] constant(5)\n"
+                 "  ROOT %y = f32[14,5] pad(f32[12,3] %x, f32[] %z), padding=-1_3x1_1",
+                 "f32[14,5]", "(0, None)"},
+        HaloCase{"pad_negative_high", "x: s32[11]",
+                 "  %z = s32[] constant(9)\n"
+                 "  ROOT %y = s32[12] pad(s32[11] %x, s32[] %z), padding=3_-2",
+                 "s32[12]", "(0)"},
+        HaloCase{"reverse_even", "x: f32[16,3]",
+                 "  ROOT %y = f32[16,3] reverse(f32[16,3] %x), dimensions={0}", "f32[16,3]",
+                 "(0, None)"},
+        HaloCase{"reverse_uneven_both_dims", "x: f32[13,3]",
+                 "  ROOT %y = f32[13,3] reverse(f32[13,3] %x), dimensions={0,1}", "f32[13,3]",
+                 "(0, None)", "", true},
+        HaloCase{"concatenate_two", "a: f32[5,3];b: f32[8,3]",
+                 "  ROOT %y = f32[13,3] concatenate(f32[5,3] %a, f32[8,3] %b), dimensions={0}",
+                 "f32[13,3]", "(0, None)"},
+        HaloCase{"concatenate_three_ints", "a: s32[3];b: s32[9];c: s32[7]",
+                 "  ROOT %y = s32[19] concatenate(s32[3] %a, s32[9] %b, s32[7] %c), dimensions={0}",
+                 "s32[19]", "(0)"},
+        HaloCase{"reshape_merge_uneven", "x: f32[6,40]",
+                 "  ROOT %y = f32[240] reshape(f32[6,40] %x)", "f32[240]", "(0, None)", "(0)"},
+        HaloCase{"reshape_split_uneven", "x: f32[240]",
+                 "  ROOT %y = f32[6,40] reshape(f32[240] %x)", "f32[6,40]", "(0)", "(0, None)"},
+        HaloCase{"reshape_refactor", "x: f32[6,10]", "  ROOT %y = f32[4,15] reshape(f32[6,10] %x)",
+                 "f32[4,15]", "(0, None)"},
+        HaloCase{"reshape_refactor_back", "x: f32[4,15]",
+                 "  ROOT %y = f32[6,10] reshape(f32[4,15] %x)", "f32[6,10]", "(0, None)"}),
+    [](const ::testing::TestParamInfo<HaloCase>& param) { return param.param.name; });
+
+// The ops parse their spec per parameter name; a 2-D spec over a 2x2 mesh splits both dims, and
+// the halo runs along each split dim the op changes.
+TEST(HaloExchangeTest, TwoSplitDimsOnATwoByTwoMesh) {
+  const Mesh mesh = *Mesh::Create({2, 2}, {}, {});
+  const std::vector<std::pair<std::string, std::string>> programs = {{"slice", R"(HloModule s
+ENTRY %main (x: f32[11,9]) -> f32[8,6] {
+  %x = f32[11,9] parameter(0)
+  ROOT %y = f32[8,6] slice(f32[11,9] %x), slice={[2:10], [1:7]}
+})"},
+                                                                     {"pad", R"(HloModule p
+ENTRY %main (x: f32[11,9]) -> f32[13,8] {
+  %x = f32[11,9] parameter(0)
+  %z = f32[] constant(3)
+  ROOT %y = f32[13,8] pad(f32[11,9] %x, f32[] %z), padding=1_1x-2_1
+})"},
+                                                                     {"reverse", R"(HloModule r
+ENTRY %main (x: f32[11,9]) -> f32[11,9] {
+  %x = f32[11,9] parameter(0)
+  ROOT %y = f32[11,9] reverse(f32[11,9] %x), dimensions={0,1}
+})"}};
+  for (const auto& [name, text] : programs) {
+    SCOPED_TRACE(name);
+    absl::StatusOr<EquivalenceOutcome> outcome =
+        Partitioned(text, {{"x", "(0, 1)"}, {"y", "(0, 1)"}}, mesh);
+    ASSERT_TRUE(outcome.ok()) << outcome.status();
+    EXPECT_LE(outcome->difference, 1e-6) << ir::PrintModule(*outcome->partition.module);
+    EXPECT_EQ(CountOps(*outcome->partition.module, Opcode::kAllGather), 0)
+        << ir::PrintModule(*outcome->partition.module);
+  }
+}
+
+// A value in a device order ({devices=[2,1]1,0}: device 1 holds the first rows) is windowed in
+// that layout, and the result keeps it.
+TEST(HaloExchangeTest, DeviceOrderIsKept) {
+  const std::string text = R"(HloModule ordered, num_partitions=2
+ENTRY %main (x: f32[9,4]) -> f32[7,4] {
+  %x = f32[9,4] parameter(0), sharding={devices=[2,1]1,0}
+  ROOT %y = f32[7,4] slice(f32[9,4] %x), slice={[2:9], [0:4]}, sharding={devices=[2,1]1,0}
+})";
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<EquivalenceOutcome> outcome = RunEquivalence(**module, *Mesh::Create({2}, {}, {}));
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_LE(outcome->difference, 1e-6) << ir::PrintModule(*outcome->partition.module);
+  ASSERT_EQ(outcome->partition.collectives.size(), 1u)
+      << ir::PrintModule(*outcome->partition.module);
+  EXPECT_EQ(outcome->partition.collectives[0].kind, Opcode::kCollectivePermute);
+  // Device 1 holds rows 0..4 and wants rows 2..5: row 5 comes from device 0, one row of 4.
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  for (const auto& instruction : outcome->partition.module->entry()->instructions()) {
+    if (instruction->opcode() == Opcode::kCollectivePermute) {
+      pairs = instruction->attributes().source_target_pairs;
+    }
+  }
+  EXPECT_EQ(pairs, (std::vector<std::pair<int64_t, int64_t>>{{0, 1}}));
+  EXPECT_EQ(outcome->partition.collectives[0].bytes_per_device, 4 * 4);
+}
+
+}  // namespace
+}  // namespace vkspmd::spmd::testing
