@@ -333,6 +333,131 @@ ENTRY %main (p: f32[4,6]) -> f32[4,6] {
   EXPECT_EQ(result.result_shardings[0].dims, (std::vector<std::vector<int64_t>>{{0}, {1}}));
 }
 
+// All collective-permutes of the partitioned entry, each as its sorted source_target_pairs.
+std::vector<std::vector<std::pair<int64_t, int64_t>>> AllPermutePairs(
+    const PartitionResult& result) {
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> all;
+  for (const auto& instruction : result.module->entry()->instructions()) {
+    if (instruction->opcode() != Opcode::kCollectivePermute) continue;
+    std::vector<std::pair<int64_t, int64_t>> pairs = instruction->attributes().source_target_pairs;
+    std::sort(pairs.begin(), pairs.end());
+    all.push_back(pairs);
+  }
+  return all;
+}
+
+struct HaloGolden {
+  std::string name;
+  int64_t devices;
+  std::string text;
+  // One entry per collective-permute, in emission order; nothing else may be emitted.
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> permutes;
+  int64_t bytes_per_device;
+};
+
+void PrintTo(const HaloGolden& c, std::ostream* out) { *out << c.name; }
+
+class HaloGoldenTest : public ::testing::TestWithParam<HaloGolden> {};
+
+// Ops along a split dim move only boundary rows (issue 19), no more than GSPMD's partition; the
+// hand computations are beside each case. Row i of a [R,3] f32 array is 12 bytes.
+TEST_P(HaloGoldenTest, SendsOnlyTheBoundaryRows) {
+  const HaloGolden& c = GetParam();
+  const PartitionResult result = PartitionText(c.text, MakeMesh({c.devices}, {}));
+  ASSERT_NE(result.module, nullptr);
+  EXPECT_EQ(result.collectives.size(), c.permutes.size()) << ir::PrintModule(*result.module);
+  EXPECT_EQ(Count(result, Opcode::kCollectivePermute), static_cast<int64_t>(c.permutes.size()));
+  EXPECT_EQ(AllPermutePairs(result), c.permutes) << ir::PrintModule(*result.module);
+  EXPECT_EQ(result.BytesPerDevice(), c.bytes_per_device);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, HaloGoldenTest,
+    ::testing::Values(
+        // [6,40] rows split 4 ways: shards of 2 rows = 80 elements (device 3 holds padding);
+        // [240] split 4 ways wants 60 per device. Device k wants flat [60k, 60k+60) and holds
+        // [80k, 80k+80): devices 1..3 take [60k, 80k) from device k-1, at most 60 elements
+        // (device 3's window lies wholly in device 2's shard, so no partition sends less).
+        // One permute of the 60-element suffix [20,80) of each shard = 240 bytes; the
+        // all-gather fallback sent 3 x 80 x 4 = 960 (GSPMD's ReshapeWithHalo sends the same
+        // left halo of max_k 20k = 60 elements).
+        HaloGolden{"reshape_merge_uneven",
+                   4,
+                   R"(HloModule r, num_partitions=4
+ENTRY %main (x: f32[6,40]) -> f32[240] {
+  %x = f32[6,40] parameter(0), sharding={devices=[4,1]<=[4]}
+  ROOT %y = f32[240] reshape(f32[6,40] %x), sharding={devices=[4]<=[4]}
+})",
+                   {{{0, 1}, {1, 2}, {2, 3}}},
+                   240},
+        // [6,10] split 2: 3 rows = flat [0,30) and [30,60); [4,15] split 2: 2 rows = flat
+        // [0,30) and [30,60). The shards line up: nothing moves (the rule's factors 6 vs 4 do
+        // not divide, so it gathered 30 x 4 = 120 bytes).
+        HaloGolden{"reshape_lined_up",
+                   2,
+                   R"(HloModule r, num_partitions=2
+ENTRY %main (x: f32[6,10]) -> f32[4,15] {
+  %x = f32[6,10] parameter(0), sharding={devices=[2,1]<=[2]}
+  ROOT %y = f32[4,15] reshape(f32[6,10] %x), sharding={devices=[2,1]<=[2]}
+})",
+                   {},
+                   0},
+        // [16,3] split 4 holds rows [4k, 4k+4); the slice [1:15] split 4 wants rows
+        // [1+4k, 5+4k) (device 3: [13,15)). Devices 0..2 lack one row, the first of device
+        // k+1: one permute of 1 row = 12 bytes (GSPMD: right halo of 1 row).
+        HaloGolden{"slice_by_one",
+                   4,
+                   R"(HloModule s, num_partitions=4
+ENTRY %main (x: f32[16,3]) -> f32[14,3] {
+  %x = f32[16,3] parameter(0), sharding={devices=[4,1]<=[4]}
+  ROOT %y = f32[14,3] slice(f32[16,3] %x), slice={[1:15], [0:3]}, sharding={devices=[4,1]<=[4]}
+})",
+                   {{{1, 0}, {2, 1}, {3, 2}}},
+                   12},
+        // pad 1_1 of [16,3] split 4 (rows [4k, 4k+4)) gives [18,3] split 4 wanting rows
+        // [5k-1, 5k+4) of x (device 3: [14,17), of which [14,16) exist). Device 1 lacks row 8,
+        // device 2 rows 12..13, both the start of the next shard; devices 0 and 3 have all
+        // they need. One permute of a 2-row prefix = 24 bytes (GSPMD's right halo is
+        // max_k k = 3 rows, clipped to what exists).
+        HaloGolden{"pad_one_each_side",
+                   4,
+                   R"(HloModule p, num_partitions=4
+ENTRY %main (x: f32[16,3]) -> f32[18,3] {
+  %x = f32[16,3] parameter(0), sharding={devices=[4,1]<=[4]}
+  %z = f32[] constant(0)
+  ROOT %y = f32[18,3] pad(f32[16,3] %x, f32[] %z), padding=1_1x0_0, sharding={devices=[4,1]<=[4]}
+})",
+                   {{{2, 1}, {3, 2}}},
+                   24},
+        // reverse of [16,3] split 4: result shard k is x's shard 3-k reversed: one permute of
+        // the 4-row shard (48 bytes), as GSPMD (all-gather fallback: 3 x 48 = 144).
+        HaloGolden{"reverse_even",
+                   4,
+                   R"(HloModule v, num_partitions=4
+ENTRY %main (x: f32[16,3]) -> f32[16,3] {
+  %x = f32[16,3] parameter(0), sharding={devices=[4,1]<=[4]}
+  ROOT %y = f32[16,3] reverse(f32[16,3] %x), dimensions={0}, sharding={devices=[4,1]<=[4]}
+})",
+                   {{{0, 3}, {1, 2}, {2, 1}, {3, 0}}},
+                   48},
+        // concatenate of a, b f32[8,3] split 4 (2 rows each) into [16,3] split 4 (4 rows):
+        // device 0 wants a's shards 0,1, device 1 a's 2,3, device 2 b's 0,1, device 3 b's 2,3.
+        // Per operand and neighbour distance one permute of a 2-row shard: a from distance 1
+        // (1->0, 2->1) and 2 (3->1), b from distance -2 (0->2) and -1 (1->2, 2->3): 4 x 24 =
+        // 96 bytes. The fallback gathered both (2 x 3 x 24 = 144); GSPMD's sharded-dim
+        // concatenate all-reduces the padded result (2 x 3/4 x 192 = 288).
+        HaloGolden{"concatenate_halves",
+                   4,
+                   R"(HloModule c, num_partitions=4
+ENTRY %main (a: f32[8,3], b: f32[8,3]) -> f32[16,3] {
+  %a = f32[8,3] parameter(0), sharding={devices=[4,1]<=[4]}
+  %b = f32[8,3] parameter(1), sharding={devices=[4,1]<=[4]}
+  ROOT %y = f32[16,3] concatenate(f32[8,3] %a, f32[8,3] %b), dimensions={0}, sharding={devices=[4,1]<=[4]}
+})",
+                   {{{1, 0}, {2, 1}}, {{3, 1}}, {{0, 2}}, {{1, 2}, {2, 3}}},
+                   96}),
+    [](const ::testing::TestParamInfo<HaloGolden>& param) { return param.param.name; });
+
 struct ReshardCase {
   std::string name;
   std::vector<int64_t> mesh;
