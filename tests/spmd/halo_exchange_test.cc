@@ -3,6 +3,7 @@
 // unpartitioned evaluation on the CPU reference (padding poisoned with NaN, so a window that
 // reads padding fails) on 2, 4 and 8 devices and 2x2, and moves no all-gather; the golden cases
 // pin the collectives and bytes per device against hand-computed GSPMD partitions.
+#include <random>
 #include <string>
 #include <vector>
 
@@ -142,6 +143,60 @@ INSTANTIATE_TEST_SUITE_P(
         HaloCase{"reshape_refactor_back", "x: f32[4,15]",
                  "  ROOT %y = f32[6,10] reshape(f32[4,15] %x)", "f32[6,10]", "(0, None)"}),
     [](const ::testing::TestParamInfo<HaloCase>& param) { return param.param.name; });
+
+// Windows of every reach: random slice bounds and pad amounts (negative too), uneven reverses and
+// concatenations of odd parts over 2, 3, 4, 5 and 8 devices, each equal to the whole program.
+TEST(HaloExchangeTest, RandomWindowsMatchUnpartitioned) {
+  std::mt19937 random(19);
+  const auto below = [&](int64_t n) { return static_cast<int64_t>(random() % n); };
+  int64_t halo_cases = 0;
+  for (int i = 0; i < 160; ++i) {
+    const int64_t devices = std::vector<int64_t>{2, 3, 4, 5, 8}[below(5)];
+    const int64_t size = 1 + below(23);
+    std::string op, result;
+    int64_t other = 1;  // rows of w, the concatenation's second part
+    switch (i % 4) {
+      case 0: {
+        const int64_t start = below(size), limit = start + 1 + below(size - start);
+        result = fmt::format("f32[{},2]", limit - start);
+        op = fmt::format("slice(f32[{},2] %x), slice={{[{}:{}], [0:2]}}", size, start, limit);
+        break;
+      }
+      case 1: {
+        const int64_t low = below(9) - 4, high = below(9) - 4;
+        if (size + low + high <= 0) continue;
+        result = fmt::format("f32[{},2]", size + low + high);
+        op = fmt::format("pad(f32[{},2] %x, f32[] %z), padding={}_{}x0_0", size, low, high);
+        break;
+      }
+      case 2:
+        result = fmt::format("f32[{},2]", size);
+        op = fmt::format("reverse(f32[{},2] %x), dimensions={{0}}", size);
+        break;
+      default: {
+        other = 1 + below(11);
+        result = fmt::format("f32[{},2]", size + other);
+        op = fmt::format("concatenate(f32[{},2] %x, f32[{},2] %w), dimensions={{0}}", size, other);
+        break;
+      }
+    }
+
+    const std::string text = fmt::format(
+        "HloModule w\nENTRY %main (x: f32[{0},2], w: f32[{1},2]) -> {2} {{\n"
+        "  %x = f32[{0},2] parameter(0)\n  %w = f32[{1},2] parameter(1)\n"
+        "  %z = f32[] constant(2.5)\n  ROOT %y = {2} {3}\n}}\n",
+        size, other, result, op);
+    SCOPED_TRACE(fmt::format("{} devices:\n{}", devices, text));
+    const Mesh mesh = *Mesh::Create({devices}, {}, {});
+    absl::StatusOr<EquivalenceOutcome> outcome =
+        Partitioned(text, {{"x", "(0, None)"}, {"w", "(0, None)"}, {"y", "(0, None)"}}, mesh, i);
+    ASSERT_TRUE(outcome.ok()) << outcome.status();
+    EXPECT_LE(outcome->difference, 1e-6) << ir::PrintModule(*outcome->partition.module);
+    halo_cases += CountOps(*outcome->partition.module, Opcode::kAllGather) == 0 &&
+                  CountOps(*outcome->partition.module, Opcode::kCollectivePermute) > 0;
+  }
+  EXPECT_GT(halo_cases, 60);
+}
 
 // The ops parse their spec per parameter name; a 2-D spec over a 2x2 mesh splits both dims, and
 // the halo runs along each split dim the op changes.
