@@ -43,7 +43,7 @@ absl::StatusOr<Instruction*> MaskReductionPadding(
 
 bool IsSplitPassThrough(const LocalOp& op, const DimFactors& dims, int64_t d) {
   for (int64_t factor : dims[d]) {
-    if (op.rule->factors[factor].kind == FactorKind::kNeedReplication) return false;
+    if (NeedsWhole(op.rule->factors[factor].kind)) return false;
   }
   return true;
 }

@@ -76,14 +76,20 @@ int64_t Unsplittable(RuleBuilder& rule, int64_t size) {
   return rule.AddFactor(size, FactorKind::kNeedReplication);
 }
 
-// Dims left alone by a window-like op (operand dim == result dim and `unchanged`) pass through.
-OpRule WindowRule(const Instruction& instruction, const std::vector<bool>& unchanged) {
+// How a window-like op treats each dim.
+enum class WindowDim { kUnchanged, kShifted, kWhole };
+
+// Dims left alone by a window-like op pass through; dims it only shifts elements along share a
+// window factor (kWindow); the others are whole on both sides.
+OpRule WindowRule(const Instruction& instruction, const std::vector<WindowDim>& dims) {
   RuleBuilder rule(instruction);
   const ir::Shape& operand = instruction.operand(0)->shape();
   std::vector<int64_t> operand_factors, result_factors;
   for (int64_t d = 0; d < operand.rank(); ++d) {
-    if (unchanged[d]) {
-      const int64_t factor = rule.AddFactor(operand.dimension(d));
+    if (dims[d] != WindowDim::kWhole) {
+      const int64_t factor = rule.AddFactor(operand.dimension(d), dims[d] == WindowDim::kUnchanged
+                                                                      ? FactorKind::kPassThrough
+                                                                      : FactorKind::kWindow);
       operand_factors.push_back(factor);
       result_factors.push_back(factor);
     } else {
@@ -218,12 +224,9 @@ OpRule ConcatenateRule(const Instruction& instruction) {
   for (int64_t d = 0; d < instruction.shape().rank(); ++d) {
     if (d != axis) shared[d] = rule.AddFactor(instruction.shape().dimension(d));
   }
-  for (int64_t i = 0; i < instruction.operand_count(); ++i) {
-    std::vector<int64_t> factors = shared;
-    factors[axis] = Unsplittable(rule, instruction.operand(i)->shape().dimension(axis));
-    rule.AddOperand(i, factors);
-  }
-  shared[axis] = Unsplittable(rule, instruction.shape().dimension(axis));
+  // The concatenated dim: one window factor, split alike in every operand and the result.
+  shared[axis] = rule.AddFactor(instruction.shape().dimension(axis), FactorKind::kWindow);
+  for (int64_t i = 0; i < instruction.operand_count(); ++i) rule.AddOperand(i, shared);
   rule.AddResult(shared);
   return rule.Take();
 }
@@ -485,34 +488,40 @@ absl::StatusOr<std::vector<OpRule>> RulesFor(const Instruction& instruction) {
     case Opcode::kReshape:
       return std::vector<OpRule>{ReshapeRule(instruction)};
     case Opcode::kSlice: {
-      std::vector<bool> unchanged;
+      std::vector<WindowDim> dims;
       const ir::Shape& operand = instruction.operand(0)->shape();
       for (int64_t d = 0; d < operand.rank(); ++d) {
         const ir::SliceDimension& slice = attributes.slice[d];
-        unchanged.push_back(slice.start == 0 && slice.limit == operand.dimension(d) &&
-                            slice.stride == 1);
+        dims.push_back(slice.stride != 1 ? WindowDim::kWhole
+                       : slice.start == 0 && slice.limit == operand.dimension(d)
+                           ? WindowDim::kUnchanged
+                           : WindowDim::kShifted);
       }
-      return std::vector<OpRule>{WindowRule(instruction, unchanged)};
+      return std::vector<OpRule>{WindowRule(instruction, dims)};
     }
     case Opcode::kPad: {
-      std::vector<bool> unchanged;
+      std::vector<WindowDim> dims;
       for (const ir::PaddingDimension& padding : attributes.padding) {
-        unchanged.push_back(padding.low == 0 && padding.high == 0 && padding.interior == 0);
+        dims.push_back(padding.interior != 0                   ? WindowDim::kWhole
+                       : padding.low == 0 && padding.high == 0 ? WindowDim::kUnchanged
+                                                               : WindowDim::kShifted);
       }
-      return std::vector<OpRule>{WindowRule(instruction, unchanged)};
+      return std::vector<OpRule>{WindowRule(instruction, dims)};
     }
     case Opcode::kReverse: {
-      std::vector<bool> unchanged(instruction.shape().rank(), true);
-      for (int64_t d : attributes.dimensions) unchanged[d] = false;
-      return std::vector<OpRule>{WindowRule(instruction, unchanged)};
+      std::vector<WindowDim> dims(instruction.shape().rank(), WindowDim::kUnchanged);
+      for (int64_t d : attributes.dimensions) dims[d] = WindowDim::kShifted;
+      return std::vector<OpRule>{WindowRule(instruction, dims)};
     }
     case Opcode::kDynamicSlice: {
-      std::vector<bool> unchanged;
+      std::vector<WindowDim> dims;
       const ir::Shape& operand = instruction.operand(0)->shape();
       for (int64_t d = 0; d < operand.rank(); ++d) {
-        unchanged.push_back(attributes.dynamic_slice_sizes[d] == operand.dimension(d));
+        dims.push_back(attributes.dynamic_slice_sizes[d] == operand.dimension(d)
+                           ? WindowDim::kUnchanged
+                           : WindowDim::kWhole);
       }
-      return std::vector<OpRule>{WindowRule(instruction, unchanged)};
+      return std::vector<OpRule>{WindowRule(instruction, dims)};
     }
     case Opcode::kDynamicUpdateSlice:
       return std::vector<OpRule>{DynamicUpdateSliceRule(instruction)};

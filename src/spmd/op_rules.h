@@ -15,8 +15,17 @@ namespace vkspmd::spmd {
 enum class FactorKind {
   kPassThrough,      // same index in every tensor that has it: sharding it needs no communication
   kReduction,        // in operands only (dot contraction, reduced dims): partial results
-  kNeedReplication,  // must be unsharded while the op runs (sliced, padded, concatenated dims)
+  kNeedReplication,  // must be unsharded while the op runs (dynamic-slice dims, strided slices)
+  // A dim the op shifts elements along (slice, pad, reverse, concatenate): propagation passes
+  // its sharding through as GSPMD does; the rule's local op needs it whole, but the partitioner
+  // keeps it split with a halo exchange (halo_exchange.h) where the tensors are split alike.
+  kWindow,
 };
+
+// Whether the rule's local op needs a factor unsplit (need-replication and window factors).
+inline bool NeedsWhole(FactorKind kind) {
+  return kind == FactorKind::kNeedReplication || kind == FactorKind::kWindow;
+}
 
 struct Factor {
   int64_t size = 1;

@@ -332,8 +332,7 @@ class Partitioner {
       const FactorAxes projected =
           ProjectToFactors(rule, *tensors[t].dims, tensors[t].sharding, mesh_);
       for (size_t f = 0; f < rule.factors.size(); ++f) {
-        if (assigned[f] || projected[f].empty() ||
-            rule.factors[f].kind == FactorKind::kNeedReplication) {
+        if (assigned[f] || projected[f].empty() || NeedsWhole(rule.factors[f].kind)) {
           continue;
         }
         assigned[f] = true;
@@ -559,8 +558,7 @@ class Partitioner {
     for (int64_t d = 0; d < had.rank(); ++d) {
       if (had.dims[d].empty() || IsPrefix(had.dims[d], wanted.dims[d])) continue;
       const std::vector<int64_t>& factors = rule.operand_dims[operand][d];
-      const bool forced =
-          factors.size() > 1 || rule.factors[factors[0]].kind == FactorKind::kNeedReplication;
+      const bool forced = factors.size() > 1 || NeedsWhole(rule.factors[factors[0]].kind);
       if (!forced) continue;
       result_.fallbacks.push_back(
           {instruction.name(),

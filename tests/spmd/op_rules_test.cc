@@ -23,6 +23,7 @@ std::string RuleText(const std::string& signature, const std::string& root,
     for (const Factor& factor : rule.factors) {
       kinds += factor.kind == FactorKind::kPassThrough ? 'p'
                : factor.kind == FactorKind::kReduction ? 'r'
+               : factor.kind == FactorKind::kWindow    ? 'w'
                                                        : 'n';
     }
     joined += rule.ToString() + " " + kinds + ";";
@@ -60,10 +61,16 @@ TEST(OpRulesTest, ReduceAndWindowOps) {
                      "to_apply=%add",
                      add),
             "([f0,f1],[])->([f0]) pr;");
-  // A sliced dim is whole on both sides (a factor each); the untouched dim passes through.
+  // A sliced dim shares a window factor (split alike on both sides, kept split by halo
+  // exchange); the untouched dim passes through; a strided slice's dim is whole on both sides
+  // (a factor each).
   EXPECT_EQ(RuleText("(p: f32[4,6]) -> f32[2,6]",
                      "  %p = f32[4,6] parameter(0)\n"
                      "  ROOT %s = f32[2,6] slice(f32[4,6] %p), slice={[1:3], [0:6]}"),
+            "([f0,f1])->([f0,f1]) wp;");
+  EXPECT_EQ(RuleText("(p: f32[4,6]) -> f32[2,6]",
+                     "  %p = f32[4,6] parameter(0)\n"
+                     "  ROOT %s = f32[2,6] slice(f32[4,6] %p), slice={[0:4:2], [0:6]}"),
             "([f0,f2])->([f1,f2]) nnp;");
 }
 
