@@ -426,15 +426,24 @@ absl::StatusOr<std::optional<PartitionedValue>> PartitionWithHalo(
     SpmdBuilder& builder, const Instruction& instruction,
     const std::vector<PartitionedValue>& operands, const AxisSharding& target) {
   const Opcode opcode = instruction.opcode();
+  if (opcode != Opcode::kSlice && opcode != Opcode::kPad && opcode != Opcode::kReverse &&
+      opcode != Opcode::kConcatenate && opcode != Opcode::kReshape) {
+    return std::nullopt;
+  }
   if (target.IsSpecial() || instruction.shape().IsTuple()) return std::nullopt;
   const size_t arrays = opcode == Opcode::kConcatenate ? operands.size() : 1;
   std::vector<PartitionedValue> plain = operands;
   for (size_t i = 0; i < operands.size(); ++i) {
     if (operands[i].sharding.IsSpecial()) return std::nullopt;
-    if (i < arrays && operands[i].sharding.device_order != target.device_order) {
-      return std::nullopt;
+    // Slice, pad, reverse and concatenate keep the result's tiling: an operand split otherwise
+    // is resharded to it first (its bytes count in HaloBytes); a reshape's operand must already
+    // be split on the matching dim.
+    if (i < arrays && opcode == Opcode::kReshape) {
+      if (operands[i].sharding.device_order != target.device_order) return std::nullopt;
+    } else if (i < arrays && operands[i].sharding != target) {
+      VKSPMD_ASSIGN_OR_RETURN(plain[i], Reshard(builder, operands[i], target));
     }
-    plain[i].sharding = operands[i].sharding.InMeshOrder();
+    plain[i].sharding = plain[i].sharding.InMeshOrder();
   }
   // In the value's device layout, shard indices are read over the mesh permuted to it.
   const Mesh layout = LayoutMesh(target, builder.mesh());

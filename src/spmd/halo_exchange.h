@@ -36,10 +36,11 @@ absl::StatusOr<ir::Instruction*> ExchangeHalo(SpmdBuilder& builder, ir::Instruct
 
 // The local form of a slice, pad, reverse, concatenate or reshape whose operands are split along
 // a dim the op changes, run with halo exchange so that the result keeps the tiling: `operands`
-// as they are now, `target` the result's wanted sharding. nullopt when the case is not one of
-// these (the caller's general rule then gathers what must be whole): operands and result in
-// different device orders or tilings, strided slices, interior padding, and reshapes other than
-// merging or splitting one split dim with its unsplit neighbours.
+// as they are now, `target` the result's wanted sharding. Operands of a slice, pad, reverse or
+// concatenate split otherwise are resharded to `target` first. nullopt when the case is not one
+// of these (the caller's general rule then gathers what must be whole): maximal or manual
+// values, strided slices, interior padding, and reshapes other than merging or splitting one
+// split dim with its unsplit neighbours in the result's device order.
 absl::StatusOr<std::optional<PartitionedValue>> PartitionWithHalo(
     SpmdBuilder& builder, const ir::Instruction& instruction,
     const std::vector<PartitionedValue>& operands, const AxisSharding& target);

@@ -229,6 +229,65 @@ ENTRY %main (x: f32[11,9]) -> f32[11,9] {
   }
 }
 
+// As in GSPMD, a split passes through slice, pad, reverse and concatenate to unannotated values
+// (window factors), so a program annotated on its parameter alone keeps its rows split and
+// exchanges halos, never gathering.
+TEST(HaloExchangeTest, SplitPropagatesThroughWindowOps) {
+  const std::string text = R"(HloModule chain, num_partitions=4
+ENTRY %main (x: f32[19,3]) -> f32[22,3] {
+  %x = f32[19,3] parameter(0), sharding={devices=[4,1]<=[4]}
+  %s = f32[17,3] slice(f32[19,3] %x), slice={[1:18], [0:3]}
+  %z = f32[] constant(0)
+  %p = f32[20,3] pad(f32[17,3] %s, f32[] %z), padding=2_1x0_0
+  %r = f32[20,3] reverse(f32[20,3] %p), dimensions={0}
+  %s.head = f32[2,3] slice(f32[19,3] %x), slice={[0:2], [0:3]}
+  %c = f32[22,3] concatenate(f32[20,3] %r, f32[2,3] %s.head), dimensions={0}
+  ROOT %n = f32[22,3] negate(f32[22,3] %c)
+})";
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<EquivalenceOutcome> outcome = RunEquivalence(**module, *Mesh::Create({4}, {}, {}));
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_LE(outcome->difference, 1e-6) << ir::PrintModule(*outcome->partition.module);
+  EXPECT_EQ(CountOps(*outcome->partition.module, Opcode::kAllGather), 0)
+      << ir::PrintModule(*outcome->partition.module);
+  EXPECT_TRUE(outcome->partition.fallbacks.empty());
+  EXPECT_EQ(outcome->partition.result_shardings[0].dims,
+            (std::vector<std::vector<int64_t>>{{0}, {}}));
+}
+
+// Operands split otherwise than the result are resharded to its tiling first, when that and the
+// halo cost no more than gathering: a replicated part of a concatenation is sliced locally (no
+// bytes), a slice of a value split on its other dim moves by one all-to-all.
+TEST(HaloExchangeTest, OperandsSplitOtherwiseAreReshardedFirst) {
+  const Mesh mesh = *Mesh::Create({4}, {}, {});
+  absl::StatusOr<EquivalenceOutcome> concatenated =
+      Partitioned(R"(HloModule c
+ENTRY %main (a: f32[13,3], b: f32[6,3]) -> f32[19,3] {
+  %a = f32[13,3] parameter(0)
+  %b = f32[6,3] parameter(1)
+  ROOT %y = f32[19,3] concatenate(f32[13,3] %a, f32[6,3] %b), dimensions={0}
+})",
+                  {{"a", "(0, None)"}, {"b", "(None, None)"}, {"y", "(0, None)"}}, mesh);
+  ASSERT_TRUE(concatenated.ok()) << concatenated.status();
+  EXPECT_LE(concatenated->difference, 1e-6) << ir::PrintModule(*concatenated->partition.module);
+  EXPECT_EQ(CountOps(*concatenated->partition.module, Opcode::kAllGather), 0)
+      << ir::PrintModule(*concatenated->partition.module);
+
+  absl::StatusOr<EquivalenceOutcome> sliced =
+      Partitioned(R"(HloModule s
+ENTRY %main (x: f32[16,12]) -> f32[14,12] {
+  %x = f32[16,12] parameter(0)
+  ROOT %y = f32[14,12] slice(f32[16,12] %x), slice={[1:15], [0:12]}
+})",
+                  {{"x", "(None, 0)"}, {"y", "(0, None)"}}, mesh);
+  ASSERT_TRUE(sliced.ok()) << sliced.status();
+  EXPECT_LE(sliced->difference, 1e-6) << ir::PrintModule(*sliced->partition.module);
+  EXPECT_EQ(CountOps(*sliced->partition.module, Opcode::kAllGather), 0)
+      << ir::PrintModule(*sliced->partition.module);
+  EXPECT_EQ(CountOps(*sliced->partition.module, Opcode::kAllToAll), 1);
+}
+
 // A value in a device order ({devices=[2,1]1,0}: device 1 holds the first rows) is windowed in
 // that layout, and the result keeps it.
 TEST(HaloExchangeTest, DeviceOrderIsKept) {
