@@ -10,7 +10,6 @@
 #include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "src/base/status_macros.h"
-#include "src/ir/parser.h"
 #include "src/ir/printer.h"
 #include "tests/spmd/spmd_test_util.h"
 
@@ -64,6 +63,8 @@ std::vector<std::string> ParameterNames(const HaloCase& c) {
   return names;
 }
 
+// `text` with shardings from `specs` (besides those in the text) partitioned over `mesh` and
+// evaluated against the whole program.
 absl::StatusOr<EquivalenceOutcome> Partitioned(const std::string& text,
                                                const std::map<std::string, std::string>& specs,
                                                const Mesh& mesh, uint64_t seed = 1) {
@@ -244,9 +245,7 @@ ENTRY %main (x: f32[19,3]) -> f32[22,3] {
   %c = f32[22,3] concatenate(f32[20,3] %r, f32[2,3] %s.head), dimensions={0}
   ROOT %n = f32[22,3] negate(f32[22,3] %c)
 })";
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
-  ASSERT_TRUE(module.ok()) << module.status();
-  absl::StatusOr<EquivalenceOutcome> outcome = RunEquivalence(**module, *Mesh::Create({4}, {}, {}));
+  absl::StatusOr<EquivalenceOutcome> outcome = Partitioned(text, {}, *Mesh::Create({4}, {}, {}));
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_LE(outcome->difference, 1e-6) << ir::PrintModule(*outcome->partition.module);
   EXPECT_EQ(CountOps(*outcome->partition.module, Opcode::kAllGather), 0)
@@ -296,9 +295,7 @@ ENTRY %main (x: f32[9,4]) -> f32[7,4] {
   %x = f32[9,4] parameter(0), sharding={devices=[2,1]1,0}
   ROOT %y = f32[7,4] slice(f32[9,4] %x), slice={[2:9], [0:4]}, sharding={devices=[2,1]1,0}
 })";
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
-  ASSERT_TRUE(module.ok()) << module.status();
-  absl::StatusOr<EquivalenceOutcome> outcome = RunEquivalence(**module, *Mesh::Create({2}, {}, {}));
+  absl::StatusOr<EquivalenceOutcome> outcome = Partitioned(text, {}, *Mesh::Create({2}, {}, {}));
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_LE(outcome->difference, 1e-6) << ir::PrintModule(*outcome->partition.module);
   ASSERT_EQ(outcome->partition.collectives.size(), 1u)
