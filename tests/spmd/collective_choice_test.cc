@@ -402,6 +402,18 @@ ENTRY %main (x: f32[6,10]) -> f32[4,15] {
 })",
                    {},
                    0},
+        // The issue's lined-up reshape: [12,40] split 4 holds flat [120k, 120k+120) (3 rows of
+        // 40), [8,60] split 4 wants flat [120k, 120k+120) (2 rows of 60): nothing moves, where
+        // the rule (12 and 8 do not divide each other) gathered 3 x 120 x 4 = 1,440 bytes.
+        HaloGolden{"reshape_lined_up_4",
+                   4,
+                   R"(HloModule r, num_partitions=4
+ENTRY %main (x: f32[12,40]) -> f32[8,60] {
+  %x = f32[12,40] parameter(0), sharding={devices=[4,1]<=[4]}
+  ROOT %y = f32[8,60] reshape(f32[12,40] %x), sharding={devices=[4,1]<=[4]}
+})",
+                   {},
+                   0},
         // [16,3] split 4 holds rows [4k, 4k+4); the slice [1:15] split 4 wants rows
         // [1+4k, 5+4k) (device 3: [13,15)). Devices 0..2 lack one row, the first of device
         // k+1: one permute of 1 row = 12 bytes (GSPMD: right halo of 1 row).
