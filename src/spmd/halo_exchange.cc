@@ -251,40 +251,52 @@ absl::StatusOr<std::optional<Instruction*>> HaloConcatenate(SpmdBuilder& builder
 }
 
 // reshape merging a split dim with the unsplit dims after it, or splitting it into dims the
-// first of which is split: the major dims before the split dim are the same on both sides, so
-// each block below them is one flat run of elements that the operand's and the result's tiles
-// cut at different places; the result's cuts are a halo window over the operand's. Where the
-// cuts coincide nothing moves.
+// first of which is split: the major dims before the split dim are the same on both sides (in
+// total, or dim by dim and split alike where some of them are split), so each block below them
+// is one flat run of elements that the operand's and the result's tiles cut at different
+// places; the result's cuts are a halo window over the operand's. Where the cuts coincide
+// nothing moves.
 absl::StatusOr<std::optional<Instruction*>> HaloReshape(SpmdBuilder& builder, const Operands& in) {
   const PartitionedValue& x = in.values[0];
-  const auto only_split_dim = [&](const AxisSharding& sharding) -> std::optional<int64_t> {
-    std::optional<int64_t> found;
+  // The last split dim, and whether a dim before it is split too.
+  const auto last_split_dim = [](const AxisSharding& sharding) {
+    std::pair<std::optional<int64_t>, bool> found = {std::nullopt, false};
     for (int64_t d = 0; d < sharding.rank(); ++d) {
       if (sharding.dims[d].empty()) continue;
-      if (found.has_value()) return std::nullopt;
-      found = d;
+      found.second = found.first.has_value();
+      found.first = d;
     }
     return found;
   };
-  const std::optional<int64_t> from_dim = only_split_dim(x.sharding);
-  const std::optional<int64_t> to_dim = only_split_dim(in.target);
+  const auto [from_dim, from_major_split] = last_split_dim(x.sharding);
+  const auto [to_dim, to_major_split] = last_split_dim(in.target);
   if (!from_dim.has_value() || !to_dim.has_value() ||
       x.sharding.dims[*from_dim] != in.target.dims[*to_dim]) {
     return std::nullopt;
   }
   const std::vector<int64_t>& from = x.global.dimensions();
   const std::vector<int64_t>& to = in.instruction.shape().dimensions();
-  const int64_t major = Product(from, 0, *from_dim);
+  if (from_major_split || to_major_split) {
+    const auto prefix = [](const auto& all, int64_t end) {
+      return std::vector(all.begin(), all.begin() + end);
+    };
+    if (*from_dim != *to_dim || prefix(from, *from_dim) != prefix(to, *to_dim) ||
+        prefix(x.sharding.dims, *from_dim) != prefix(in.target.dims, *to_dim)) {
+      return std::nullopt;
+    }
+  }
   const int64_t block = Product(from, *from_dim, from.size());
   const int64_t to_inner = Product(to, *to_dim + 1, to.size());
-  if (major != Product(to, 0, *to_dim) || block != Product(to, *to_dim, to.size()) || block == 0) {
+  if (Product(from, 0, *from_dim) != Product(to, 0, *to_dim) ||
+      block != Product(to, *to_dim, to.size()) || block == 0) {
     return std::nullopt;
   }
   const std::vector<int64_t>& axes = x.sharding.dims[*from_dim];
   const int64_t tiles = builder.mesh().SizeOf(axes);
-  const int64_t shard = x.local->shape().dimension(*from_dim);
-  const int64_t local_block = shard * (block / from[*from_dim]);
-  VKSPMD_ASSIGN_OR_RETURN(Instruction * flat, builder.Reshape(x.local, {major, local_block}));
+  const std::vector<int64_t>& local = x.local->shape().dimensions();
+  const int64_t local_block = local[*from_dim] * (block / from[*from_dim]);
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * flat,
+                          builder.Reshape(x.local, {Product(local, 0, *from_dim), local_block}));
   std::vector<HaloWindow> windows = ShiftedWindows(to[*to_dim], tiles, 0);
   for (HaloWindow& window : windows) {
     window.start *= to_inner;

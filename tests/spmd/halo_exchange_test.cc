@@ -230,6 +230,45 @@ ENTRY %main (x: f32[11,9]) -> f32[11,9] {
   }
 }
 
+// A reshape whose major dims are split too (a batch dim on another mesh axis) runs the halo
+// along its merged or split dim within each batch shard.
+TEST(HaloExchangeTest, ReshapeWithASplitBatchDim) {
+  const Mesh mesh = *Mesh::Create({2, 2}, {}, {});
+  struct Case {
+    std::string text;
+    std::string from, to;
+    int64_t permutes;
+  };
+  const std::vector<Case> cases = {{R"(HloModule m
+ENTRY %main (x: f32[5,7,6]) -> f32[5,42] {
+  %x = f32[5,7,6] parameter(0)
+  ROOT %y = f32[5,42] reshape(f32[5,7,6] %x)
+})",
+                                    "(0, 1, None)", "(0, 1)", 1},
+                                   {R"(HloModule s
+ENTRY %main (x: f32[5,42]) -> f32[5,7,6] {
+  %x = f32[5,42] parameter(0)
+  ROOT %y = f32[5,7,6] reshape(f32[5,42] %x)
+})",
+                                    "(0, 1)", "(0, 1, None)", 1},
+                                   {R"(HloModule lined
+ENTRY %main (x: f32[3,8,5]) -> f32[3,40] {
+  %x = f32[3,8,5] parameter(0)
+  ROOT %y = f32[3,40] reshape(f32[3,8,5] %x)
+})",
+                                    "(0, 1, None)", "(0, 1)", 0}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    absl::StatusOr<EquivalenceOutcome> outcome =
+        Partitioned(c.text, {{"x", c.from}, {"y", c.to}}, mesh);
+    ASSERT_TRUE(outcome.ok()) << outcome.status();
+    EXPECT_LE(outcome->difference, 1e-6) << ir::PrintModule(*outcome->partition.module);
+    EXPECT_EQ(outcome->partition.collectives.size(), static_cast<size_t>(c.permutes))
+        << ir::PrintModule(*outcome->partition.module);
+    EXPECT_EQ(CountOps(*outcome->partition.module, Opcode::kCollectivePermute), c.permutes);
+  }
+}
+
 // As in GSPMD, a split passes through slice, pad, reverse and concatenate to unannotated values
 // (window factors), so a program annotated on its parameter alone keeps its rows split and
 // exchanges halos, never gathering.
