@@ -199,8 +199,8 @@ TEST(HaloExchangeTest, RandomWindowsMatchUnpartitioned) {
   EXPECT_GT(halo_cases, 60);
 }
 
-// The ops parse their spec per parameter name; a 2-D spec over a 2x2 mesh splits both dims, and
-// the halo runs along each split dim the op changes.
+// On a 2x2 mesh the halo runs along each split dim the op changes, and along a dim split over
+// both axes.
 TEST(HaloExchangeTest, TwoSplitDimsOnATwoByTwoMesh) {
   const Mesh mesh = *Mesh::Create({2, 2}, {}, {});
   const std::vector<std::pair<std::string, std::string>> programs = {{"slice", R"(HloModule s
@@ -220,13 +220,17 @@ ENTRY %main (x: f32[11,9]) -> f32[11,9] {
   ROOT %y = f32[11,9] reverse(f32[11,9] %x), dimensions={0,1}
 })"}};
   for (const auto& [name, text] : programs) {
-    SCOPED_TRACE(name);
-    absl::StatusOr<EquivalenceOutcome> outcome =
-        Partitioned(text, {{"x", "(0, 1)"}, {"y", "(0, 1)"}}, mesh);
-    ASSERT_TRUE(outcome.ok()) << outcome.status();
-    EXPECT_LE(outcome->difference, 1e-6) << ir::PrintModule(*outcome->partition.module);
-    EXPECT_EQ(CountOps(*outcome->partition.module, Opcode::kAllGather), 0)
-        << ir::PrintModule(*outcome->partition.module);
+    // Both dims split, then the rows split over both axes (minor axis first: shard k of 4 is
+    // on the device at (k % 2, k / 2)).
+    for (const std::string spec : {"(0, 1)", "((1, 0), None)"}) {
+      SCOPED_TRACE(name + " " + spec);
+      absl::StatusOr<EquivalenceOutcome> outcome =
+          Partitioned(text, {{"x", spec}, {"y", spec}}, mesh);
+      ASSERT_TRUE(outcome.ok()) << outcome.status();
+      EXPECT_LE(outcome->difference, 1e-6) << ir::PrintModule(*outcome->partition.module);
+      EXPECT_EQ(CountOps(*outcome->partition.module, Opcode::kAllGather), 0)
+          << ir::PrintModule(*outcome->partition.module);
+    }
   }
 }
 
