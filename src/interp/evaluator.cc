@@ -46,6 +46,32 @@ absl::Status CheckArguments(const ir::Computation& computation,
   return absl::OkStatus();
 }
 
+// while: runs body= on the state until condition= returns false; conditional: runs the branch
+// the selector picks (pred: true_computation is branch 0; s32: an index outside 0..N-1 runs the
+// last branch, as XLA does). The called computations run as the same device; a collective in
+// them is refused by EvaluateComputation.
+absl::StatusOr<Literal> EvaluateControlFlow(const Instruction& instruction,
+                                            const std::vector<const Literal*>& operands,
+                                            DeviceContext device) {
+  const std::vector<ir::Computation*>& called = instruction.attributes().called;
+  if (instruction.opcode() == Opcode::kWhile) {
+    Literal state = *operands[0];
+    while (true) {
+      VKSPMD_ASSIGN_OR_RETURN(Literal condition, EvaluateComputation(*called[0], {state}, device));
+      if (condition.GetAsInt64(0) == 0) return state;
+      VKSPMD_ASSIGN_OR_RETURN(state, EvaluateComputation(*called[1], {std::move(state)}, device));
+    }
+  }
+  const int64_t branch_count = static_cast<int64_t>(called.size());
+  int64_t branch = operands[0]->GetAsInt64(0);
+  if (operands[0]->dtype() == ir::DType::kPred) {
+    branch = branch != 0 ? 0 : 1;
+  } else if (branch < 0 || branch >= branch_count) {
+    branch = branch_count - 1;
+  }
+  return EvaluateComputation(*called[branch], {*operands[branch + 1]}, device);
+}
+
 // Every op that one device can evaluate alone.
 absl::StatusOr<Literal> EvaluateLocal(const Instruction& instruction,
                                       const std::vector<const Literal*>& operands,
@@ -124,6 +150,9 @@ absl::StatusOr<Literal> EvaluateLocal(const Instruction& instruction,
     }
     case Opcode::kGetTupleElement:
       return operands[0]->tuple_elements()[instruction.attributes().tuple_index];
+    case Opcode::kWhile:
+    case Opcode::kConditional:
+      return EvaluateControlFlow(instruction, operands, device);
     case Opcode::kCustomCall: {
       if (instruction.attributes().custom_call_target == "SPMDFullToShardShape") {
         const std::optional<ir::Sharding>& sharding = instruction.operand(0)->sharding();

@@ -28,6 +28,13 @@ std::string ReplicaGroups::ToString() const {
   return fmt::format("{{{}}}", absl::StrJoin(parts, ","));
 }
 
+std::vector<Computation*> InstructionAttributes::CalledComputations() const {
+  std::vector<Computation*> computations;
+  if (to_apply != nullptr) computations.push_back(to_apply);
+  computations.insert(computations.end(), called.begin(), called.end());
+  return computations;
+}
+
 std::string Instruction::Describe() const {
   if (!location_.known()) return "%" + name_;
   return fmt::format("{}:{}: %{}", location_.line, location_.column, name_);

@@ -97,6 +97,11 @@ struct InstructionAttributes {
   GatherDimensions gather;   // gather, scatter
   bool is_stable = false;    // sort
   bool total_order = false;  // compare type=TOTALORDER
+  // while: {condition, body}; conditional: its branches in index order (a pred selector's
+  // true_computation is branch 0, false_computation branch 1, as in XLA).
+  std::vector<Computation*> called;
+  // to_apply and `called`: every computation the instruction calls.
+  std::vector<Computation*> CalledComputations() const;
 };
 
 class Instruction {

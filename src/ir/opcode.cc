@@ -77,6 +77,8 @@ constexpr std::pair<Opcode, std::string_view> kOpcodeNames[] = {
     {Opcode::kReduceScatter, "reduce-scatter"},
     {Opcode::kAllToAll, "all-to-all"},
     {Opcode::kCollectivePermute, "collective-permute"},
+    {Opcode::kWhile, "while"},
+    {Opcode::kConditional, "conditional"},
     {Opcode::kCustomCall, "custom-call"},
 };
 

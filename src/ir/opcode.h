@@ -85,6 +85,10 @@ enum class Opcode {
   kReduceScatter,
   kAllToAll,
   kCollectivePermute,
+  // Control flow: condition=/body= and true_computation=/false_computation= or
+  // branch_computations= (InstructionAttributes::called). CPU reference only so far.
+  kWhile,
+  kConditional,
   // custom-call with target Sharding, SPMDFullToShardShape or SPMDShardToFullShape.
   kCustomCall,
 };

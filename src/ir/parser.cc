@@ -146,8 +146,8 @@ class ModuleParser {
     for (auto it = computations_.rbegin(); it != computations_.rend(); ++it) {
       if (!called.contains(it->get())) continue;
       for (const auto& instruction : (*it)->instructions()) {
-        if (instruction->attributes().to_apply != nullptr) {
-          called.insert(instruction->attributes().to_apply);
+        for (const Computation* callee : instruction->attributes().CalledComputations()) {
+          called.insert(callee);
         }
       }
     }
@@ -427,6 +427,22 @@ class ModuleParser {
     return nullptr;
   }
 
+  // %name of a computation defined earlier in the text.
+  absl::StatusOr<Computation*> ReadCallee() {
+    const Token token = reader_.current();
+    VKSPMD_ASSIGN_OR_RETURN(std::string callee, reader_.ReadName());
+    Computation* computation = FindComputation(callee);
+    if (computation == nullptr) {
+      return reader_.ErrorAt(token, fmt::format("unknown computation %{}", callee));
+    }
+    return computation;
+  }
+
+  // while's condition=/body= and conditional's true_computation=/false_computation=/
+  // branch_computations={...} into attributes.called.
+  absl::Status ParseControlFlowAttribute(std::string_view name, const Token& name_token,
+                                         InstructionAttributes& attributes);
+
   absl::Status ParseParameterNumber(InstructionAttributes& attributes) {
     const Token number_token = reader_.current();
     VKSPMD_ASSIGN_OR_RETURN(int64_t number, reader_.ReadInteger());
@@ -587,6 +603,10 @@ bool AttributeAppliesTo(std::string_view name, Opcode opcode) {
            opcode == Opcode::kSort;
   }
   if (name == "is_stable") return opcode == Opcode::kSort;
+  if (name == "condition" || name == "body") return opcode == Opcode::kWhile;
+  if (name == "true_computation" || name == "false_computation" || name == "branch_computations") {
+    return opcode == Opcode::kConditional;
+  }
   if (IsGatherScatterAttribute(name)) return GatherScatterAttributeAppliesTo(name, opcode);
   if (name == "replica_groups") return grouped;
   if (name == "channel_id") return collective;
@@ -647,12 +667,10 @@ absl::Status ModuleParser::ParseAttribute(Instruction& instruction) {
   } else if (name == "is_stable") {
     VKSPMD_ASSIGN_OR_RETURN(attributes.is_stable, reader_.ReadBool());
   } else if (name == "to_apply") {
-    const Token token = reader_.current();
-    VKSPMD_ASSIGN_OR_RETURN(std::string callee, reader_.ReadName());
-    attributes.to_apply = FindComputation(callee);
-    if (attributes.to_apply == nullptr) {
-      return reader_.ErrorAt(token, fmt::format("unknown computation %{}", callee));
-    }
+    VKSPMD_ASSIGN_OR_RETURN(attributes.to_apply, ReadCallee());
+  } else if (name == "condition" || name == "body" || name == "true_computation" ||
+             name == "false_computation" || name == "branch_computations") {
+    return ParseControlFlowAttribute(name, name_token, attributes);
   } else if (name == "replica_groups") {
     VKSPMD_ASSIGN_OR_RETURN(attributes.replica_groups, reader_.ReadReplicaGroups());
   } else if (name == "channel_id") {
@@ -689,6 +707,34 @@ absl::Status ModuleParser::ParseAttribute(Instruction& instruction) {
   return absl::OkStatus();
 }
 
+absl::Status ModuleParser::ParseControlFlowAttribute(std::string_view name, const Token& name_token,
+                                                     InstructionAttributes& attributes) {
+  std::vector<Computation*>& called = attributes.called;
+  if (name == "branch_computations") {
+    if (!called.empty()) {
+      return reader_.ErrorAt(name_token,
+                             "branch_computations= given twice or with "
+                             "true_computation=/false_computation=");
+    }
+    VKSPMD_RETURN_IF_ERROR(reader_.ExpectPunct("{"));
+    do {
+      VKSPMD_ASSIGN_OR_RETURN(Computation * branch, ReadCallee());
+      called.push_back(branch);
+    } while (reader_.TryConsume(","));
+    return reader_.ExpectPunct("}");
+  }
+  // condition and true_computation fill slot 0, body and false_computation slot 1.
+  const size_t slot = name == "condition" || name == "true_computation" ? 0 : 1;
+  if (called.empty()) called.resize(2, nullptr);
+  if (called.size() != 2 || called[slot] != nullptr) {
+    return reader_.ErrorAt(name_token, fmt::format("{}= given twice or with "
+                                                   "branch_computations=",
+                                                   name));
+  }
+  VKSPMD_ASSIGN_OR_RETURN(called[slot], ReadCallee());
+  return absl::OkStatus();
+}
+
 absl::Status ModuleParser::ParseFrontEndAttribute(FrontEndOp op, std::string_view op_name,
                                                   FrontEndAttributes& attributes) {
   const Token name_token = reader_.current();
@@ -705,12 +751,7 @@ absl::Status ModuleParser::ParseFrontEndAttribute(FrontEndOp op, std::string_vie
   }
   VKSPMD_RETURN_IF_ERROR(reader_.ExpectPunct("="));
   if (name == "calls" || name == "to_apply") {
-    const Token token = reader_.current();
-    VKSPMD_ASSIGN_OR_RETURN(std::string callee, reader_.ReadName());
-    attributes.callee = FindComputation(callee);
-    if (attributes.callee == nullptr) {
-      return reader_.ErrorAt(token, fmt::format("unknown computation %{}", callee));
-    }
+    VKSPMD_ASSIGN_OR_RETURN(attributes.callee, ReadCallee());
     return absl::OkStatus();
   }
   if (name == "kind") {

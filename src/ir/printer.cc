@@ -89,6 +89,26 @@ std::vector<std::string> CollectiveAttributes(const Instruction& instruction) {
   return parts;
 }
 
+// while: condition=, body=; conditional: true_computation=, false_computation= for a pred
+// selector, branch_computations={...} for an s32 index.
+std::vector<std::string> ControlFlowAttributeStrings(const Instruction& instruction,
+                                                     const ComputationNameOf& computation_name) {
+  const std::vector<Computation*>& called = instruction.attributes().called;
+  std::vector<std::string> names;
+  for (const Computation* callee : called) {
+    names.push_back("%" + (callee == nullptr ? std::string("?") : computation_name(*callee)));
+  }
+  if (instruction.opcode() == Opcode::kWhile && names.size() == 2) {
+    return {"condition=" + names[0], "body=" + names[1]};
+  }
+  const bool pred = instruction.operand_count() > 0 &&
+                    instruction.operand(0)->shape() == Shape::Scalar(DType::kPred);
+  if (instruction.opcode() == Opcode::kConditional && pred && names.size() == 2) {
+    return {"true_computation=" + names[0], "false_computation=" + names[1]};
+  }
+  return {"branch_computations={" + absl::StrJoin(names, ", ") + "}"};
+}
+
 // The attributes after the operand list, in XLA's order.
 std::vector<std::string> AttributeStrings(const Instruction& instruction,
                                           const ComputationNameOf& computation_name) {
@@ -161,6 +181,10 @@ std::vector<std::string> AttributeStrings(const Instruction& instruction,
     case Opcode::kGather:
     case Opcode::kScatter:
       parts = GatherScatterAttributeStrings(instruction);
+      break;
+    case Opcode::kWhile:
+    case Opcode::kConditional:
+      parts = ControlFlowAttributeStrings(instruction, computation_name);
       break;
     default:
       break;

@@ -64,6 +64,7 @@ using shape_inference_internal::CheckOperandCount;
 using shape_inference_internal::InferBroadcast;
 using shape_inference_internal::InferCollective;
 using shape_inference_internal::InferConcatenate;
+using shape_inference_internal::InferConditional;
 using shape_inference_internal::InferDot;
 using shape_inference_internal::InferDynamicSlices;
 using shape_inference_internal::InferGather;
@@ -72,6 +73,7 @@ using shape_inference_internal::InferReduce;
 using shape_inference_internal::InferScatter;
 using shape_inference_internal::InferShapeOps;
 using shape_inference_internal::InferSort;
+using shape_inference_internal::InferWhile;
 using shape_inference_internal::Invalid;
 
 absl::StatusOr<Shape> InferUnary(const Instruction& instruction) {
@@ -238,9 +240,10 @@ absl::StatusOr<Shape> InferShape(const Instruction& instruction,
       const DType to = instruction.shape().dtype();
       // XLA also allows widths that differ (adding or dropping a last dimension): not yet.
       if (DTypeByteSize(from) != DTypeByteSize(to) || from == DType::kPred || to == DType::kPred) {
-        return Invalid(fmt::format("bitcast-convert from {} to {}: only same-width types other "
-                                   "than pred are supported",
-                                   DTypeName(from), DTypeName(to)));
+        return Invalid(
+            fmt::format("bitcast-convert from {} to {}: only same-width types other "
+                        "than pred are supported",
+                        DTypeName(from), DTypeName(to)));
       }
       return Shape(to, instruction.operand(0)->shape().dimensions());
     }
@@ -322,6 +325,10 @@ absl::StatusOr<Shape> InferShape(const Instruction& instruction,
       }
       return tuple.tuple_elements()[index];
     }
+    case Opcode::kWhile:
+      return InferWhile(instruction);
+    case Opcode::kConditional:
+      return InferConditional(instruction);
     case Opcode::kCustomCall:
       return InferCustomCall(instruction);
     default:

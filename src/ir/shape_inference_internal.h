@@ -29,6 +29,9 @@ absl::StatusOr<Shape> InferReduce(const Instruction& instruction);
 absl::StatusOr<Shape> InferGather(const Instruction& instruction);
 absl::StatusOr<Shape> InferScatter(const Instruction& instruction);
 absl::StatusOr<Shape> InferSort(const Instruction& instruction);
+// Control flow (shape_inference_control_flow.cc).
+absl::StatusOr<Shape> InferWhile(const Instruction& instruction);
+absl::StatusOr<Shape> InferConditional(const Instruction& instruction);
 absl::StatusOr<Shape> InferCollective(const Instruction& instruction,
                                       const ShapeInferenceContext& context);
 

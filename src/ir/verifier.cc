@@ -24,9 +24,11 @@ absl::Status VerifyInstruction(const Instruction& instruction,
       return InstructionError(instruction, "operand is not defined before it in the computation");
     }
   }
-  if (instruction.attributes().to_apply != nullptr &&
-      instruction.attributes().to_apply == instruction.parent()) {
-    return InstructionError(instruction, "to_apply calls its own computation");
+  for (const Computation* callee : instruction.attributes().CalledComputations()) {
+    if (callee == instruction.parent()) {
+      return InstructionError(instruction,
+                              fmt::format("calls its own computation %{}", callee->name()));
+    }
   }
   absl::StatusOr<Shape> inferred = InferShape(instruction, context);
   if (!inferred.ok())
@@ -62,9 +64,11 @@ absl::Status VerifyComputation(const Computation& computation,
   }
   absl::flat_hash_set<const Instruction*> defined;
   for (const auto& instruction : computation.instructions()) {
-    const Computation* callee = instruction->attributes().to_apply;
-    if (callee != nullptr && callee != &computation && !earlier.contains(callee)) {
-      return InstructionError(*instruction, "to_apply must name a computation defined earlier");
+    for (const Computation* callee : instruction->attributes().CalledComputations()) {
+      if (callee != nullptr && callee != &computation && !earlier.contains(callee)) {
+        return InstructionError(
+            *instruction, fmt::format("%{} must be a computation defined earlier", callee->name()));
+      }
     }
     if (instruction->parent() != &computation) {
       return InstructionError(*instruction, "instruction belongs to another computation");
