@@ -8,8 +8,9 @@ packages=(
   libvulkan-dev vulkan-validationlayers vulkan-tools mesa-vulkan-drivers
   glslang-dev glslang-tools glslc spirv-tools
   libabsl-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev libbenchmark-tools
-  libcli11-dev nlohmann-json3-dev libxxhash-dev
+  libcli11-dev nlohmann-json3-dev libxxhash-dev libgloo-dev
   python3-numpy python3-torch libopenblas-dev libclang-rt-14-dev
+  python3-dev pybind11-dev python3-pytest
 )
 
 missing=()

@@ -62,5 +62,12 @@ ShardedTensor mark_sharding_like(const Tensor& tensor, const Tensor& reference);
 void clear_sharding(const Tensor& tensor);
 // The sharding text of any tensor ("" for a tensor without a mesh).
 std::string sharding_spec(const Tensor& tensor);
+// PyTorch/XLA's visualize_tensor_sharding: the tiles of the tensor's first two dims (as
+// sharding_spec gives the sharding) drawn as a table with box-drawing characters, each tile
+// labelled with the devices holding it and its index ranges; `color` adds ANSI colours. A tensor
+// without a mesh is one tile on device 0.
+std::string visualize_tensor_sharding(const Tensor& tensor, bool color = false);
+// The same picture as an SVG document (tile sizes follow the shard sizes).
+std::string sharding_svg(const Tensor& tensor);
 
 }  // namespace vkspmd

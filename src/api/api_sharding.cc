@@ -2,6 +2,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/api/api_support.h"
 #include "src/base/status_macros.h"
+#include "src/debug/sharding_view.h"
 #include "src/lazy/context.h"
 #include "src/lazy/engine.h"
 #include "src/lazy/lowering.h"
@@ -152,6 +153,31 @@ void clear_sharding(const Tensor& tensor) {
 std::string sharding_spec(const Tensor& tensor) {
   auto sharding = CurrentSharding(tensor);
   return sharding.has_value() ? sharding->first.ToString() : "";
+}
+
+namespace {
+
+// The sharding picture's inputs: the tensor's sharding (device 0 holds a tensor without a mesh)
+// its shape and the devices of its mesh.
+std::pair<ir::Sharding, debug::ShardingViewOptions> ViewOf(const Tensor& tensor, bool color) {
+  auto sharding = CurrentSharding(tensor);
+  debug::ShardingViewOptions options;
+  options.color = color;
+  if (!sharding.has_value()) return {ir::Sharding::Maximal(0), options};
+  options.devices = sharding->second->devices;
+  return {sharding->first, options};
+}
+
+}  // namespace
+
+std::string visualize_tensor_sharding(const Tensor& tensor, bool color) {
+  auto [sharding, options] = ViewOf(tensor, color);
+  return Unwrap(debug::VisualizeSharding(sharding, tensor.shape(), options));
+}
+
+std::string sharding_svg(const Tensor& tensor) {
+  auto [sharding, options] = ViewOf(tensor, false);
+  return Unwrap(debug::ShardingSvg(sharding, tensor.shape(), options));
 }
 
 std::string ShardedTensor::sharding_spec() const { return vkspmd::sharding_spec(*this); }
