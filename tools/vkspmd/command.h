@@ -44,5 +44,6 @@ void RegisterVizCommand(CLI::App& app);
 void RegisterTrainCommand(CLI::App& app);
 void RegisterCkptCommand(CLI::App& app);
 void RegisterTraceCommand(CLI::App& app);
+void RegisterLaunchCommand(CLI::App& app);
 
 }  // namespace vkspmd::cli

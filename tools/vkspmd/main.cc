@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   RegisterTrainCommand(app);
   RegisterCkptCommand(app);
   RegisterTraceCommand(app);
+  RegisterLaunchCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {
