@@ -76,6 +76,7 @@ class LaunchTest : public ::testing::Test {
       if (Clock::now() - started_ > std::chrono::seconds(30)) {
         kill(pid, SIGKILL);
         waitpid(pid, &status, 0);
+        KillRanks();
         ADD_FAILURE() << "vkspmd launch did not end within 30 s";
         break;
       }
@@ -111,9 +112,20 @@ class LaunchTest : public ::testing::Test {
     return Wait(launcher);
   }
 
-  // A rank's script after its traps: it says it is ready, then waits to be stopped.
+  // A rank's script after its traps: it leaves its process id, says it is ready, then waits to
+  // be stopped.
   static std::string WaitForStopScript() {
-    return "touch \"$LAUNCH_DIR/ready.$RANK\"; while :; do sleep 0.05; done";
+    return "echo $$ > \"$LAUNCH_DIR/pid.$RANK\"; touch \"$LAUNCH_DIR/ready.$RANK\"; "
+           "while :; do sleep 0.05; done";
+  }
+
+  // After a launcher that hung: its ranks lead their own process groups and would outlive it.
+  void KillRanks() {
+    for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+      if (entry.path().filename().string().rfind("pid.", 0) != 0) continue;
+      const int pid = std::atoi(ReadFile(entry.path()).c_str());
+      if (pid > 1) kill(-pid, SIGKILL);
+    }
   }
 
   std::string dir_;
