@@ -94,7 +94,9 @@ HostTensor HostTensorFromNumpy(const py::handle& object) {
     throw py::type_error("from_numpy: the array is big-endian; convert it with a.astype('<f4')");
   }
   // A strided view (a[:, ::2], a.T) is copied into row-major order like any other array.
-  auto contiguous = py::module_::import("numpy").attr("ascontiguousarray")(array).cast<py::array>();
+  // (Not np.ascontiguousarray: it makes a 0-d array 1-d.)
+  py::array contiguous = array;
+  if (!(array.flags() & py::array::c_style)) contiguous = array.attr("copy")("C").cast<py::array>();
   value.shape.assign(contiguous.shape(), contiguous.shape() + contiguous.ndim());
   value.bytes.resize(static_cast<size_t>(contiguous.nbytes()));
   if (!value.bytes.empty()) std::memcpy(value.bytes.data(), contiguous.data(), value.bytes.size());

@@ -12,6 +12,8 @@ The API follows PyTorch (tensors, ops, nn, optim) and PyTorch/XLA's SPMD shardin
     print(m1.sharding_spec)          # {devices=[2,4]<=[8]}
 """
 
+import atexit as _atexit
+
 import numpy as _np
 
 from . import _C
@@ -20,7 +22,17 @@ from ._C import (Error, InvalidArgumentError, OutOfRangeError, UnimplementedErro
                  DeadlineExceededError, Tensor, ShardedTensor, Mesh, Shard, ShardingType, dtype,
                  grad, backward)
 
+# The extension's nn and optim submodules are re-exported by this package's own (below).
+del nn, optim  # noqa: F821
+
 __version__ = "0.1.0"
+
+# Exit with a graph still compiling or running: the library's own exit guard covers what was
+# loaded before the graph it runs, but a graph compiled while the interpreter exits can load
+# driver state (LLVM's, on lavapipe) whose C exit handlers run first and crash the driver's
+# threads. Python's atexit runs before any C exit handler, with everything intact, so waiting
+# here lets the launched graphs finish first (and the library's guard then closes the devices).
+_atexit.register(_C.wait_device_ops)
 
 _INT32 = _np.iinfo(_np.int32)
 

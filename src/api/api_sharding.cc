@@ -157,7 +157,7 @@ std::string sharding_spec(const Tensor& tensor) {
 
 namespace {
 
-// The sharding picture's inputs: the tensor's sharding (device 0 holds a tensor without a mesh)
+// The sharding picture's inputs: the tensor's sharding (device 0 holds a tensor without a mesh),
 // its shape and the devices of its mesh.
 std::pair<ir::Sharding, debug::ShardingViewOptions> ViewOf(const Tensor& tensor, bool color) {
   auto sharding = CurrentSharding(tensor);

@@ -1,0 +1,39 @@
+"""Exit with work in flight: a Python process that launches graphs on a sharded mesh and exits at
+once (tensors alive, nothing waited for; normally, by sys.exit, and by an uncaught exception) must
+end cleanly every time: no crash, no validation message, no error."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+PROGRAM = r"""
+import sys
+import numpy as np
+import vkspmd
+mesh = vkspmd.Mesh(np.arange(4), (2, 2), ("x", "y"))
+a = vkspmd.mark_sharding(vkspmd.randn(256, 256), mesh, ("x", "y"))
+b = vkspmd.randn(256, 256)
+for _ in range(4):
+    a = vkspmd.tanh(a @ b) + 1
+vkspmd.mark_step()
+c = a.sum(0) * 2
+vkspmd.sync()
+how = sys.argv[1]
+if how == "exit":
+    sys.exit(0)
+if how == "raise":
+    raise RuntimeError("leaving with a graph in flight")
+"""
+
+
+@pytest.mark.parametrize("how,code", [("end", 0), ("exit", 0), ("raise", 1)])
+def test_exit_with_graph_in_flight(how, code):
+    for run in range(10 if how == "end" else 3):
+        result = subprocess.run([sys.executable, "-c", PROGRAM, how], capture_output=True,
+                                text=True, timeout=60, env=os.environ)
+        output = result.stdout + result.stderr
+        assert result.returncode == code, f"run {run}: exit code {result.returncode}\n{output}"
+        assert "validation" not in output and "Segmentation" not in output, output
+        if how == "raise":
+            assert "leaving with a graph in flight" in output
