@@ -24,10 +24,16 @@ if how == "exit":
     sys.exit(0)
 if how == "raise":
     raise RuntimeError("leaving with a graph in flight")
+if how == "shutdown":
+    vkspmd.shutdown()
+    try:
+        c.numpy()
+    except vkspmd.Error as error:
+        print("after shutdown:", error)
 """
 
 
-@pytest.mark.parametrize("how,code", [("end", 0), ("exit", 0), ("raise", 1)])
+@pytest.mark.parametrize("how,code", [("end", 0), ("exit", 0), ("raise", 1), ("shutdown", 0)])
 def test_exit_with_graph_in_flight(how, code):
     for run in range(10 if how == "end" else 3):
         result = subprocess.run([sys.executable, "-c", PROGRAM, how], capture_output=True,
@@ -37,3 +43,5 @@ def test_exit_with_graph_in_flight(how, code):
         assert "validation" not in output and "Segmentation" not in output, output
         if how == "raise":
             assert "leaving with a graph in flight" in output
+        if how == "shutdown":
+            assert "after shutdown: " in output and "shut down" in output, output

@@ -121,3 +121,23 @@ def test_fsdp_v2_training_loop_matches_one_device():
     np.testing.assert_allclose(sharded_losses, plain_losses, rtol=1e-4)
     for name, value in plain.items():
         np.testing.assert_allclose(sharded[name], value, rtol=1e-3, atol=1e-4, err_msg=name)
+
+
+def test_every_strategy_marks_the_parameters():
+    vkspmd.manual_seed(0)
+    config = nn.TransformerConfig(vocab=16, d_model=8, heads=2, layers=1, max_seq=4)
+    for strategy, shape in [("dp", [2]), ("tp", [2]), ("dp+tp", [2, 2]), ("fsdp", [2])]:
+        model = nn.TransformerLM(config)
+        nn.apply_strategy(model, nn.strategy_mesh(strategy, shape), strategy)
+        head = dict(model.named_parameters())["head.weight"]
+        assert vkspmd.sharding_spec(head) != "", strategy
+    mesh = vkspmd.Mesh([0, 1, 2, 3], (2, 2), ("dp", "tp"))
+    for apply in (lambda m: nn.data_parallel(m, nn.strategy_mesh("dp", [2])),
+                  lambda m: nn.tensor_parallel(m, nn.strategy_mesh("tp", [2])),
+                  lambda m: nn.data_tensor_parallel(m, mesh)):
+        model = nn.TransformerLM(config)
+        apply(model)
+        tokens = model.shard_input(vkspmd.tensor(np.zeros((2, 4), np.int32)))
+        assert model(tokens).shape == (2, 4, 16)
+    with pytest.raises(ValueError):
+        nn.apply_strategy(nn.TransformerLM(config), mesh, "zero")
