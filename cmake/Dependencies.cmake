@@ -24,6 +24,8 @@ vkspmd_require(Vulkan libvulkan-dev)
 vkspmd_require(glslang glslang-dev CONFIG)
 vkspmd_require(SPIRV-Tools spirv-tools CONFIG)
 vkspmd_require(CLI11 libcli11-dev CONFIG)
+# Collectives between processes and hosts (TCP pairs, per-operation timeouts).
+vkspmd_require(Gloo libgloo-dev CONFIG)
 find_program(VKSPMD_GLSLANG_VALIDATOR glslangValidator REQUIRED)
 find_program(VKSPMD_SPIRV_VAL spirv-val REQUIRED)
 if(VKSPMD_BUILD_TESTS)

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "src/collectives/host_reduce.h"
+#include "src/collectives/request_communicator.h"
 
 namespace vkspmd::collectives {
 namespace {
@@ -90,56 +91,15 @@ void MoveShare(Meeting& meeting, const Request& self, std::span<std::byte> resul
   }
 }
 
-class HostCommunicator : public Communicator {
+class HostCommunicator : public RequestCommunicator {
  public:
   HostCommunicator(std::shared_ptr<Transport> transport, int rank)
-      : transport_(std::move(transport)), rank_(rank) {}
+      : RequestCommunicator(rank), transport_(std::move(transport)) {}
 
-  int rank() const override { return rank_; }
   int world_size() const override { return transport_->world_size(); }
 
-  absl::Status AllReduce(std::span<const std::byte> input, std::span<std::byte> output,
-                         ElementType type, ReduceOp op, const ReplicaGroups& groups) override {
-    return Run(Kind::kAllReduce, input, output, type, op, 0, groups);
-  }
-  absl::Status AllGather(std::span<const std::byte> input, std::span<std::byte> output,
-                         ElementType type, const ReplicaGroups& groups) override {
-    return Run(Kind::kAllGather, input, output, type, ReduceOp::kSum, 0, groups);
-  }
-  absl::Status ReduceScatter(std::span<const std::byte> input, std::span<std::byte> output,
-                             ElementType type, ReduceOp op, const ReplicaGroups& groups) override {
-    return Run(Kind::kReduceScatter, input, output, type, op, 0, groups);
-  }
-  absl::Status AllToAll(std::span<const std::byte> input, std::span<std::byte> output,
-                        ElementType type, const ReplicaGroups& groups) override {
-    return Run(Kind::kAllToAll, input, output, type, ReduceOp::kSum, 0, groups);
-  }
-  absl::Status CollectivePermute(std::span<const std::byte> input, std::span<std::byte> output,
-                                 ElementType type,
-                                 const std::vector<std::pair<int, int>>& pairs) override {
-    return Run(Kind::kPermute, input, output, type, ReduceOp::kSum, 0, {}, pairs);
-  }
-  absl::Status Broadcast(std::span<const std::byte> input, std::span<std::byte> output,
-                         ElementType type, int root, const ReplicaGroups& groups) override {
-    return Run(Kind::kBroadcast, input, output, type, ReduceOp::kSum, root, groups);
-  }
-
  private:
-  absl::Status Run(Kind kind, std::span<const std::byte> input, std::span<std::byte> output,
-                   ElementType type, ReduceOp op, int root, const ReplicaGroups& groups,
-                   std::vector<std::pair<int, int>> pairs = {}) {
-    Request request;
-    request.kind = kind;
-    request.rank = rank_;
-    request.type = type;
-    request.op = op;
-    request.root = root;
-    request.input = input;
-    request.output = output;
-    request.pairs = std::move(pairs);
-    if (absl::Status joined = JoinGroup(request, groups, world_size()); !joined.ok()) {
-      return joined;
-    }
+  absl::Status Submit(const Request& request, const ReplicaGroups&) override {
     const int size = world_size();
     absl::StatusOr<std::unique_ptr<Meeting>> meeting = transport_->Meet(
         request, [size](const std::vector<const Request*>& requests, uint64_t sequence) {
@@ -148,6 +108,8 @@ class HostCommunicator : public Communicator {
     if (!meeting.ok()) return meeting.status();
     // This member's own result is written while peers still read inputs only if no input it
     // could clobber is read; all-reduce and all-gather write only what no peer reads.
+    const Kind kind = request.kind;
+    std::span<std::byte> output = request.output;
     const bool direct =
         kind == Kind::kAllReduce || kind == Kind::kAllGather || !(*meeting)->OutputIsRead();
     std::vector<std::byte> staged(direct ? 0 : output.size());
@@ -158,7 +120,6 @@ class HostCommunicator : public Communicator {
   }
 
   std::shared_ptr<Transport> transport_;
-  const int rank_;
 };
 
 }  // namespace

@@ -31,7 +31,7 @@ Aliasing AliasingOf(const Request& request) {
 // The rules one request must meet given its group's size (every member's agree by then).
 absl::Status CheckKind(const Request& first, size_t n, int world_size, const std::string& where) {
   const size_t element = ElementSize(first.type);
-  const size_t in = first.input.size(), out = first.output.size();
+  const size_t in = first.input_size, out = first.output_size;
   auto bad = [&](const std::string& what) {
     return absl::InvalidArgumentError(absl::StrCat(where, " (", ElementTypeName(first.type), ", ",
                                                    in, " bytes in, ", out, " bytes out): ", what));
@@ -124,6 +124,8 @@ absl::Status JoinGroup(Request& request, const ReplicaGroups& groups, int world_
                                                    "rank must be in exactly one group"));
   }
   request.aliasing = AliasingOf(request);
+  request.input_size = request.input.size();
+  request.output_size = request.output.size();
   return absl::OkStatus();
 }
 
@@ -134,14 +136,14 @@ absl::Status CheckRequests(const std::vector<const Request*>& requests, uint64_t
                                          " over ranks ", GroupText(first.members));
   for (const Request* call : requests) {
     if (call->kind != first.kind || call->type != first.type || call->op != first.op ||
-        call->root != first.root || call->input.size() != first.input.size() ||
-        call->output.size() != first.output.size() || call->pairs != first.pairs) {
+        call->root != first.root || call->input_size != first.input_size ||
+        call->output_size != first.output_size || call->pairs != first.pairs) {
       return absl::InvalidArgumentError(absl::StrCat(
           where, ": ranks disagree: rank ", first.rank, " calls ", CollectiveKindName(first.kind),
-          " (", ElementTypeName(first.type), ", ", first.input.size(), " bytes in, ",
-          first.output.size(), " bytes out, ", ReduceOpName(first.op), ") but rank ", call->rank,
+          " (", ElementTypeName(first.type), ", ", first.input_size, " bytes in, ",
+          first.output_size, " bytes out, ", ReduceOpName(first.op), ") but rank ", call->rank,
           " calls ", CollectiveKindName(call->kind), " (", ElementTypeName(call->type), ", ",
-          call->input.size(), " bytes in, ", call->output.size(), " bytes out, ",
+          call->input_size, " bytes in, ", call->output_size, " bytes out, ",
           ReduceOpName(call->op), ")", call->root != first.root ? " (roots differ)" : "",
           call->pairs != first.pairs ? " (source-target pairs differ)" : ""));
     }
@@ -155,8 +157,8 @@ absl::Status CheckRequests(const std::vector<const Request*>& requests, uint64_t
     if (first.kind == Kind::kAllToAll ||
         (in_place_allowed && call->aliasing != Aliasing::kInPlace)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          where, " (", ElementTypeName(first.type), ", ", first.input.size(), " bytes in, ",
-          first.output.size(), " bytes out): rank ", call->rank, "'s input and output overlap"));
+          where, " (", ElementTypeName(first.type), ", ", first.input_size, " bytes in, ",
+          first.output_size, " bytes out): rank ", call->rank, "'s input and output overlap"));
     }
   }
   return absl::OkStatus();

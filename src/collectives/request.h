@@ -42,6 +42,10 @@ struct Request {
   // The caller's buffers; only a transport that shares memory reaches a peer's.
   std::span<const std::byte> input;
   std::span<std::byte> output;
+  // The buffers' sizes: the spans' (set by JoinGroup) where the caller is in this process, carried
+  // by message where it is in another (whose spans stay empty). The rules read only these.
+  size_t input_size = 0;
+  size_t output_size = 0;
   Aliasing aliasing = Aliasing::kNone;
   std::vector<int> members;                // The caller's group, in position order.
   int position = 0;                        // The caller's index in `members`.
