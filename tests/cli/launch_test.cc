@@ -246,6 +246,34 @@ TEST_F(LaunchTest, SigtermReachesEveryRankAndTheirExitCodeIsReturned) {
   EXPECT_THAT(result.err, HasSubstr("stopped by SIGTERM (rank "));
 }
 
+// The state letter of process `pid` from /proc ('Z' for a zombie), or 0 when it is gone.
+char ProcessState(int pid) {
+  const std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  const size_t paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() ? 0 : stat[paren + 2];
+}
+
+TEST_F(LaunchTest, KillingTheLauncherOutrightKillsItsRanks) {
+  const pid_t launcher =
+      Start({"-n", "2", "--", "/bin/sh", "-c", "trap '' TERM INT; " + WaitForStopScript()});
+  WaitUntilReady(2);
+  std::vector<int> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    ranks.push_back(std::atoi(ReadFile(absl::StrCat(dir_, "/pid.", rank)).c_str()));
+  }
+  kill(launcher, SIGKILL);
+  EXPECT_EQ(Wait(launcher).code, 128 + SIGKILL);
+  for (int pid : ranks) {
+    const Clock::time_point deadline = Clock::now() + std::chrono::seconds(10);
+    while (ProcessState(pid) != 0 && ProcessState(pid) != 'Z' && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    const char state = ProcessState(pid);
+    EXPECT_TRUE(state == 0 || state == 'Z') << "rank process " << pid << " outlived the launcher";
+  }
+  KillRanks();
+}
+
 TEST_F(LaunchTest, MaxRestartsRestartsTheGroupAfterAFailure) {
   // Rank 1 fails on the first attempt only; every rank sees the restart counter.
   const Result result =

@@ -62,15 +62,20 @@ std::string EndsText(const GroupOutcome& outcome, int skip_rank) {
   return absl::StrJoin(ends, ", ");
 }
 
-void ReportEnd(const GroupOutcome& outcome, int attempt) {
+// How the attempt ended and what comes next: `restart` > 0 when the group starts again.
+void ReportEnd(const GroupOutcome& outcome, int attempt, int restart, int max_restarts) {
+  const std::string next =
+      restart > 0 ? fmt::format("restart {} of {}: starting {} rank{} again", restart, max_restarts,
+                                outcome.ends.size(), outcome.ends.size() == 1 ? "" : "s")
+                  : fmt::format("exit code {}", outcome.exit_code());
   if (outcome.interrupt_signal != 0) {
-    fmt::print(stderr, "vkspmd launch: stopped by {} ({}); exit code {}\n",
-               SignalName(outcome.interrupt_signal), EndsText(outcome, -1), outcome.exit_code());
+    fmt::print(stderr, "vkspmd launch: stopped by {} ({}); {}\n",
+               SignalName(outcome.interrupt_signal), EndsText(outcome, -1), next);
   } else if (outcome.first_failure) {
     const std::string others = EndsText(outcome, outcome.first_failure->rank);
-    fmt::print(stderr, "vkspmd launch: rank {} failed first ({}){}{}; exit code {}\n",
+    fmt::print(stderr, "vkspmd launch: rank {} failed first ({}){}{}; {}\n",
                outcome.first_failure->rank, outcome.first_failure->Describe(),
-               others.empty() ? "" : "; then ", others, outcome.exit_code());
+               others.empty() ? "" : "; then ", others, next);
   } else if (attempt > 0) {
     fmt::print(stderr, "vkspmd launch: all {} ranks finished after {} restart{}\n",
                outcome.ends.size(), attempt, attempt == 1 ? "" : "s");
@@ -117,14 +122,11 @@ int RunLaunch(const LaunchOptions& options) {
           return kExitRuntimeError;
       }
     }
-    ReportEnd(*outcome, attempt);
     // An interrupt is the user's (or the scheduler's) word: no restart after it.
-    if (!outcome->first_failure || outcome->interrupt_signal != 0 ||
-        attempt == options.max_restarts) {
-      return outcome->exit_code();
-    }
-    fmt::print(stderr, "vkspmd launch: restart {} of {}: starting {} ranks again\n", attempt + 1,
-               options.max_restarts, options.processes);
+    const bool restart =
+        outcome->first_failure && outcome->interrupt_signal == 0 && attempt < options.max_restarts;
+    ReportEnd(*outcome, attempt, restart ? attempt + 1 : 0, options.max_restarts);
+    if (!restart) return outcome->exit_code();
   }
 }
 

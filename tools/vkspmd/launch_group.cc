@@ -4,6 +4,9 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,7 +45,13 @@ struct Child {
 // Runs in the forked child: only async-signal-safe calls until exec. Exec failure is reported as
 // errno on `exec_status` (close-on-exec, so a successful exec closes it with nothing written).
 [[noreturn]] void ExecChild(char* const* argv, char* const* envp, int stdin_fd, int stdout_fd,
-                            int stderr_fd, int exec_status) {
+                            int stderr_fd, int exec_status, [[maybe_unused]] pid_t launcher) {
+#ifdef __linux__
+  // A launcher killed outright (SIGKILL: no chance to stop its ranks) takes its ranks with it
+  // rather than leaving them holding ports and devices. Linux only; elsewhere they stay.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != launcher) _exit(127);
+#endif
   // Its own process group: a signal from the launcher reaches the rank's children too, and a
   // terminal's Ctrl-C reaches it only through the launcher (once, not twice).
   setpgid(0, 0);
@@ -130,8 +139,11 @@ absl::Status ProcessGroup::Start(int rank) {
   std::vector<std::string> environment = RankEnvironment(spec_, rank, environ);
   const std::vector<char*> argv = PointerArray(arguments);
   const std::vector<char*> envp = PointerArray(environment);
+  const pid_t launcher = getpid();
   const pid_t pid = fork();
-  if (pid == 0) ExecChild(argv.data(), envp.data(), null_fd_, out[1], err[1], exec_status[1]);
+  if (pid == 0) {
+    ExecChild(argv.data(), envp.data(), null_fd_, out[1], err[1], exec_status[1], launcher);
+  }
   const int fork_error = errno;
   close(out[1]);
   close(err[1]);
@@ -252,11 +264,9 @@ void ProcessGroup::Reap() {
     outcome.ends.push_back(end);
     if (!end.failed() || outcome.first_failure) continue;
     outcome.first_failure = end;
-    if (stopping()) continue;  // an interrupt already stops the group: this failure is its echo
-    if (RunningCount() == 0) {
-      fmt::print(stderr, "vkspmd launch: rank {} failed ({})\n", end.rank, end.Describe());
-      continue;
-    }
+    // Stopping already (an interrupt): this failure is its echo. Nothing left to stop: the
+    // report at the end says it.
+    if (stopping() || RunningCount() == 0) continue;
     fmt::print(stderr,
                "vkspmd launch: rank {} failed first ({}); stopping {} (SIGTERM, SIGKILL after {} "
                "ms)\n",
