@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -182,6 +183,9 @@ struct ProgramPlan {
   // The instructions that live in buffers, and their buffer ids; every other instruction is
   // computed inline by the kernels that read it.
   std::map<const ir::Instruction*, int> materialized;
+  // The module the kernels were planned from when it is not the caller's: a copy with while and
+  // conditional lowered (ir/control_flow_lowering.h); the kernels point into it.
+  std::shared_ptr<const ir::Module> lowered_module;
 };
 
 }  // namespace vkspmd::codegen

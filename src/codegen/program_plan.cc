@@ -4,12 +4,21 @@
 #include "src/base/status_macros.h"
 #include "src/codegen/planner.h"
 #include "src/codegen/program_writer.h"
+#include "src/ir/control_flow_lowering.h"
 
 namespace vkspmd::codegen {
 
 absl::StatusOr<ProgramPlan> PlanProgram(const ir::Module& module, const TargetInfo& target,
                                         DeviceIds ids) {
-  VKSPMD_ASSIGN_OR_RETURN(ProgramPlan plan, PlanKernels(module, target, ids));
+  // The device programs have no loops or branches of their own: control flow is unrolled and
+  // if-converted first.
+  std::shared_ptr<const ir::Module> lowered;
+  if (ir::NeedsControlFlowLowering(module)) {
+    VKSPMD_ASSIGN_OR_RETURN(lowered, ir::LowerControlFlow(module));
+  }
+  VKSPMD_ASSIGN_OR_RETURN(ProgramPlan plan,
+                          PlanKernels(lowered != nullptr ? *lowered : module, target, ids));
+  plan.lowered_module = std::move(lowered);
   VKSPMD_RETURN_IF_ERROR(WriteKernels(plan));
   return plan;
 }

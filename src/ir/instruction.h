@@ -100,6 +100,8 @@ struct InstructionAttributes {
   // while: {condition, body}; conditional: its branches in index order (a pred selector's
   // true_computation is branch 0, false_computation branch 1, as in XLA).
   std::vector<Computation*> called;
+  // while: backend_config={"known_trip_count":{"n":"K"}} as XLA writes it (the body runs K times).
+  std::optional<int64_t> known_trip_count;
   // to_apply and `called`: every computation the instruction calls.
   std::vector<Computation*> CalledComputations() const;
 };

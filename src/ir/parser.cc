@@ -10,6 +10,7 @@
 #include "fmt/format.h"
 #include "src/base/formatting.h"
 #include "src/base/status_macros.h"
+#include "src/ir/backend_config.h"
 #include "src/ir/gather_attributes.h"
 #include "src/ir/inline_calls.h"
 #include "src/ir/text_reader.h"
@@ -698,6 +699,8 @@ absl::Status ModuleParser::ParseAttribute(Instruction& instruction) {
   } else if (name == "sharding") {
     VKSPMD_ASSIGN_OR_RETURN(Sharding sharding, reader_.ReadSharding());
     instruction.set_sharding(std::move(sharding));
+  } else if (name == "backend_config" && instruction.opcode() == Opcode::kWhile) {
+    VKSPMD_ASSIGN_OR_RETURN(attributes.known_trip_count, ReadKnownTripCount(reader_));
   } else if (IgnoredAttributes().contains(name) ||
              (name == "algorithm" && instruction.opcode() == Opcode::kDot)) {
     return reader_.SkipValue();

@@ -8,6 +8,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
+#include "src/ir/backend_config.h"
 #include "src/ir/gather_attributes.h"
 
 namespace vkspmd::ir {
@@ -194,6 +195,9 @@ std::vector<std::string> AttributeStrings(const Instruction& instruction,
   }
   if (instruction.sharding().has_value()) {
     parts.push_back("sharding=" + instruction.sharding()->ToString());
+  }
+  if (attributes.known_trip_count.has_value()) {
+    parts.push_back("backend_config=" + KnownTripCountConfig(*attributes.known_trip_count));
   }
   return parts;
 }

@@ -475,10 +475,14 @@ absl::StatusOr<Sharding> TextReader::ReadShardingBody(int depth) {
   return sharding;
 }
 
-absl::Status TextReader::SkipValue() {
+absl::Status TextReader::SkipValue() { return ReadValueTokens().status(); }
+
+absl::StatusOr<std::vector<Token>> TextReader::ReadValueTokens() {
+  std::vector<Token> tokens;
   if (current_.kind == TokenKind::kWord || current_.kind == TokenKind::kString) {
+    tokens.push_back(current_);
     Advance();
-    return absl::OkStatus();
+    return tokens;
   }
   if (!IsPunct("{")) return Expected("an attribute value");
   int depth = 0;
@@ -489,9 +493,10 @@ absl::Status TextReader::SkipValue() {
     }
     if (IsPunct("{")) ++depth;
     if (IsPunct("}")) --depth;
+    tokens.push_back(current_);
     Advance();
   } while (depth > 0);
-  return absl::OkStatus();
+  return tokens;
 }
 
 }  // namespace vkspmd::ir

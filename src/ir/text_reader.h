@@ -69,6 +69,8 @@ class TextReader {
   absl::StatusOr<Sharding> ReadSharding();
   // Skips one attribute value whose meaning is ignored: a braced group, a string or a word.
   absl::Status SkipValue();
+  // The tokens of the value SkipValue would skip (a word, a string, or a {...} group).
+  absl::StatusOr<std::vector<Token>> ReadValueTokens();
 
  private:
   absl::Status ReadLiteralElements(const Shape& shape, size_t dimension, Literal& literal,

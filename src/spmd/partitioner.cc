@@ -4,6 +4,7 @@
 #include "src/spmd/partitioner.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
 #include "src/base/status_macros.h"
+#include "src/ir/control_flow_lowering.h"
 #include "src/ir/verifier.h"
 #include "src/spmd/factor_sharding.h"
 #include "src/spmd/halo_exchange.h"
@@ -591,6 +593,17 @@ class Partitioner {
       reshards_;
 };
 
+// `partition` run on `module` with while and conditional lowered; the result keeps the lowered
+// module, which its propagation refers to.
+absl::StatusOr<PartitionResult> PartitionLowered(
+    const ir::Module& module,
+    const std::function<absl::StatusOr<PartitionResult>(const ir::Module&)>& partition) {
+  VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<ir::Module> lowered, ir::LowerControlFlow(module));
+  VKSPMD_ASSIGN_OR_RETURN(PartitionResult result, partition(*lowered));
+  result.lowered_input = std::move(lowered);
+  return result;
+}
+
 }  // namespace
 
 int64_t PartitionResult::BytesPerDevice() const {
@@ -600,6 +613,10 @@ int64_t PartitionResult::BytesPerDevice() const {
 }
 
 absl::StatusOr<PartitionResult> Partition(const ir::Module& module, const Mesh& mesh) {
+  if (ir::NeedsControlFlowLowering(module)) {
+    return PartitionLowered(module,
+                            [&](const ir::Module& lowered) { return Partition(lowered, mesh); });
+  }
   VKSPMD_RETURN_IF_ERROR(CheckMesh(module, mesh));
   PartitionResult result;
   VKSPMD_ASSIGN_OR_RETURN(result.mesh, MeshForAnnotations(module, mesh));
@@ -612,6 +629,10 @@ absl::StatusOr<PartitionResult> Partition(const ir::Module& module, const Mesh& 
 absl::StatusOr<PartitionResult> Partition(const ir::Module& module,
                                           const std::vector<Mesh>& meshes) {
   if (meshes.empty()) return absl::InvalidArgumentError("no mesh to partition over");
+  if (ir::NeedsControlFlowLowering(module)) {
+    return PartitionLowered(module,
+                            [&](const ir::Module& lowered) { return Partition(lowered, meshes); });
+  }
   VKSPMD_ASSIGN_OR_RETURN(auto assigned, AssignMeshes(module, meshes));
   std::set<int64_t> used;
   for (const auto& [instruction, mesh] : assigned) {

@@ -39,7 +39,10 @@ struct PartitionResult {
   // the same order).
   Mesh mesh;
   std::unique_ptr<ir::Module> module;  // the per-device program
-  PropagationResult propagation;       // keyed by the input module's instructions
+  // The input with while and conditional lowered (ir/control_flow_lowering.h), when it had any:
+  // the module that was partitioned. nullptr when the input was partitioned as it is.
+  std::unique_ptr<ir::Module> lowered_input;
+  PropagationResult propagation;  // keyed by the partitioned module's instructions
   // Per entry parameter (by number) and per leaf: how the caller must shard the arguments.
   std::vector<std::vector<AxisSharding>> parameter_shardings;
   std::vector<AxisSharding> result_shardings;  // per leaf of the root
@@ -55,7 +58,8 @@ struct PartitionResult {
 // listed, partially replicated) whose tile counts are products of the mesh's (or the refined
 // mesh's) axis sizes; maximal and manual ones as well. Errors name the instruction, its op and the
 // shardings involved for anything that cannot be partitioned; the result is verified before it is
-// returned.
+// returned. A while (known trip count) and a conditional are lowered to plain ops first and
+// partitioned as those, with the loop state's shardings on every iteration (lowered_input).
 absl::StatusOr<PartitionResult> Partition(const ir::Module& module, const Mesh& mesh);
 
 // With several meshes: finds the mesh the program's annotations live on (AssignMeshes) and

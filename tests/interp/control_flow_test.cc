@@ -1,14 +1,11 @@
 // while and conditional (tests/testdata/control_flow, written as JAX dumps them): parse, verify,
 // print to text that reads back the same, and evaluate on the CPU reference against results
 // computed here by plain loops (the lax.scan recurrence, Collatz step counts) and by hand.
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include "gtest/gtest.h"
 #include "src/interp/evaluator.h"
 #include "src/ir/parser.h"
 #include "src/ir/printer.h"
+#include "tests/support/control_flow_programs.h"
 
 namespace vkspmd::interp {
 namespace {
@@ -16,26 +13,11 @@ namespace {
 using ir::DType;
 using ir::Literal;
 
-std::string ReadProgram(const std::string& name) {
-  const std::filesystem::path path =
-      std::filesystem::path(VKSPMD_TESTDATA_DIR) / "control_flow" / (name + ".hlo");
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
+std::string ReadProgram(const std::string& name) { return testing::ControlFlowProgramText(name); }
 
-std::unique_ptr<ir::Module> Parse(const std::string& text) {
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
-  EXPECT_TRUE(module.ok()) << module.status();
-  return module.ok() ? std::move(*module) : nullptr;
-}
+std::unique_ptr<ir::Module> Parse(const std::string& text) { return testing::ParseVerified(text); }
 
-Literal Scalar(DType type, int64_t value) {
-  Literal literal(ir::Shape::Scalar(type));
-  literal.SetFromInt64(0, value);
-  return literal;
-}
+Literal Scalar(DType type, int64_t value) { return testing::IntegerScalar(type, value); }
 
 TEST(ControlFlowTest, ProgramsPrintToTextThatReadsBackTheSame) {
   for (const char* name : {"scan", "cond", "switch", "while_loop"}) {

@@ -76,8 +76,11 @@ int RunPartition(const PartitionOptions& options) {
       continue;
     }
     if (options.print == "propagated") {
-      spmd::AnnotateModule(**module, result->propagation.shardings, result->mesh);
-      fmt::print("{}", ir::PrintModule(**module));
+      // While and conditional were lowered: the shardings refer to the lowered module.
+      ir::Module& partitioned =
+          result->lowered_input != nullptr ? *result->lowered_input : **module;
+      spmd::AnnotateModule(partitioned, result->propagation.shardings, result->mesh);
+      fmt::print("{}", ir::PrintModule(partitioned));
     } else {
       fmt::print("{}", ir::PrintModule(*result->module));
     }

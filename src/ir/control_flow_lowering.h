@@ -1,0 +1,38 @@
+// Lowers while and conditional into plain ops for the device compiler and the partitioner: a
+// loop whose trip count is known is unrolled, a conditional evaluates every branch and selects.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "src/ir/module.h"
+
+namespace vkspmd::ir {
+
+struct ControlFlowLoweringOptions {
+  // The most instructions the lowered module may hold (every unrolled iteration and every
+  // branch adds its body's); beyond it lowering fails, naming the loop, so that a long loop is an
+  // error rather than a compile that never ends.
+  int64_t max_instructions = 100'000;
+};
+
+// Whether LowerControlFlow changes `module`: a while or conditional anywhere, or a tuple that a
+// get-tuple-element reads in the entry (the device compiler keeps only the root's tuple).
+bool NeedsControlFlowLowering(const Module& module);
+
+// A copy of `module` with every while and conditional replaced by plain ops, and every
+// get-tuple-element of a tuple instruction replaced by that element:
+// - while: its body inlined K times, K from backend_config's known_trip_count or proved from a
+//   counter (CountedLoopTripCount); the condition is not evaluated. A loop whose trip count is
+//   neither is an UNIMPLEMENTED error naming it (the devices have no loop that reads its
+//   condition back yet). The while's sharding goes onto each iteration's state.
+// - conditional: every branch inlined, the result selected leaf by leaf (a pred picks branch 0
+//   when true; an index outside 0..N-1 picks the last branch, as XLA). Every op of the IR is a
+//   function of its operands, so evaluating the branches not taken changes nothing but the cost.
+// Names stay unique (an inlined name that is taken gets a .N suffix); parameters, the root's
+// shape, aliases and counts are unchanged. The CPU reference evaluates the original module.
+absl::StatusOr<std::unique_ptr<Module>> LowerControlFlow(
+    const Module& module, const ControlFlowLoweringOptions& options = {});
+
+}  // namespace vkspmd::ir

@@ -1,0 +1,283 @@
+// Lowering while and conditional for the devices (ir/control_flow_lowering.h): trip counts from
+// backend_config and from counters (against the CPU reference running the real loop), the
+// lowered module against the original on the CPU reference (every branch index, nested loops and
+// branches), the loop state's shardings on every iteration, and the errors.
+#include "src/ir/control_flow_lowering.h"
+
+#include "absl/strings/str_replace.h"
+#include "fmt/format.h"
+#include "gtest/gtest.h"
+#include "src/interp/evaluator.h"
+#include "src/ir/parser.h"
+#include "src/ir/printer.h"
+#include "src/ir/trip_count.h"
+#include "src/ir/verifier.h"
+#include "tests/support/control_flow_programs.h"
+
+namespace vkspmd::ir {
+namespace {
+
+using testing::IntegerScalar;
+using testing::ParseVerified;
+
+std::string ReadProgram(const std::string& name) { return testing::ControlFlowProgramText(name); }
+
+std::unique_ptr<Module> Parse(const std::string& text) { return ParseVerified(text); }
+
+const Instruction* Find(const Module& module, Opcode opcode) {
+  for (const auto& computation : module.computations()) {
+    for (const auto& instruction : computation->instructions()) {
+      if (instruction->opcode() == opcode) return instruction.get();
+    }
+  }
+  return nullptr;
+}
+
+// Lowers `module`, checks the result verifies and has no control flow left, and that it
+// evaluates to what the original does for `arguments`.
+void ExpectLoweredEqualsOriginal(const Module& module, const std::vector<Literal>& arguments) {
+  absl::StatusOr<std::unique_ptr<Module>> lowered = LowerControlFlow(module);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  ASSERT_TRUE(VerifyModule(**lowered).ok()) << PrintModule(**lowered);
+  for (Opcode opcode : {Opcode::kWhile, Opcode::kConditional}) {
+    EXPECT_EQ(Find(**lowered, opcode), nullptr) << PrintModule(**lowered);
+  }
+  for (const auto& instruction : (*lowered)->entry()->instructions()) {
+    EXPECT_FALSE((instruction->opcode() == Opcode::kTuple &&
+                  instruction.get() != (*lowered)->entry()->root()) ||
+                 instruction->opcode() == Opcode::kGetTupleElement)
+        << instruction->name() << ": the device compiler holds no tuple but the root's";
+  }
+  // Printed names are unique: the text reads back.
+  EXPECT_NE(Parse(PrintModule(**lowered)), nullptr);
+  absl::StatusOr<Literal> expected = interp::Evaluate(module, arguments);
+  absl::StatusOr<Literal> actual = interp::Evaluate(**lowered, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  ASSERT_TRUE(actual.ok()) << actual.status();
+  EXPECT_EQ(*actual, *expected);
+}
+
+TEST(ControlFlowLoweringTest, ScanUnrollsFromBackendConfigOrFromItsCounter) {
+  const std::string text = ReadProgram("scan");
+  std::unique_ptr<Module> module = Parse(text);
+  ASSERT_NE(module, nullptr);
+  const Instruction* loop = Find(*module, Opcode::kWhile);
+  ASSERT_NE(loop, nullptr);
+  EXPECT_EQ(loop->attributes().known_trip_count, 5);
+  EXPECT_EQ(CountedLoopTripCount(*loop->attributes().called[0], *loop->attributes().called[1],
+                                 *loop->operand(0)),
+            5);
+  EXPECT_NE(PrintModule(*module).find("backend_config={\"known_trip_count\":{\"n\":\"5\"}}"),
+            std::string::npos);
+  std::vector<float> carry(8), xs(40);
+  for (int i = 0; i < 8; ++i) carry[i] = 0.25f * i - 1.0f;
+  for (int i = 0; i < 40; ++i) xs[i] = static_cast<float>((i * 7) % 11) - 5.0f;
+  const std::vector<Literal> arguments = {Literal::Create(DType::kF32, {8}, carry),
+                                          Literal::Create(DType::kF32, {5, 8}, xs)};
+  ExpectLoweredEqualsOriginal(*module, arguments);
+  // Without backend_config the counter proves the same count.
+  std::unique_ptr<Module> bare = Parse(
+      absl::StrReplaceAll(text, {{", backend_config={\"known_trip_count\":{\"n\":\"5\"}}", ""}}));
+  ASSERT_NE(bare, nullptr);
+  EXPECT_FALSE(Find(*bare, Opcode::kWhile)->attributes().known_trip_count.has_value());
+  ExpectLoweredEqualsOriginal(*bare, arguments);
+  // The quoted form older dumps write.
+  std::unique_ptr<Module> quoted = Parse(absl::StrReplaceAll(
+      text, {{"backend_config={\"known_trip_count\":{\"n\":\"5\"}}",
+              "backend_config=\"{\\\"known_trip_count\\\":{\\\"n\\\":\\\"5\\\"}}\""}}));
+  ASSERT_NE(quoted, nullptr);
+  EXPECT_EQ(Find(*quoted, Opcode::kWhile)->attributes().known_trip_count, 5);
+}
+
+// while(counter, iterations) with `condition` on the counter and counter += step; the second
+// element counts the iterations the CPU reference runs.
+std::string CountedLoop(const std::string& type, int64_t start, const std::string& condition,
+                        int64_t step) {
+  return fmt::format(R"(HloModule counted
+%cond (s: ({0}[], s32[])) -> pred[] {{
+  %s = ({0}[], s32[]) parameter(0)
+  %i = {0}[] get-tuple-element(%s), index=0
+  {1}
+}}
+%body (t: ({0}[], s32[])) -> ({0}[], s32[]) {{
+  %t = ({0}[], s32[]) parameter(0)
+  %j = {0}[] get-tuple-element(%t), index=0
+  %step = {0}[] constant({2})
+  %next = {0}[] add(%step, %j)
+  %n = s32[] get-tuple-element(%t), index=1
+  %one = s32[] constant(1)
+  %more = s32[] add(%n, %one)
+  ROOT %state = ({0}[], s32[]) tuple(%next, %more)
+}}
+ENTRY %main () -> ({0}[], s32[]) {{
+  %start = {0}[] constant({3})
+  %zero = s32[] constant(0)
+  %init = ({0}[], s32[]) tuple(%start, %zero)
+  ROOT %loop = ({0}[], s32[]) while(%init), condition=%cond, body=%body
+}}
+)",
+                     type, condition, step, start);
+}
+
+TEST(ControlFlowLoweringTest, CounterTripCountsEqualTheIterationsTheReferenceRuns) {
+  struct Case {
+    std::string type;
+    int64_t start;
+    std::string condition;
+    int64_t step;
+  };
+  const std::vector<Case> cases = {
+      {"s32", 0, "%b = s32[] constant(5)\n  ROOT %c = pred[] compare(%i, %b), direction=LT", 1},
+      {"s32", 3, "%b = s32[] constant(10)\n  ROOT %c = pred[] compare(%i, %b), direction=LT", 3},
+      {"s32", 0, "%b = s32[] constant(5)\n  ROOT %c = pred[] compare(%i, %b), direction=LE", 1},
+      {"s32", 2, "%b = s32[] constant(8)\n  ROOT %c = pred[] compare(%i, %b), direction=NE", 2},
+      {"s32", -4, "%b = s32[] constant(3)\n  ROOT %c = pred[] compare(%b, %i), direction=GT", 2},
+      {"s32", 9, "%b = s32[] constant(3)\n  ROOT %c = pred[] compare(%i, %b), direction=LT", 1},
+      {"s64", 4000000000,
+       "%b = s64[] constant(4000000007)\n  ROOT %c = pred[] compare(%i, %b), "
+       "direction=LT",
+       2},
+      {"u32", 7, "%b = u32[] constant(12)\n  ROOT %c = pred[] compare(%i, %b), direction=LE", 5},
+  };
+  for (const Case& c : cases) {
+    const std::string text = CountedLoop(c.type, c.start, c.condition, c.step);
+    std::unique_ptr<Module> module = Parse(text);
+    ASSERT_NE(module, nullptr);
+    absl::StatusOr<Literal> run = interp::Evaluate(*module, {});
+    ASSERT_TRUE(run.ok()) << run.status();
+    const Instruction* loop = Find(*module, Opcode::kWhile);
+    EXPECT_EQ(CountedLoopTripCount(*loop->attributes().called[0], *loop->attributes().called[1],
+                                   *loop->operand(0)),
+              run->tuple_elements()[1].GetAsInt64(0))
+        << text;
+    ExpectLoweredEqualsOriginal(*module, {});
+  }
+}
+
+TEST(ControlFlowLoweringTest, CountersThatWrapOrStepOverTheirBoundAreNotCounted) {
+  for (const std::string& text : {
+           // 2147483645 + 5 wraps to a negative value, still below the bound.
+           CountedLoop("s32", 2147483640,
+                       "%b = s32[] constant(2147483647)\n  ROOT %c = pred[] compare(%i, %b), "
+                       "direction=LT",
+                       5),
+           // 3, 5, 7, 9, ... never equals 8.
+           CountedLoop("s32", 3,
+                       "%b = s32[] constant(8)\n  ROOT %c = pred[] compare(%i, %b), direction=NE",
+                       2),
+           // Counting towards the bound from above is not a counter this analysis knows.
+           CountedLoop("s32", 9,
+                       "%b = s32[] constant(3)\n  ROOT %c = pred[] compare(%i, %b), direction=GT",
+                       1),
+       }) {
+    std::unique_ptr<Module> module = Parse(text);
+    ASSERT_NE(module, nullptr);
+    const Instruction* loop = Find(*module, Opcode::kWhile);
+    EXPECT_EQ(CountedLoopTripCount(*loop->attributes().called[0], *loop->attributes().called[1],
+                                   *loop->operand(0)),
+              std::nullopt)
+        << text;
+    absl::StatusOr<std::unique_ptr<Module>> lowered = LowerControlFlow(*module);
+    EXPECT_EQ(lowered.status().code(), absl::StatusCode::kUnimplemented) << lowered.status();
+  }
+}
+
+TEST(ControlFlowLoweringTest, ConditionalsSelectTheBranchTheReferenceRuns) {
+  std::unique_ptr<Module> cond = Parse(ReadProgram("cond"));
+  ASSERT_NE(cond, nullptr);
+  const Literal x = Literal::Create(DType::kF32, {7}, std::vector<float>{1, 2, 3, 4, 5, 6, 7.5});
+  const Literal n = Literal::Create(DType::kS32, {7}, std::vector<int32_t>{3, -1, 0, 2, 5, 1, 2});
+  for (int64_t predicate : {0, 1}) {
+    ExpectLoweredEqualsOriginal(*cond, {IntegerScalar(DType::kPred, predicate), x, n});
+  }
+  std::unique_ptr<Module> index_switch = Parse(ReadProgram("switch"));
+  ASSERT_NE(index_switch, nullptr);
+  const Literal y = Literal::Create(DType::kS32, {5}, std::vector<int32_t>{-3, 0, 2, 7, -11});
+  for (int64_t index : {0, 1, 2, 3, -1, 1 << 30, -(1 << 30)}) {
+    SCOPED_TRACE(index);
+    ExpectLoweredEqualsOriginal(*index_switch, {IntegerScalar(DType::kS32, index), y});
+  }
+}
+
+TEST(ControlFlowLoweringTest, NestedLoopsAndBranchesLowerTogether) {
+  // nested.hlo: a fori_loop whose body branches on the counter's parity, the branch taking a
+  // tuple and one branch running a loop of its own.
+  std::unique_ptr<Module> module = Parse(ReadProgram("nested"));
+  ASSERT_NE(module, nullptr);
+  ExpectLoweredEqualsOriginal(
+      *module, {Literal::Create(DType::kF32, {3}, std::vector<float>{0.5f, -1.0f, 1.25f})});
+}
+
+TEST(ControlFlowLoweringTest, TheLoopStateShardingGoesOntoEveryIteration) {
+  const std::string text = absl::StrReplaceAll(
+      ReadProgram("scan"),
+      {{"body=%region_0.body,",
+        "body=%region_0.body, sharding={{replicated}, {devices=[2]0,1}, {devices=[1,2]0,1}, "
+        "{devices=[1,2]0,1}},"}});
+  std::unique_ptr<Module> module = Parse(text);
+  ASSERT_NE(module, nullptr);
+  absl::StatusOr<std::unique_ptr<Module>> lowered = LowerControlFlow(*module);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  int carries = 0, outputs = 0;
+  for (const auto& instruction : (*lowered)->entry()->instructions()) {
+    const std::string& name = instruction->name();
+    if (name.starts_with("add.21")) {
+      ++carries;
+      EXPECT_EQ(instruction->sharding(), *ParseSharding("{devices=[2]0,1}")) << name;
+    }
+    if (name.starts_with("dynamic-update-slice.23")) {
+      ++outputs;
+      EXPECT_EQ(instruction->sharding(), *ParseSharding("{devices=[1,2]0,1}")) << name;
+    }
+  }
+  EXPECT_EQ(carries, 5);
+  EXPECT_EQ(outputs, 5);
+}
+
+TEST(ControlFlowLoweringTest, LoopsThatCannotBeUnrolledAreErrorsNamingThem) {
+  std::unique_ptr<Module> collatz = Parse(ReadProgram("while_loop"));
+  ASSERT_NE(collatz, nullptr);
+  absl::StatusOr<std::unique_ptr<Module>> unknown = LowerControlFlow(*collatz);
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(unknown.status().message().find("while 32:8: %while.26: its trip count is unknown"),
+            std::string::npos)
+      << unknown.status();
+
+  std::unique_ptr<Module> scan = Parse(ReadProgram("scan"));
+  ASSERT_NE(scan, nullptr);
+  absl::StatusOr<std::unique_ptr<Module>> too_big =
+      LowerControlFlow(*scan, {.max_instructions = 60});
+  EXPECT_EQ(too_big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(too_big.status().message().find("%while.36: unrolling its 5 iterations of "
+                                            "%region_0.body (17 instructions) would exceed 60"),
+            std::string::npos)
+      << too_big.status();
+
+  std::unique_ptr<Module> wrong = Parse(absl::StrReplaceAll(
+      ReadProgram("scan"),
+      {{"{\"known_trip_count\":{\"n\":\"5\"}}", "{\"known_trip_count\":{\"n\":\"4\"}}"}}));
+  ASSERT_NE(wrong, nullptr);
+  absl::StatusOr<std::unique_ptr<Module>> disagreeing = LowerControlFlow(*wrong);
+  EXPECT_NE(disagreeing.status().message().find(
+                "backend_config says the loop runs 4 times, but its counter runs it 5 times"),
+            std::string::npos)
+      << disagreeing.status();
+}
+
+TEST(ControlFlowLoweringTest, MalformedKnownTripCountsAreParseErrors) {
+  const std::string text = ReadProgram("scan");
+  for (const auto& [config, message] : std::vector<std::pair<std::string, std::string>>{
+           {"{\"known_trip_count\":{\"n\":\"-1\"}}", "n must be an integer >= 0, not '-1'"},
+           {"{\"known_trip_count\":{\"n\":\"five\"}}", "not 'five'"},
+           {"{\"known_trip_count\":5}", "known_trip_count must be {\"n\":\"K\"}"},
+           {"{\"known_trip_count\":{\"n\":\"5\"}", "expected '}'"},
+       }) {
+    absl::StatusOr<std::unique_ptr<Module>> module = ParseAndVerifyModule(
+        absl::StrReplaceAll(text, {{"{\"known_trip_count\":{\"n\":\"5\"}}", config}}));
+    ASSERT_FALSE(module.ok()) << config;
+    EXPECT_NE(module.status().message().find(message), std::string::npos) << module.status();
+  }
+}
+
+}  // namespace
+}  // namespace vkspmd::ir
