@@ -102,6 +102,13 @@ absl::StatusOr<DistributedOptions> DistributedOptionsFromEnvironment() {
   if (address && !address->empty() && port) {
     options.master_addr = *address;
     options.master_port = *port;
+    // torchrun's agent holds its own store on MASTER_PORT; vkspmd's takes the next port.
+    if (base::EnvironmentValue("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True") {
+      options.master_port = *port + 1;
+    }
+    VKSPMD_ASSIGN_OR_RETURN(std::optional<int> store_port,
+                            IntegerVariable("VKSPMD_STORE_PORT", 1, 65535));
+    if (store_port) options.master_port = *store_port;
     return options;
   }
   // mpirun on one host: its job session directory is private to the job and removed after it.

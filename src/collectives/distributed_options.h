@@ -38,10 +38,11 @@ struct DistributedOptions {
 
 // RANK and WORLD_SIZE (torchrun, vkspmd launch) or OMPI_COMM_WORLD_RANK and _SIZE (mpirun); none:
 // one process. The rendezvous is VKSPMD_RENDEZVOUS_DIR when set, else MASTER_ADDR and
-// MASTER_PORT; under mpirun on one host without either, a directory in mpirun's job session
-// directory. VKSPMD_RENDEZVOUS_TIMEOUT_S, VKSPMD_COLLECTIVE_TIMEOUT_S, VKSPMD_RUN_ID (else
-// TORCHELASTIC_RUN_ID or mpirun's job id) and VKSPMD_HOSTNAME refine them. INVALID_ARGUMENT
-// naming the variable for anything inconsistent.
+// MASTER_PORT (the store listens on VKSPMD_STORE_PORT if set, else MASTER_PORT, or MASTER_PORT + 1
+// under torchrun, whose agent holds MASTER_PORT); under mpirun on one host without either, a
+// directory in mpirun's job session directory. VKSPMD_RENDEZVOUS_TIMEOUT_S,
+// VKSPMD_COLLECTIVE_TIMEOUT_S, VKSPMD_RUN_ID (else TORCHELASTIC_RUN_ID or mpirun's job id) and
+// VKSPMD_HOSTNAME refine them. INVALID_ARGUMENT naming the variable for anything inconsistent.
 absl::StatusOr<DistributedOptions> DistributedOptionsFromEnvironment();
 
 }  // namespace vkspmd::collectives
