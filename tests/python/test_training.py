@@ -1,6 +1,10 @@
 """Training from Python: grad/backward against hand derivatives, SGD and AdamW against their
 formulas in numpy, the layers' parameters, and 20 steps of a small transformer under fsdp_v2 on 2
 devices matching the same loop on one device."""
+import os
+import subprocess
+import time
+
 import numpy as np
 import pytest
 
@@ -141,3 +145,48 @@ def test_every_strategy_marks_the_parameters():
         assert model(tokens).shape == (2, 4, 16)
     with pytest.raises(ValueError):
         nn.apply_strategy(nn.TransformerLM(config), mesh, "zero")
+
+
+def python_loop(tokens_path, targets_path, steps, strategy):
+    """train_reference.cc's loop, call for call."""
+    vkspmd.manual_seed(7)
+    model = nn.TransformerLM(nn.TransformerConfig(vocab=32, d_model=16, heads=2, layers=1,
+                                                  max_seq=8))
+    if strategy == "fsdp":
+        nn.fsdp_v2(model, nn.strategy_mesh("fsdp", [2]))
+    optimizer = optim.AdamW(model.parameters(), 1e-2)
+    vkspmd.mark_step()
+    tokens, targets = vkspmd.from_npy(tokens_path), vkspmd.from_npy(targets_path)
+    losses = []
+    start = 0.0
+    for step in range(steps):
+        if step == 1:
+            start = time.perf_counter()
+        inputs = model.shard_input(tokens)
+        labels = model.shard_input(targets)
+        loss = model.loss(inputs, labels)
+        optimizer.step(vkspmd.grad(loss, model.parameters()))
+        vkspmd.mark_step()
+        losses.append(loss.item())
+    return losses, 1e6 * (time.perf_counter() - start) / (steps - 1)
+
+
+@pytest.mark.parametrize("strategy", ["fsdp", "plain"])
+def test_python_loop_equals_cpp_loop_bitwise(tmp_path, strategy):
+    reference = os.environ.get("VKSPMD_TRAIN_REFERENCE")
+    if not reference:
+        pytest.skip("VKSPMD_TRAIN_REFERENCE (the built train_reference program) is not set")
+    tokens = np.random.default_rng(3).integers(0, 32, size=(4, 8), dtype=np.int32)
+    np.save(tmp_path / "tokens.npy", tokens)
+    np.save(tmp_path / "targets.npy", np.roll(tokens, -1, axis=1))
+    args = [str(tmp_path / "tokens.npy"), str(tmp_path / "targets.npy"), "20", strategy]
+    result = subprocess.run([reference] + args, capture_output=True, text=True, timeout=120,
+                            env=os.environ)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.split("\n")
+    cpp_losses = [float.fromhex(line.split()[1]) for line in lines if line.startswith("loss ")]
+    cpp_step_us = [float(line.split()[1]) for line in lines if line.startswith("step_us ")][0]
+    losses, step_us = python_loop(*args[:2], 20, strategy)
+    assert len(cpp_losses) == 20 and losses[-1] < losses[0]
+    assert [x.hex() for x in losses] == [x.hex() for x in cpp_losses]
+    print(f"{strategy}: step {step_us:.0f} us from Python, {cpp_step_us:.0f} us from C++")
