@@ -11,6 +11,7 @@
 #include "src/autodiff/gradient_rules.h"
 #include "src/base/status_macros.h"
 #include "src/ir/builder.h"
+#include "src/ir/control_flow_lowering.h"
 
 namespace vkspmd::autodiff {
 namespace {
@@ -249,6 +250,13 @@ absl::StatusOr<const Instruction*> FindLoss(const Computation& entry,
 absl::StatusOr<std::unique_ptr<ir::Module>> Gradients(const ir::Module& module,
                                                       std::optional<int64_t> loss_index,
                                                       const std::vector<int64_t>& wrt) {
+  if (ir::NeedsControlFlowLowering(module)) {
+    // A while with a known trip count and a conditional differentiate as the plain ops they
+    // lower to: the backward pass of the unrolled loop, the select of every branch's gradient.
+    VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<ir::Module> lowered, ir::LowerControlFlow(module));
+    VKSPMD_ASSIGN_OR_RETURN(GradientModule result, GradientsWithForward(*lowered, loss_index, wrt));
+    return std::move(result.module);
+  }
   VKSPMD_ASSIGN_OR_RETURN(GradientModule result, GradientsWithForward(module, loss_index, wrt));
   return std::move(result.module);
 }

@@ -18,7 +18,9 @@ namespace vkspmd::autodiff {
 // scalar. The result's entry takes the same parameters and returns
 // (loss, d loss/d parameter wrt[0], d loss/d parameter wrt[1], ...). Parameters the loss does not
 // depend on get zero gradients. Integer and predicate paths stop the gradient; an op on the path
-// without a gradient rule is an error naming it.
+// without a gradient rule is an error naming it. A while whose trip count is known and a
+// conditional are differentiated through their lowering (ir/control_flow_lowering.h): the
+// result has them unrolled and if-converted; a loop of unknown trip count is an error naming it.
 absl::StatusOr<std::unique_ptr<ir::Module>> Gradients(const ir::Module& module,
                                                       std::optional<int64_t> loss_index,
                                                       const std::vector<int64_t>& wrt);
