@@ -204,6 +204,15 @@ TEST_F(LaunchTest, PrefixesEveryLineOfStdoutAndStderr) {
   EXPECT_EQ(errors, (std::vector<std::string>{"[rank 0] err 0", "[rank 1] err 1"}));
 }
 
+TEST_F(LaunchTest, ALineLongerThan64KiBIsCutIntoPrefixedLines) {
+  const Result result = Launch(
+      {"-n", "1", "--", "/bin/sh", "-c", "head -c 100000 /dev/zero | tr '\\0' x; echo; echo end"});
+  ASSERT_EQ(result.code, 0) << result.err;
+  const std::string prefix = "[rank 0] ";
+  EXPECT_EQ(result.out, prefix + std::string(65536, 'x') + "\n" + prefix +
+                            std::string(100000 - 65536, 'x') + "\n" + prefix + "end\n");
+}
+
 TEST_F(LaunchTest, AFailingRankStopsTheOthersAndItsCodeIsReturned) {
   const Result result =
       Launch({"-n", "3", "--", "/bin/sh", "-c",
