@@ -1,0 +1,45 @@
+"""The type stubs (.pyi) name every public function, class and Tensor method of the extension
+and of vkspmd.nn / vkspmd.optim, and the docstrings explain the arguments."""
+import ast
+import os
+
+import vkspmd
+import vkspmd._C as C
+
+PACKAGE = os.path.dirname(vkspmd.__file__)
+
+
+def stub_names(path, class_name=None):
+    tree = ast.parse(open(os.path.join(PACKAGE, path), encoding="utf-8").read())
+    body = tree.body
+    if class_name is not None:
+        body = next(node for node in body
+                    if isinstance(node, ast.ClassDef) and node.name == class_name).body
+    names = set()
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.AnnAssign):
+            names.add(node.target.id)
+    return names
+
+
+def public(names):
+    return {name for name in names if not name.startswith("_")}
+
+
+def test_stubs_cover_the_extension():
+    assert public(dir(C)) - {"nn", "optim"} <= stub_names("_C.pyi")
+    assert public(dir(C.Tensor)) <= stub_names("_C.pyi", "Tensor")
+    assert public(dir(C.nn)) <= stub_names("nn/__init__.pyi") | {"functional"}
+    assert public(dir(C.optim)) <= stub_names("optim.pyi")
+    assert {"tensor", "visualize_tensor_sharding"} <= stub_names("__init__.pyi")
+
+
+def test_docstrings_explain_the_arguments():
+    doc = vkspmd.mark_sharding.__doc__
+    assert "partition_spec" in doc and "None" in doc and "tuple of axes" in doc
+    assert "svg_path" in vkspmd.visualize_tensor_sharding.__doc__
+    for function in (vkspmd.from_numpy, vkspmd.randn, vkspmd.mark_step, vkspmd.from_dlpack,
+                     vkspmd.nn.fsdp_v2, vkspmd.grad, vkspmd.Mesh.__init__):
+        assert len(function.__doc__) > 80, function
