@@ -97,9 +97,20 @@ class AdamW : public Optimizer {
 
  private:
   void Update(size_t i, const Tensor& grad, int64_t step) override;
+  // The update's host numbers at `step` as 0-d tensors of `dtype`, the same tensors for every
+  // parameter at that step (weight decay factor, 1 - beta1, beta2, 1 - beta2, sqrt of the second
+  // bias correction, eps, step size).
+  const std::vector<Tensor>& StepScalars(int64_t step, DType dtype);
 
   double beta1_, beta2_, eps_, weight_decay_;
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
+  struct ScalarsEntry {
+    int64_t step;
+    DType dtype;
+    std::vector<double> values;
+    std::vector<Tensor> tensors;
+  };
+  std::vector<ScalarsEntry> step_scalars_;
 };
 
 // Dynamic loss scaling for float16 mixed precision (torch.cuda.amp.GradScaler): the loss is

@@ -1,4 +1,5 @@
 // torch.optim.AdamW's single-tensor update (decoupled weight decay).
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -41,20 +42,37 @@ std::vector<std::pair<std::string, Tensor>> AdamW::state_tensors() const {
   return tensors;
 }
 
+const std::vector<Tensor>& AdamW::StepScalars(int64_t step, DType dtype) {
+  const double bias_correction1 = 1 - std::pow(beta1_, static_cast<double>(step));
+  const double bias_correction2 = 1 - std::pow(beta2_, static_cast<double>(step));
+  const std::vector<double> values = {
+      1 - lr() * weight_decay_, 1 - beta1_, beta2_, 1 - beta2_, std::sqrt(bias_correction2), eps_,
+      lr() / bias_correction1};
+  // Entries of earlier steps (or learning rates) are dropped; parameters at the same step share.
+  auto found = std::find_if(step_scalars_.begin(), step_scalars_.end(), [&](const auto& entry) {
+    return entry.step == step && entry.dtype == dtype && entry.values == values;
+  });
+  if (found != step_scalars_.end()) return found->tensors;
+  if (step_scalars_.size() >= 4) step_scalars_.erase(step_scalars_.begin());
+  ScalarsEntry entry{step, dtype, values, {}};
+  for (double value : values) entry.tensors.push_back(scalar(value, dtype));
+  step_scalars_.push_back(std::move(entry));
+  return step_scalars_.back().tensors;
+}
+
 void AdamW::Update(size_t i, const Tensor& grad, int64_t step) {
   Tensor param = params()[i];
   Tensor& exp_avg = exp_avg_[i];
   Tensor& exp_avg_sq = exp_avg_sq_[i];
-  // The step count enters only through these host numbers, which are graph parameters.
-  const double bias_correction1 = 1 - std::pow(beta1_, static_cast<double>(step));
-  const double bias_correction2 = 1 - std::pow(beta2_, static_cast<double>(step));
-  const double step_size = lr() / bias_correction1;
-  const double bias_correction2_sqrt = std::sqrt(bias_correction2);
-  param.assign(param * (1 - lr() * weight_decay_));
-  exp_avg.assign(exp_avg + (grad - exp_avg) * (1 - beta1_));  // lerp_(grad, 1 - beta1)
-  exp_avg_sq.assign(exp_avg_sq * beta2_ + grad * grad * (1 - beta2_));
-  Tensor denom = sqrt(exp_avg_sq) / bias_correction2_sqrt + eps_;
-  param.assign(param - exp_avg / denom * step_size);
+  // The step count enters only through these host numbers, which are graph parameters. Every
+  // parameter of a step reads the same scalar tensors: one graph parameter each instead of seven
+  // per parameter, so the device kernels updating several parameters bind them once.
+  const std::vector<Tensor>& s = StepScalars(step, param.dtype());
+  param.assign(param * s[0]);
+  exp_avg.assign(exp_avg + (grad - exp_avg) * s[1]);  // lerp_(grad, 1 - beta1)
+  exp_avg_sq.assign(exp_avg_sq * s[2] + grad * grad * s[3]);
+  Tensor denom = sqrt(exp_avg_sq) / s[4] + s[5];
+  param.assign(param - exp_avg / denom * s[6]);
 }
 
 }  // namespace vkspmd::optim
