@@ -153,11 +153,33 @@ struct KernelPlan {
   // of its output element), into variables the computation reads: a short reduce folded into the
   // one kernel that reads it, only at that index (reduction_folding.h).
   std::vector<const ir::Instruction*> held_reductions;
-  // Every buffer the kernel writes: output, then also_outputs.
+  // kMap: horizontal fusion (horizontal_fusion.h): independent map kernels this one dispatch
+  // runs too, each over its own invocations after the previous one's (see PartStarts); what each
+  // part reads is in `inputs`, and its outputs are bound after this kernel's own.
+  std::vector<KernelPlan> parts;
+  // Every buffer the kernel writes: output, then also_outputs, then each part's.
   std::vector<int> outputs() const {
     std::vector<int> all = {output};
     all.insert(all.end(), also_outputs.begin(), also_outputs.end());
+    for (const KernelPlan& part : parts) {
+      const std::vector<int> more = part.outputs();
+      all.insert(all.end(), more.begin(), more.end());
+    }
     return all;
+  }
+  // The first invocation of the kernel's own elements (0) and of each part's: every part starts
+  // at a multiple of local_size, so no workgroup computes two parts.
+  std::vector<uint64_t> PartStarts() const {
+    std::vector<uint64_t> starts = {0};
+    uint64_t next = RoundToGroups(root->shape().ElementCount());
+    for (const KernelPlan& part : parts) {
+      starts.push_back(next);
+      next += RoundToGroups(part.root->shape().ElementCount());
+    }
+    return starts;
+  }
+  uint64_t RoundToGroups(int64_t elements) const {
+    return (static_cast<uint64_t>(elements) + local_size - 1) / local_size * local_size;
   }
   // Written from the rest by WriteKernels:
   std::string glsl;

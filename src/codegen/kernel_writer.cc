@@ -248,8 +248,12 @@ std::string KernelWriter::ReadBuffer(int buffer_id) {
 absl::StatusOr<std::string> KernelWriter::Value(const Instruction* instruction, bool compute) {
   auto materialized = plan_.materialized.find(instruction);
   // Values this kernel stores besides its root are computed here, not read back.
-  const bool stored_here = std::find(kernel_.also_stores.begin(), kernel_.also_stores.end(),
-                                     instruction) != kernel_.also_stores.end();
+  bool stored_here = std::find(kernel_.also_stores.begin(), kernel_.also_stores.end(),
+                               instruction) != kernel_.also_stores.end();
+  for (const KernelPlan& part : kernel_.parts) {
+    stored_here = stored_here || std::find(part.also_stores.begin(), part.also_stores.end(),
+                                           instruction) != part.also_stores.end();
+  }
   if (!compute && !stored_here && materialized != plan_.materialized.end()) {
     return ReadBuffer(materialized->second);
   }

@@ -38,6 +38,8 @@ class KernelWriter {
   // Declares a private variable that main() sets to `instruction`'s value for the row the
   // invocation computes, and makes Value(instruction) read it (row fusion). Returns its name.
   absl::StatusOr<std::string> DeclareRowValue(const ir::Instruction* instruction);
+  // Adds GLSL after the functions written so far (which it may call), before main().
+  void AddFunction(const std::string& code) { functions_ += code; }
   // Declares a workgroup-shared array of `count` values; returns its name.
   std::string AddShared(const std::string& type, uint32_t count);
   // A size the kernel reads from push constants (at most kMaxPushedSizes; later ones are

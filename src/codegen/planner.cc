@@ -11,6 +11,7 @@
 #include "src/codegen/collective_scheduling.h"
 #include "src/codegen/dot_tiling.h"
 #include "src/codegen/fused_ops.h"
+#include "src/codegen/horizontal_fusion.h"
 #include "src/codegen/kernel_reads.h"
 #include "src/codegen/multi_output_fusion.h"
 #include "src/codegen/reduction_folding.h"
@@ -316,6 +317,7 @@ class Planner {
     FoldReductionsIntoReaders(plan_, target_, kMaxElementsPerInvocation);
     ScheduleAllReducesInWaves(plan_);
     PlanDonations(entry, outputs);
+    FuseIndependentMapKernels(plan_, target_);
     VKSPMD_RETURN_IF_ERROR(CheckLimits());
     return std::move(plan_);
   }

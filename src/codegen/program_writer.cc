@@ -74,15 +74,19 @@ absl::StatusOr<std::string> HeldReductions(const KernelPlan& kernel, KernelWrite
 
 // Element i of the root and of the values fused into its kernel (KernelPlan::also_stores), all
 // computed before any is stored: the root's computation calls the others' functions at the same
-// index, and the compiler computes each once.
-absl::StatusOr<std::string> MapBody(const KernelPlan& kernel, KernelWriter& writer) {
+// index, and the compiler computes each once. The stores are store<first_store>, store<+1>, ...
+absl::StatusOr<std::string> MapBody(const KernelPlan& kernel, KernelWriter& writer,
+                                    size_t first_store = 0) {
+  auto store = [](size_t k) { return k == 0 ? std::string("store") : absl::StrCat("store", k); };
   std::string body =
       absl::StrCat("  if (i >= ", writer.Size(kernel.root->shape().ElementCount()), ") return;\n");
   VKSPMD_ASSIGN_OR_RETURN(std::string reductions, HeldReductions(kernel, writer));
   absl::StrAppend(&body, reductions);
   VKSPMD_ASSIGN_OR_RETURN(std::string value, writer.Value(kernel.root, /*compute=*/true));
-  if (kernel.also_stores.empty()) return absl::StrCat(body, "  store(i, ", value, "(i));\n");
-  std::string stores = absl::StrCat("  store(i, r0);\n");
+  if (kernel.also_stores.empty()) {
+    return absl::StrCat(body, "  ", store(first_store), "(i, ", value, "(i));\n");
+  }
+  std::string stores = absl::StrCat("  ", store(first_store), "(i, r0);\n");
   VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(kernel.root->shape().dtype()));
   absl::StrAppend(&body, "  ", type, " r0 = ", value, "(i);\n");
   for (size_t k = 0; k < kernel.also_stores.size(); ++k) {
@@ -90,9 +94,33 @@ absl::StatusOr<std::string> MapBody(const KernelPlan& kernel, KernelWriter& writ
     VKSPMD_ASSIGN_OR_RETURN(std::string function, writer.Value(stored));
     VKSPMD_ASSIGN_OR_RETURN(std::string stored_type, GlslType(stored->shape().dtype()));
     absl::StrAppend(&body, "  ", stored_type, " r", k + 1, " = ", function, "(i);\n");
-    absl::StrAppend(&stores, "  store", k + 1, "(i, r", k + 1, ");\n");
+    absl::StrAppend(&stores, "  ", store(first_store + k + 1), "(i, r", k + 1, ");\n");
   }
   return body + stores;
+}
+
+// A map kernel with parts (horizontal_fusion.h): each part's body is a function of its own
+// element index, and main() calls the one whose range of invocations holds i. It picks the part
+// by workgroup, a uniform value (parts start at workgroup boundaries): CPU drivers then branch
+// instead of running every part under a mask (on lavapipe, three AdamW updates fused took twice
+// as long as their separate kernels with the choice made per invocation).
+absl::StatusOr<std::string> PartsBody(const KernelPlan& kernel, KernelWriter& writer) {
+  const std::vector<uint64_t> starts = kernel.PartStarts();
+  std::string body = "  uint group = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;\n";
+  size_t first_store = 0;
+  for (size_t p = 0; p < starts.size(); ++p) {
+    const KernelPlan& part = p == 0 ? kernel : kernel.parts[p - 1];
+    VKSPMD_ASSIGN_OR_RETURN(std::string code, MapBody(part, writer, first_store));
+    first_store += 1 + part.also_stores.size();
+    writer.AddFunction(absl::StrCat("void part", p, "(uint i) {\n", code, "}\n"));
+    if (p + 1 < starts.size()) {
+      absl::StrAppend(&body, "  if (group < ", starts[p + 1] / kernel.local_size, "u) {\n    part",
+                      p, "(i - ", starts[p], "u);\n    return;\n  }\n");
+    } else {
+      absl::StrAppend(&body, "  part", p, "(i - ", starts[p], "u);\n");
+    }
+  }
+  return body;
 }
 
 // One pass of a reduce, or of the sum of a dot's split-K partial products (see ReductionPass).
@@ -182,7 +210,7 @@ absl::Status WriteKernel(const ProgramPlan& plan, KernelPlan& kernel) {
     case KernelKind::kCollective:
       return absl::OkStatus();
     case KernelKind::kMap:
-      body = MapBody(kernel, writer);
+      body = kernel.parts.empty() ? MapBody(kernel, writer) : PartsBody(kernel, writer);
       break;
     case KernelKind::kReduction:
       body = ReductionBody(kernel, writer);

@@ -1,12 +1,18 @@
-// What the CPU-only codegen tests share: a hand-filled target like lavapipe, and testdata text.
+// What the CPU-only codegen tests share: a hand-filled target like lavapipe, testdata text, and
+// planning a module given as text.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "src/codegen/planner.h"
 #include "src/codegen/target_info.h"
+#include "src/ir/parser.h"
 
 namespace vkspmd::codegen {
 
@@ -29,6 +35,19 @@ inline std::string TestdataProgram(const std::string& name) {
   std::stringstream text;
   text << file.rdbuf();
   return text.str();
+}
+
+// Parses and plans `text` for `target` (an empty plan and a test failure if either fails);
+// `module` keeps the parsed module, which the plan points into.
+inline ProgramPlan PlanText(const std::string& text, const TargetInfo& target,
+                            std::unique_ptr<ir::Module>& module) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> parsed = ir::ParseAndVerifyModule(text);
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  if (!parsed.ok()) return {};
+  module = std::move(*parsed);
+  absl::StatusOr<ProgramPlan> plan = PlanKernels(*module, target);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return plan.ok() ? std::move(*plan) : ProgramPlan{};
 }
 
 }  // namespace vkspmd::codegen

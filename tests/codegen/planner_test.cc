@@ -25,13 +25,7 @@ using ::testing::IsEmpty;
 class PlannerTest : public ::testing::Test {
  protected:
   ProgramPlan Plan(const std::string& text, const TargetInfo& target = LavapipeTarget()) {
-    absl::StatusOr<std::unique_ptr<ir::Module>> parsed = ir::ParseAndVerifyModule(text);
-    EXPECT_TRUE(parsed.ok()) << parsed.status();
-    if (!parsed.ok()) return {};
-    module_ = std::move(*parsed);
-    absl::StatusOr<ProgramPlan> plan = PlanKernels(*module_, target);
-    EXPECT_TRUE(plan.ok()) << plan.status();
-    return plan.ok() ? std::move(*plan) : ProgramPlan{};
+    return PlanText(text, target, module_);
   }
   ProgramPlan PlanFile(const std::string& name) { return Plan(TestdataProgram(name)); }
   absl::Status PlanError(const std::string& text, const TargetInfo& target) {
@@ -199,8 +193,13 @@ ENTRY e {
 TEST_F(PlannerTest, AllReducesRunInWavesAfterTheKernelsThatNeedNone) {
   ProgramPlan plan = Plan(kAllReduceWaves);
   // b runs before ra, so ra and rb meet the other devices back to back; e stays after the
-  // all-gather g (no kernel crosses it), and rd and re run as one wave at the end.
-  EXPECT_THAT(KernelNames(plan), ElementsAre("a", "b", "ra", "rb", "c", "g", "d", "e", "rd", "re"));
+  // all-gather g (no kernel crosses it), and rd and re run as one wave at the end. The
+  // independent a and b, and d and e, are one dispatch each (horizontal fusion: "a+1").
+  EXPECT_THAT(KernelNames(plan), ElementsAre("a+1", "ra", "rb", "c", "g", "d+1", "rd", "re"));
+  ASSERT_EQ(plan.kernels[0].parts.size(), 1u);
+  EXPECT_EQ(plan.kernels[0].parts[0].root->name(), "b");
+  ASSERT_EQ(plan.kernels[5].parts.size(), 1u);
+  EXPECT_EQ(plan.kernels[5].parts[0].root->name(), "e");
 }
 
 TEST_F(PlannerTest, DotsReadThroughATransposeOfABuffer) {
@@ -316,9 +315,11 @@ ENTRY e {
   ROOT t = (f32[6,5], f32[6,4], f32[24]) tuple(d, g, out)
 })");
   EXPECT_THAT(BufferNames(plan), ElementsAre("p0", "w", "e", "d", "g", "out"));
-  EXPECT_THAT(KernelNames(plan), ElementsAre("e", "d", "g", "out"));
+  // g and out are independent: one dispatch ("g+1", horizontal fusion).
+  EXPECT_THAT(KernelNames(plan), ElementsAre("e", "d", "g+1"));
   EXPECT_THAT(plan.kernels[1].inputs, ElementsAre(2, 1));  // The dot reads e's buffer,
-  EXPECT_THAT(plan.kernels[2].inputs, ElementsAre(2));     // and so does g.
+  EXPECT_THAT(plan.kernels[2].inputs, ElementsAre(2));     // and so do g and out.
+  EXPECT_THAT(plan.kernels[2].outputs(), ElementsAre(4, 5));
 }
 
 TEST_F(PlannerTest, SoftmaxIsOneRowFusedKernel) {
