@@ -136,9 +136,8 @@ void RegisterLaunchCommand(CLI::App& app) {
   auto options = std::make_shared<LaunchOptions>();
   CLI::App* command = app.add_subcommand(
       "launch",
-      "Run N processes of a distributed program on this host (RANK, WORLD_SIZE, LOCAL_RANK, "
-      "LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT set as torchrun does); output lines prefixed "
-      "[rank R]; the group stops when one fails");
+      "Run N processes of a program on this host with torchrun's variables (RANK, WORLD_SIZE, "
+      "MASTER_ADDR, ...), output prefixed by rank; the group stops or restarts when one fails");
   command->add_option("-n,--processes", options->processes, "Number of processes (ranks)")
       ->required()
       ->check(CLI::Range(1, kMaxProcesses));
