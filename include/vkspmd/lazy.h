@@ -19,6 +19,9 @@ void sync(std::source_location where = std::source_location::current());
 void mark_step(std::source_location where = std::source_location::current());
 // Blocks until every launched graph has finished.
 void wait_device_ops();
+// wait_device_ops for at most `seconds`: whether every launched graph has finished. A caller
+// that must stay responsive while it waits (the Python package, for Ctrl-C) waits in slices.
+bool wait_device_ops_for(double seconds);
 // Ends the runtime in a defined order: waits for launched graphs, frees every tensor's device
 // value (reading such a tensor later is an error saying so; host tensors and pending graphs that
 // do not read freed values are unaffected), empties the graph cache, closes the mesh devices and

@@ -152,8 +152,25 @@ void BindSteps(py::module_& module) {
   module.def(
       "mark_step", [] { mark_step(); }, Release(),
       "The end of a training step: launches the pending graph (PyTorch/XLA's xm.mark_step).");
-  module.def("wait_device_ops", &wait_device_ops, Release(),
-             "Blocks until every launched graph has finished.");
+  module.def(
+      "wait_device_ops",
+      [] {
+        // In slices, so that Ctrl-C (Python's SIGINT handler runs only between calls) raises
+        // KeyboardInterrupt here; the graphs themselves run on.
+        while (true) {
+          bool finished = false;
+          {
+            py::gil_scoped_release release;
+            finished = wait_device_ops_for(0.05);
+          }
+          if (finished) return;
+          if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+        }
+      },
+      "Blocks until every launched graph has finished; Ctrl-C interrupts the wait "
+      "(KeyboardInterrupt) without stopping the graphs.");
+  module.def("wait_device_ops_for", &wait_device_ops_for, py::arg("seconds"), Release(),
+             "Waits at most `seconds`; whether every launched graph has finished.");
   module.def("shutdown", &shutdown, Release(),
              "Frees every tensor's device value and closes the devices (exit does the same).");
   module.def("metrics_report", &metrics_report, Release(), "The runtime's counters as a table.");

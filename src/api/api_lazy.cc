@@ -1,4 +1,7 @@
 // sync, mark_step, waiting, and the metrics of the public API.
+#include <algorithm>
+#include <chrono>
+
 #include "src/api/api_support.h"
 #include "src/debug/metrics.h"
 #include "src/debug/trace_writer.h"
@@ -17,6 +20,16 @@ void mark_step(std::source_location where) {
 }
 
 void wait_device_ops() { lazy::Engine::Get().WaitIdle(); }
+
+bool wait_device_ops_for(double seconds) {
+  if (!(seconds >= 0)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "wait_device_ops_for: the timeout must be a non-negative number of seconds");
+  }
+  const auto timeout = std::chrono::duration<double>(seconds);
+  return lazy::Engine::Get().WaitIdleFor(std::chrono::ceil<std::chrono::milliseconds>(
+      std::min(timeout, std::chrono::duration<double>(1e9))));
+}
 
 void shutdown() {
   lazy::Engine::Get().Shutdown();

@@ -45,3 +45,32 @@ def test_exit_with_graph_in_flight(how, code):
             assert "leaving with a graph in flight" in output
         if how == "shutdown":
             assert "after shutdown: " in output and "shut down" in output, output
+
+
+INTERRUPTED = r"""
+import signal, threading, time
+import vkspmd
+a = vkspmd.randn(1024, 1024)
+for _ in range(12):
+    a = vkspmd.tanh(a @ a)
+vkspmd.mark_step()
+assert not vkspmd.wait_device_ops_for(0.0)  # Still running.
+threading.Timer(0.3, lambda: signal.raise_signal(signal.SIGINT)).start()
+start = time.perf_counter()
+try:
+    vkspmd.wait_device_ops()
+    print("finished before the interrupt")
+except KeyboardInterrupt:
+    print(f"interrupted after {time.perf_counter() - start:.2f} s")
+vkspmd.wait_device_ops()
+assert vkspmd.wait_device_ops_for(0.0)
+print("graph finished", a.shape)
+"""
+
+
+def test_ctrl_c_interrupts_wait_device_ops():
+    result = subprocess.run([sys.executable, "-c", INTERRUPTED], capture_output=True, text=True,
+                            timeout=120, env=os.environ)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "interrupted after 0." in output and "graph finished (1024, 1024)" in output, output
