@@ -286,6 +286,15 @@ absl::Status GlooWorld::Drive(const Round& round, uint64_t sequence) {
   InputTable inputs(collective);
   PeerExchange exchange(group_.context.get(), sequence * 4 + 1,
                         Clock::now() + options_.collective_timeout, describe, where);
+  std::vector<std::vector<Segment>> needed(process_count());
+  size_t incoming = 0;
+  for (int process = 0; process < process_count(); ++process) {
+    if (process == self_) continue;
+    needed[process] = InputsNeeded(collective, self_, process);
+    for (const Segment& segment : needed[process]) incoming += segment.size;
+  }
+  if (received_.size() < incoming) received_.resize(incoming);
+  size_t offset = 0;
   for (int process = 0; process < process_count(); ++process) {
     if (process == self_) continue;
     std::vector<std::span<const std::byte>> pieces;
@@ -293,10 +302,11 @@ absl::Status GlooWorld::Drive(const Round& round, uint64_t sequence) {
       pieces.push_back(all[segment.rank].input.subspan(segment.offset, segment.size));
     }
     exchange.Send(process, pieces);
-    std::vector<Segment> needed = InputsNeeded(collective, self_, process);
     size_t bytes = 0;
-    for (const Segment& segment : needed) bytes += segment.size;
-    inputs.AddReceived(needed, exchange.Receive(process, bytes));
+    for (const Segment& segment : needed[process]) bytes += segment.size;
+    inputs.AddReceived(needed[process],
+                       exchange.Receive(process, std::span(received_).subspan(offset, bytes)));
+    offset += bytes;
   }
   VKSPMD_RETURN_IF_ERROR(exchange.Wait());
   if (all[0].kind != Kind::kAllReduce) {
@@ -305,12 +315,20 @@ absl::Status GlooWorld::Drive(const Round& round, uint64_t sequence) {
   }
 
   // All-reduce: each process folds its slice of each of its groups, in group order...
-  std::vector<std::vector<std::byte>> slices(collective.groups.size());
+  std::vector<std::span<std::byte>> slices(collective.groups.size());
   std::vector<size_t> slice_begin(collective.groups.size());
+  size_t folded = 0;
+  for (size_t g = 0; g < collective.groups.size(); ++g) {
+    auto [begin, end] = AllReduceSlice(collective, collective.groups[g], self_);
+    folded += end - begin;
+  }
+  if (folded_.size() < folded) folded_.resize(folded);
+  folded = 0;
   for (size_t g = 0; g < collective.groups.size(); ++g) {
     auto [begin, end] = AllReduceSlice(collective, collective.groups[g], self_);
     slice_begin[g] = begin;
-    slices[g].resize(end - begin);
+    slices[g] = std::span(folded_).subspan(folded, end - begin);
+    folded += end - begin;
     if (end > begin) FoldGroup(collective, inputs, collective.groups[g], begin, slices[g]);
   }
   // ... then round 2 shares the slices between the group's processes.
@@ -318,6 +336,11 @@ absl::Status GlooWorld::Drive(const Round& round, uint64_t sequence) {
                      Clock::now() + options_.collective_timeout, describe, where);
   std::vector<std::vector<std::span<const std::byte>>> peer_slices(
       collective.groups.size(), std::vector<std::span<const std::byte>>(process_count()));
+  // Each other process's slices: at most the whole of every group's elements.
+  if (shared_.size() < all[0].input_size * collective.groups.size()) {
+    shared_.resize(all[0].input_size * collective.groups.size());
+  }
+  size_t shared_at = 0;
   for (int process = 0; process < process_count(); ++process) {
     if (process == self_) continue;
     // The groups both processes take part in, in partition order, on both sides.
@@ -336,7 +359,9 @@ absl::Status GlooWorld::Drive(const Round& round, uint64_t sequence) {
       total += end - begin;
     }
     share.Send(process, pieces);
-    std::span<const std::byte> received = share.Receive(process, total);
+    std::span<const std::byte> received =
+        share.Receive(process, std::span(shared_).subspan(shared_at, total));
+    shared_at += total;
     size_t at = 0;
     for (size_t g : shared) {
       auto [begin, end] = AllReduceSlice(collective, collective.groups[g], process);

@@ -44,6 +44,9 @@ class GlooWorld : public World, public std::enable_shared_from_this<GlooWorld> {
   int process_count() const { return static_cast<int>(first_rank_.size()); }
   // The process that drives global rank `rank`.
   int ProcessOf(int rank) const { return owner_[rank]; }
+  // Gloo's pairs to the other processes (null for one process): for measuring Gloo's own
+  // algorithms on the same connections, between collectives, never during one.
+  gloo::Context* gloo_context() const { return group_.context.get(); }
 
   // One local rank's collective (the communicators' entry point): `request` has joined its group
   // of `groups` (empty: all ranks; permute: ignored).
@@ -78,6 +81,9 @@ class GlooWorld : public World, public std::enable_shared_from_this<GlooWorld> {
   std::map<uint64_t, std::shared_ptr<Round>> rounds_;
   absl::Status aborted_;
   absl::Status broken_;  // Set once the processes may be out of step.
+  // Received bytes and folded slices, kept from round to round (only the driving rank uses
+  // them, one round at a time) so that large collectives do not fault fresh pages in each time.
+  std::vector<std::byte> received_, folded_, shared_;
 };
 
 // The world the environment describes (distributed_options.h), driving `local_devices` ranks.

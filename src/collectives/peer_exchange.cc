@@ -83,6 +83,15 @@ std::span<const std::byte> PeerExchange::Receive(int process, size_t bytes) {
   return received;
 }
 
+std::span<const std::byte> PeerExchange::Receive(int process, std::span<std::byte> into) {
+  if (into.empty()) return {};
+  auto message = std::make_unique<Message>();
+  message->process = process;
+  if (posted_.ok()) posted_ = Post(*message, /*send=*/false, into.size(), into.data());
+  receives_.push_back(std::move(message));
+  return into;
+}
+
 absl::Status PeerExchange::Wait() {
   if (!posted_.ok()) return posted_;
   for (bool send : {false, true}) {

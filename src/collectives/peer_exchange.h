@@ -32,6 +32,8 @@ class PeerExchange {
   void Send(int process, const std::vector<std::span<const std::byte>>& pieces);
   // Receives `bytes` from `process` into a buffer returned now, filled once Wait succeeds.
   std::span<const std::byte> Receive(int process, size_t bytes);
+  // The same into the caller's `into`, which must stay until Wait returns.
+  std::span<const std::byte> Receive(int process, std::span<std::byte> into);
   // Waits for every receive, then every send. ABORTED naming the first peer that failed or stayed
   // silent until the deadline (a peer's failure, not this process's). Zero-copy sends read the
   // caller's pieces until it returns OK; after a failure the world must not be used again.
