@@ -8,8 +8,10 @@
 namespace vkspmd::ir {
 namespace {
 
-// The integer value of a scalar integer constant.
+// The integer value of a scalar integer constant (or of a copy of one, as compiled dumps write
+// a loop's initial state).
 std::optional<int64_t> ScalarInteger(const Instruction& instruction) {
+  if (instruction.opcode() == Opcode::kCopy) return ScalarInteger(*instruction.operand(0));
   if (instruction.opcode() != Opcode::kConstant || !instruction.shape().IsArray() ||
       instruction.shape().rank() != 0 || !IsInteger(instruction.shape().dtype())) {
     return std::nullopt;

@@ -81,6 +81,20 @@ TEST(ControlFlowLoweringTest, ScanUnrollsFromBackendConfigOrFromItsCounter) {
   ASSERT_NE(bare, nullptr);
   EXPECT_FALSE(Find(*bare, Opcode::kWhile)->attributes().known_trip_count.has_value());
   ExpectLoweredEqualsOriginal(*bare, arguments);
+  // What compiled dumps write: more keys, and the initial counter copied.
+  std::unique_ptr<Module> compiled = Parse(absl::StrReplaceAll(
+      text, {{"{\"known_trip_count\":{\"n\":\"5\"}}",
+              "{\"known_trip_count\":{\"n\":\"5\"},\"known_init_step\":{\"init\":\"0\","
+              "\"step\":\"1\"},\"known_induction_variable\":{\"tuple_index\":\"0\"}}"},
+             {"%constant.7 = s32[] constant(0)",
+              "%constant.7.0 = s32[] constant(0)\n  %constant.7 = s32[] copy(%constant.7.0)"}}));
+  ASSERT_NE(compiled, nullptr);
+  const Instruction* compiled_loop = Find(*compiled, Opcode::kWhile);
+  EXPECT_EQ(compiled_loop->attributes().known_trip_count, 5);
+  EXPECT_EQ(
+      CountedLoopTripCount(*compiled_loop->attributes().called[0],
+                           *compiled_loop->attributes().called[1], *compiled_loop->operand(0)),
+      5);
   // The quoted form older dumps write.
   std::unique_ptr<Module> quoted = Parse(absl::StrReplaceAll(
       text, {{"backend_config={\"known_trip_count\":{\"n\":\"5\"}}",
