@@ -248,6 +248,19 @@ absl::StatusOr<ProcessGroup> MeetProcesses(const DistributedOptions& options, in
     context->connectFullMesh(prefixed, device);
     context->setTimeout(options.collective_timeout);
     group.context = std::move(context);
+    // Process 0's store must outlive every peer's last read of it: each says when it is done,
+    // and process 0 returns (and may end) only after all have.
+    std::vector<std::string> done_keys;
+    for (int process = 0; process < count; ++process) {
+      done_keys.push_back(absl::StrCat("vkspmd/", options.run_id, "/connected/", process));
+    }
+    store->gloo().set(done_keys[self], {});
+    if (group.server != nullptr) {
+      const auto wait =
+          std::max(std::chrono::milliseconds(1000),
+                   std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+      store->gloo().wait(done_keys, wait);
+    }
   } catch (const std::exception& error) {
     return absl::UnavailableError(
         absl::StrCat("rendezvous of process ", self, " of ", count, " failed: ", error.what()));
