@@ -141,12 +141,13 @@ class Job {
   std::vector<std::string> logs_;
 };
 
-// Runs the matrix on `processes` x `devices` and expects every process to pass.
-void RunMatrix(int processes, int devices, bool tcp) {
+// Runs the matrix on `processes` processes, process i driving devices + i * extra devices, and
+// expects every process to pass.
+void RunMatrix(int processes, int devices, bool tcp, int extra = 0) {
   Job job;
   for (int index = 0; index < processes; ++index) {
     job.Start(job.Variables(index, processes, tcp),
-              {"matrix", "--devices", std::to_string(devices)});
+              {"matrix", "--devices", std::to_string(devices + index * extra)});
   }
   std::vector<Outcome> outcomes = job.Wait(std::chrono::seconds(100));
   for (size_t k = 0; k < outcomes.size(); ++k) {
@@ -161,6 +162,10 @@ TEST(GlooWorldTest, MatrixThreeProcessesOneDeviceTcpStore) { RunMatrix(3, 1, tru
 TEST(GlooWorldTest, MatrixThreeProcessesTwoDevicesDirectoryStore) { RunMatrix(3, 2, false); }
 TEST(GlooWorldTest, MatrixFourProcessesOneDeviceDirectoryStore) { RunMatrix(4, 1, false); }
 TEST(GlooWorldTest, MatrixFourProcessesTwoDevicesTcpStore) { RunMatrix(4, 2, true); }
+// One process: no Gloo pairs at all, the same code path otherwise.
+TEST(GlooWorldTest, MatrixOneProcessTwoDevices) { RunMatrix(1, 2, false); }
+// Processes driving 1 and 2 devices: ranks 0 | 1, 2.
+TEST(GlooWorldTest, MatrixProcessesWithDifferentDeviceCounts) { RunMatrix(2, 1, true, 1); }
 
 TEST(GlooWorldTest, KilledProcessFailsTheOthersAtOnceNamingIt) {
   Job job;
