@@ -24,6 +24,7 @@ void BindDLPack(py::module_& module);
 void BindOps(py::module_& module);
 void BindSharding(py::module_& module);
 void BindTraining(py::module_& module);
+void BindCheckpoint(py::module_& module);
 
 // A Python (or numpy) bool, int or float as a vkspmd scalar (an int stays an integer scalar);
 // nullopt for anything else.

@@ -10,4 +10,5 @@ PYBIND11_MODULE(_C, module) {
   vkspmd::python::BindOps(module);
   vkspmd::python::BindSharding(module);
   vkspmd::python::BindTraining(module);
+  vkspmd::python::BindCheckpoint(module);
 }

@@ -147,6 +147,26 @@ void BindOptimizers(py::module_& optim_module) {
            }),
            py::arg("params"), py::arg("lr") = 1e-3, py::arg("betas") = std::make_pair(0.9, 0.999),
            py::arg("eps") = 1e-8, py::arg("weight_decay") = 1e-2);
+  py::class_<optim::GradScaler>(optim_module, "GradScaler",
+                                "Dynamic loss scaling for float16 (torch.cuda.amp.GradScaler).")
+      .def(py::init<double, double, double, int64_t>(), py::arg("init_scale") = 65536.0,
+           py::arg("growth_factor") = 2.0, py::arg("backoff_factor") = 0.5,
+           py::arg("growth_interval") = 2000)
+      .def("scale", &optim::GradScaler::scale, py::arg("loss"), "loss * scale, in float32.")
+      .def(
+          "step",
+          [](optim::GradScaler& scaler, optim::Optimizer& optimizer, py::handle grads) {
+            return scaler.step(optimizer, TensorList(grads));
+          },
+          py::arg("optimizer"), py::arg("grads"),
+          "Unscales `grads` and steps the optimizer unless one holds an inf or NaN (reads one "
+          "value); whether it stepped.")
+      .def("update", &optim::GradScaler::update)
+      .def("get_scale", &optim::GradScaler::get_scale)
+      .def_property_readonly("growth_tracker", &optim::GradScaler::growth_tracker)
+      .def_property_readonly("skipped_steps", &optim::GradScaler::skipped_steps)
+      .def("load_state", &optim::GradScaler::load_state, py::arg("scale"),
+           py::arg("growth_tracker"));
 }
 
 }  // namespace

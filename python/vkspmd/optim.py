@@ -1,3 +1,3 @@
 """vkspmd.optim: torch.optim.SGD and AdamW (their update traces into the step's graph)."""
 
-from ._C.optim import SGD, AdamW, Optimizer  # noqa: F401
+from ._C.optim import SGD, AdamW, GradScaler, Optimizer  # noqa: F401
