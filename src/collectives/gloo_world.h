@@ -36,6 +36,8 @@ class GlooWorld : public World, public std::enable_shared_from_this<GlooWorld> {
   int size() const override { return static_cast<int>(owner_.size()); }
   std::vector<int> local_ranks() const override;
   absl::StatusOr<std::unique_ptr<Communicator>> Connect(int rank) override;
+  // Fails local ranks waiting for the rest of this process's ranks, and later calls; a round
+  // already exchanging with other processes finishes or fails on its own (within the timeout).
   void Abort(const absl::Status& status) override;
   // Clears an abort unless the processes fell out of step (then the world stays failed).
   void Reset() override;
