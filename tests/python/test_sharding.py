@@ -110,6 +110,9 @@ def test_steps_and_metrics():
     vkspmd.sync()
     xs.mark_step()
     xs.wait_device_ops()
+    assert vkspmd.wait_device_ops_for(10.0)
+    with pytest.raises(ValueError, match="non-negative"):
+        vkspmd.wait_device_ops_for(-1.0)
     assert t.numpy().tolist() == [3, 3, 3, 3]
     metrics = vkspmd.metrics()
     assert metrics["execute_count"] >= 1 and metrics["compile_count"] + metrics["cache_hits"] >= 1

@@ -198,3 +198,29 @@ def test_npy_files(tmp_path):
     t.to_npy(str(tmp_path / "t.npy"))
     np.testing.assert_array_equal(np.load(tmp_path / "t.npy"), t.numpy())
     np.testing.assert_array_equal(vkspmd.from_npy(str(tmp_path / "t.npy")).numpy(), t.numpy())
+
+
+def test_methods_equal_functions():
+    x_np = np.array([[0.5, 1.5, 2.0], [3.0, 0.25, 0.75]], np.float32)
+    x = vkspmd.tensor(x_np)
+    pairs = {
+        "abs": (x.abs(), vkspmd.abs(x)), "neg": (x.neg(), vkspmd.neg(x)),
+        "negative": (x.negative(), vkspmd.negative(x)), "exp": (x.exp(), vkspmd.exp(x)),
+        "log": (x.log(), vkspmd.log(x)), "sqrt": (x.sqrt(), vkspmd.sqrt(x)),
+        "rsqrt": (x.rsqrt(), vkspmd.rsqrt(x)), "tanh": (x.tanh(), vkspmd.tanh(x)),
+        "sigmoid": (x.sigmoid(), vkspmd.sigmoid(x)), "relu": (x.relu(), vkspmd.relu(x)),
+        "amax": (x.amax(1), vkspmd.amax(x, 1)), "amin": (x.amin(0), vkspmd.amin(x, 0)),
+        "mean": (x.mean(1, True), vkspmd.mean(x, 1, True)), "sum": (x.sum(), vkspmd.sum(x)),
+        "softmax": (x.softmax(0), vkspmd.softmax(x, 0)),
+        "log_softmax": (x.log_softmax(1), vkspmd.log_softmax(x, 1)),
+        "matmul": (x.matmul(x.t()), vkspmd.matmul(x, x.transpose(0, 1))),
+        "transpose": (x.transpose(0, 1), vkspmd.transpose(x, 0, 1)),
+        "permute": (x.permute(1, 0), vkspmd.permute(x, [1, 0])),
+        "expand": (x.unsqueeze(0).expand(2, 2, 3), vkspmd.expand(x.unsqueeze(0), [2, 2, 3])),
+        "narrow": (x.narrow(1, 1, 2), vkspmd.narrow(x, 1, 1, 2)),
+    }
+    for name, (method, function) in pairs.items():
+        np.testing.assert_array_equal(method.numpy(), function.numpy(), err_msg=name)
+    np.testing.assert_allclose(x.log_softmax(1).numpy(),
+                               np.log(np.exp(x_np) / np.exp(x_np).sum(1, keepdims=True)),
+                               rtol=1e-5, atol=1e-6)

@@ -76,6 +76,16 @@ def test_layers():
     regressor = nn.MlpRegressor(4, 8, 1)
     assert regressor.loss(x, vkspmd.zeros(2, 1)).shape == ()
     assert nn.mse_loss(x, x).item() == 0.0
+    # forward is __call__ (one C++ function, bound twice).
+    layers = [(linear, x), (norm, x), (nn.GELU(), x), (nn.MLP(4, 8, 2), x),
+              (nn.Embedding(5, 3), tokens), (nn.CausalSelfAttention(8, 2), h),
+              (nn.TransformerBlock(8, 2), h), (regressor, x)]
+    for layer, value in layers:
+        np.testing.assert_array_equal(layer.forward(value).numpy(), layer(value).numpy())
+    lm = nn.TransformerLM(nn.TransformerConfig(vocab=8, d_model=8, heads=2, layers=1, max_seq=4))
+    logits = lm.forward(tokens)
+    np.testing.assert_allclose(nn.cross_entropy_loss(logits, tokens).item(),
+                               lm.loss(tokens, tokens).item(), rtol=1e-6)
     with pytest.raises(ValueError, match="heads"):
         nn.CausalSelfAttention(6, 4)
 
