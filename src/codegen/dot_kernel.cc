@@ -2,6 +2,7 @@
 #include "src/codegen/dot_kernel.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "src/base/status_macros.h"
@@ -142,6 +143,26 @@ std::string RegisterTiles(const DotContext& context, KernelWriter& writer) {
       absl::StrAppend(&body, "  ", type, " acc", t, "_", c, " = ", type, "(0);\n");
     }
   }
+  // A run of 4 is one vector load where it starts at a multiple of 4: the lane side's free dims
+  // are its trailing dims, so its other dims' strides are multiples of lane_size.
+  std::optional<KernelWriter::VectorFunction> vector;
+  if (tiling.lane_runs && per_lane == 4 && lane_size % 4 == 0) {
+    vector = writer.VectorRead(lane_side.operand);
+  }
+  // Declares the lane's values y0, y1, ... at contraction offset `lk`.
+  const auto lane_values = [&](const std::string& indent) {
+    std::string code;
+    if (vector) {
+      absl::StrAppend(&code, indent, vector->type, " yv = ", vector->name, "((lo0 + lk) / 4u);\n");
+    }
+    for (int64_t c = 0; c < per_lane; ++c) {
+      absl::StrAppend(&code, indent, type, " y", c, " = ",
+                      vector ? absl::StrCat(type, "(yv[", c, "])")
+                             : absl::StrCat(lane_side.value, "(lo", c, " + lk)"),
+                      ";\n");
+    }
+    return code;
+  };
   std::string tail_begin = "k_begin";
   if (tiling.subgroup > 0) {
     const int64_t steps = tiling.subgroup;
@@ -156,11 +177,8 @@ std::string RegisterTiles(const DotContext& context, KernelWriter& writer) {
     }
     for (int64_t j = 0; j < steps; ++j) {
       absl::StrAppend(&body, "    {\n      uint lk = ",
-                      context.ContractionOffset(lane_side, absl::StrCat("k0 + ", j, "u")), ";\n");
-      for (int64_t c = 0; c < per_lane; ++c) {
-        absl::StrAppend(&body, "      ", type, " y", c, " = ", lane_side.value, "(lo", c,
-                        " + lk);\n");
-      }
+                      context.ContractionOffset(lane_side, absl::StrCat("k0 + ", j, "u")), ";\n",
+                      lane_values("      "));
       for (int64_t t = 0; t < rows; ++t) {
         absl::StrAppend(&body, "      ", type, " x", t, " = subgroupShuffle(a", t, ", ", j,
                         "u);\n");
@@ -174,10 +192,8 @@ std::string RegisterTiles(const DotContext& context, KernelWriter& writer) {
   }
   absl::StrAppend(&body, "  for (uint r = ", tail_begin, "; r < k_end; ++r) {\n",
                   "    uint uk = ", context.ContractionOffset(uniform, "r"),
-                  ";\n    uint lk = ", context.ContractionOffset(lane_side, "r"), ";\n");
-  for (int64_t c = 0; c < per_lane; ++c) {
-    absl::StrAppend(&body, "    ", type, " y", c, " = ", lane_side.value, "(lo", c, " + lk);\n");
-  }
+                  ";\n    uint lk = ", context.ContractionOffset(lane_side, "r"), ";\n",
+                  lane_values("    "));
   for (int64_t t = 0; t < rows; ++t) {
     absl::StrAppend(&body, "    ", type, " x", t, " = ", uniform.value, "(uo", t, " + uk);\n");
     for (int64_t c = 0; c < per_lane; ++c) {

@@ -245,6 +245,33 @@ std::string KernelWriter::ReadBuffer(int buffer_id) {
   return name;
 }
 
+std::optional<KernelWriter::VectorFunction> KernelWriter::VectorRead(
+    const Instruction* instruction) {
+  // Only where Value() reads the buffer (not a value this kernel computes and stores itself).
+  auto materialized = plan_.materialized.find(instruction);
+  if (materialized == plan_.materialized.end()) return std::nullopt;
+  const int buffer_id = materialized->second;
+  absl::StatusOr<std::string> scalar = Value(instruction);
+  auto read = buffer_reads_.find(buffer_id);
+  if (!scalar.ok() || read == buffer_reads_.end() || *scalar != read->second) return std::nullopt;
+  const BufferPlan& buffer = plan_.buffers[buffer_id];
+  static const std::map<DType, const char*> kVectorTypes = {
+      {DType::kF32, "vec4"}, {DType::kS32, "ivec4"}, {DType::kU32, "uvec4"}};
+  auto vector_type = kVectorTypes.find(buffer.shape.dtype());
+  if (vector_type == kVectorTypes.end() || buffer.element_bytes != 4 || buffer.parts() != 1) {
+    return std::nullopt;
+  }
+  if (auto found = vector_reads_.find(buffer_id); found != vector_reads_.end()) {
+    return found->second;
+  }
+  const int slot = Bind(buffer_id);
+  const std::string name = absl::StrCat("read", slot, "v");
+  absl::StrAppend(&functions_, vector_type->second, " ", name, "(uint i) {\n  return in", slot,
+                  "v.data[i];\n}\n");
+  vector_reads_[buffer_id] = {name, vector_type->second};
+  return vector_reads_[buffer_id];
+}
+
 absl::StatusOr<std::string> KernelWriter::Value(const Instruction* instruction, bool compute) {
   auto materialized = plan_.materialized.find(instruction);
   // Values this kernel stores besides its root are computed here, not read back.
@@ -589,6 +616,12 @@ absl::StatusOr<std::string> KernelWriter::Finish(const std::string& main_body) {
   };
   for (size_t slot = 0; slot < inputs.size(); ++slot) {
     bytes |= plan_.buffers[inputs[slot]].element_bytes == 1;
+    if (auto vector = vector_reads_.find(inputs[slot]); vector != vector_reads_.end()) {
+      // The same binding as the scalar block declared next (one part: VectorRead checked).
+      absl::StrAppend(&declarations, "layout(std430, set = 0, binding = ", binding,
+                      ") readonly buffer Bin", slot, "v { ", vector->second.type, " data[]; } in",
+                      slot, "v;\n");
+    }
     declare(inputs[slot], "readonly", absl::StrCat("in", slot));
   }
   // The output, then the values multi-output fusion added (store1, store2, ...).

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,6 +27,15 @@ class KernelWriter {
   absl::StatusOr<std::string> Value(const ir::Instruction* instruction, bool compute = false);
   // A buffer read directly (e.g. partial sums); returns its read function's name.
   std::string ReadBuffer(int buffer_id);
+  // A function returning elements 4i..4i+3 of `instruction` as one vec4 (ivec4, uvec4) where it
+  // is read from a buffer of 32-bit elements in one binding, else nullopt: the buffer is also
+  // declared as an array of vec4 (an aliased block). CPU drivers load each lane's value in a loop
+  // of their own, which one vector load shares between 4 elements.
+  struct VectorFunction {
+    std::string name;
+    std::string type;  // vec4, ivec4 or uvec4.
+  };
+  std::optional<VectorFunction> VectorRead(const ir::Instruction* instruction);
   // Row-major multi-index helpers: code declaring `uint <prefix>0..` from linear `index`.
   static std::string Coordinates(const std::string& prefix, const std::string& index,
                                  const std::vector<int64_t>& dimensions);
@@ -64,6 +74,7 @@ class KernelWriter {
   const KernelPlan& kernel_;
   std::map<std::pair<const ir::Instruction*, bool>, std::string> names_;
   std::map<int, std::string> buffer_reads_;
+  std::map<int, VectorFunction> vector_reads_;
   std::set<int> bound_;      // Planned inputs the code reads.
   std::set<int> unplanned_;  // Buffers the code reads that the plan does not bind.
   std::string functions_;

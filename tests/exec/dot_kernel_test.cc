@@ -1,7 +1,7 @@
 // The dot kernel's variants against the CPU reference: llvmpipe's register tiles (with subgroup
 // shuffles) and the GPUs' shared-memory tiles, forced on this device through VKSPMD_DOT_KERNEL,
 // over odd and prime sizes, both operand orders, batch dims, several contracting dims, integer
-// dtypes (exact), fused producers and contractions split into chunks (split-K).
+// dtypes (exact), fused producers, contractions split into chunks (split-K) and vector loads.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -157,6 +157,31 @@ TEST_P(DotKernelTest, FusedOperands) {
                             "lhs_contracting_dims={1}, rhs_contracting_dims={0}",
                             "  t = f32[17,65] transpose(y), dimensions={1,0}\n", "x", "t"),
                   17),
+            "");
+}
+
+// Runs of 4 lane-side columns read as one vec4 (a lane side of a multiple of 4 elements in a
+// buffer): x.W, exactly 4 columns, a transposed lhs as the lane side (fewer columns than rows),
+// batched, split-K, integers, and a lane side computed in the kernel (read element by element).
+TEST_P(DotKernelTest, VectorLoadsOfLaneRuns) {
+  const std::string xw = "lhs_contracting_dims={1}, rhs_contracting_dims={0}";
+  EXPECT_EQ(Check(DotModule("f32", {33, 19}, {19, 68}, {33, 68}, xw), 19), "");
+  EXPECT_EQ(Check(DotModule("f32", {5, 9}, {9, 4}, {5, 4}, xw), 9), "");
+  EXPECT_EQ(Check(DotModule("f32", {17, 132}, {17, 12}, {132, 12},
+                            "lhs_contracting_dims={0}, rhs_contracting_dims={0}"),
+                  17),
+            "");
+  EXPECT_EQ(Check(DotModule("f32", {3, 17, 12}, {3, 12, 20}, {3, 17, 20},
+                            "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, "
+                            "rhs_contracting_dims={1}"),
+                  12),
+            "");
+  EXPECT_EQ(Check(DotModule("f32", {3, 1031}, {1031, 8}, {3, 8}, xw), 1031), "");
+  EXPECT_EQ(Check(DotModule("s32", {9, 63}, {63, 16}, {9, 16}, xw), 63), "");
+  EXPECT_EQ(Check(DotModule("u32", {9, 63}, {63, 16}, {9, 16}, xw), 63), "");
+  EXPECT_EQ(Check(DotModule("f32", {33, 19}, {19, 68}, {33, 68}, xw,
+                            "  s = f32[19,68] multiply(y, y)\n", "x", "s"),
+                  19),
             "");
 }
 
