@@ -21,7 +21,26 @@ bool HasMemberOf(const CrossProcessCollective& collective, const std::vector<int
                      [&](int rank) { return collective.owner[rank] == process; });
 }
 
+// Whether `rank` travels for its process's members of `group`: with reductions combined in the
+// process, only the process's first member of the group does, carrying their combination.
+bool Travels(const CrossProcessCollective& collective, const std::vector<int>& group, int rank) {
+  if (!CombinedInProcess(*collective.first)) return true;
+  for (int member : group) {
+    if (collective.owner[member] == collective.owner[rank]) return member == rank;
+  }
+  return false;
+}
+
 }  // namespace
+
+bool CombinedInProcess(const Request& first) {
+  if (first.kind != Kind::kAllReduce && first.kind != Kind::kReduceScatter) return false;
+  const bool is_float = first.type == ElementType::kF32 || first.type == ElementType::kF64 ||
+                        first.type == ElementType::kF16 || first.type == ElementType::kBF16;
+  // Integer arithmetic wraps and min, max, and, or pick or mix bits exactly: any order gives the
+  // same bits. Float sums and products round at every step, so their order is the group's.
+  return !(is_float && (first.op == ReduceOp::kSum || first.op == ReduceOp::kProduct));
+}
 
 std::vector<int> ProcessesOf(const CrossProcessCollective& collective,
                              const std::vector<int>& group) {
@@ -68,7 +87,9 @@ std::vector<Segment> InputsNeeded(const CrossProcessCollective& collective, int 
       case Kind::kAllReduce: {
         auto [begin, end] = AllReduceSlice(collective, group, receiver);
         for (int rank : group) {
-          if (collective.owner[rank] == sender) add(rank, begin, end - begin);
+          if (collective.owner[rank] == sender && Travels(collective, group, rank)) {
+            add(rank, begin, end - begin);
+          }
         }
         break;
       }
@@ -84,7 +105,9 @@ std::vector<Segment> InputsNeeded(const CrossProcessCollective& collective, int 
         for (size_t j = 0; j < n; ++j) {
           if (collective.owner[group[j]] != receiver) continue;
           for (int rank : group) {
-            if (collective.owner[rank] == sender) add(rank, j * chunk, chunk);
+            if (collective.owner[rank] == sender && Travels(collective, group, rank)) {
+              add(rank, j * chunk, chunk);
+            }
           }
         }
         break;
@@ -127,11 +150,34 @@ void FoldGroup(const CrossProcessCollective& collective, const InputTable& input
     std::span<const std::byte> base = inputs.Get(group[0], offset + done, chunk.size());
     std::memcpy(chunk.data(), base.data(), chunk.size());
     for (size_t member = 1; member < group.size(); ++member) {
+      // A remote member's contribution is in its process's combination where reductions are
+      // combined in the process.
+      const int rank = group[member];
+      if (collective.owner[rank] != collective.self && !Travels(collective, group, rank)) continue;
       // Requests were checked, so combining cannot fail.
-      (void)CombineInto(chunk, inputs.Get(group[member], offset + done, chunk.size()), first.type,
-                        first.op);
+      (void)CombineInto(chunk, inputs.Get(rank, offset + done, chunk.size()), first.type, first.op);
     }
   }
+}
+
+std::span<const std::byte> SegmentToSend(const CrossProcessCollective& collective,
+                                         const InputTable& inputs, const Segment& segment,
+                                         std::vector<std::byte>& scratch) {
+  std::span<const std::byte> input =
+      collective.requests[segment.rank]->input.subspan(segment.offset, segment.size);
+  if (!CombinedInProcess(*collective.first)) return input;
+  // The combination of this process's members of the segment's group, in group order.
+  std::vector<int> mine;
+  for (const std::vector<int>& group : collective.groups) {
+    if (std::find(group.begin(), group.end(), segment.rank) == group.end()) continue;
+    for (int rank : group) {
+      if (collective.owner[rank] == collective.self) mine.push_back(rank);
+    }
+  }
+  if (mine.size() == 1) return input;
+  scratch.resize(segment.size);
+  FoldGroup(collective, inputs, mine, segment.offset, scratch);
+  return scratch;
 }
 
 void WriteLocalOutputs(const CrossProcessCollective& collective, const InputTable& inputs) {

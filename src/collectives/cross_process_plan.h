@@ -33,7 +33,13 @@ struct CrossProcessCollective {
   int self = 0;                          // This process.
 };
 
-// The segments of inputs owned by `sender` that `receiver` needs, in the order they travel.
+// Whether a reduction's result is the same in any order of combination (integers, min, max,
+// and/or), so that each process combines its own members' contributions before they travel.
+bool CombinedInProcess(const Request& first);
+
+// The segments of inputs owned by `sender` that `receiver` needs, in the order they travel. Where
+// reductions are combined in the process, a segment of the sender's first member of a group
+// stands for the combination of all the sender's members of it.
 std::vector<Segment> InputsNeeded(const CrossProcessCollective& collective, int receiver,
                                   int sender);
 
@@ -62,6 +68,12 @@ std::vector<int> ProcessesOf(const CrossProcessCollective& collective,
 // member's input.
 void FoldGroup(const CrossProcessCollective& collective, const InputTable& inputs,
                const std::vector<int>& group, size_t offset, std::span<std::byte> into);
+
+// The bytes that travel for `segment` of this process: its input, or the combination of this
+// process's members of its group (computed into `scratch`, which must live until sent).
+std::span<const std::byte> SegmentToSend(const CrossProcessCollective& collective,
+                                         const InputTable& inputs, const Segment& segment,
+                                         std::vector<std::byte>& scratch);
 
 // Writes every local rank's output for the kinds computed from inputs alone (all but
 // all-reduce), staging results where outputs may overlap inputs.

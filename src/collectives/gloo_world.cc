@@ -4,6 +4,7 @@
 #include "src/collectives/gloo_world.h"
 
 #include <cstring>
+#include <deque>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -286,6 +287,7 @@ absl::Status GlooWorld::Drive(const Round& round, uint64_t sequence) {
   InputTable inputs(collective);
   PeerExchange exchange(group_.context.get(), sequence * 4 + 1,
                         Clock::now() + options_.collective_timeout, describe, where);
+  std::deque<std::vector<std::byte>> partials;  // Sent until exchange.Wait returns.
   std::vector<std::vector<Segment>> needed(process_count());
   size_t incoming = 0;
   for (int process = 0; process < process_count(); ++process) {
@@ -299,7 +301,7 @@ absl::Status GlooWorld::Drive(const Round& round, uint64_t sequence) {
     if (process == self_) continue;
     std::vector<std::span<const std::byte>> pieces;
     for (const Segment& segment : InputsNeeded(collective, process, self_)) {
-      pieces.push_back(all[segment.rank].input.subspan(segment.offset, segment.size));
+      pieces.push_back(SegmentToSend(collective, inputs, segment, partials.emplace_back()));
     }
     exchange.Send(process, pieces);
     size_t bytes = 0;
