@@ -1,9 +1,10 @@
 // while and conditional on a device (lavapipe in CI): the lax.scan loop unrolled, the pred and
 // indexed conditionals if-converted (every branch index, out-of-range ones too) and a loop whose
 // body branches into another loop, each equal to the CPU reference running the real loops and
-// branches.
+// branches; a per-device program whose loop body holds an all-reduce, equal to its unrolled text.
 #include <gtest/gtest.h>
 
+#include "src/exec/mesh_executable.h"
 #include "tests/exec/device_reference.h"
 #include "tests/support/control_flow_programs.h"
 #include "tests/support/device_test.h"
@@ -20,7 +21,7 @@ std::unique_ptr<ir::Module> ReadProgram(const std::string& name) {
 
 class ControlFlowDeviceTest : public DeviceTest {
  protected:
-  void SetUp() override { OpenDevices(1); }
+  void SetUp() override { OpenDevices(2); }
 };
 
 TEST_F(ControlFlowDeviceTest, ScanAndNestedLoopsMatchTheReference) {
@@ -61,6 +62,78 @@ TEST_F(ControlFlowDeviceTest, ConditionalsTakeTheBranchTheReferenceTakes) {
                                          device(0)),
               "")
         << index;
+  }
+}
+
+// A per-device program whose loop body all-reduces (the CPU reference evaluates no collective
+// inside a called computation, so the oracle is the loop unrolled by hand).
+constexpr char kAllReduceLoop[] = R"(HloModule all_reduce_loop, num_partitions=2
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%cond (s: (s32[], f32[4])) -> pred[] {
+  %s = (s32[], f32[4]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+%body (t: (s32[], f32[4])) -> (s32[], f32[4]) {
+  %t = (s32[], f32[4]) parameter(0)
+  %i = s32[] get-tuple-element(%t), index=0
+  %v = f32[4] get-tuple-element(%t), index=1
+  %r = f32[4] all-reduce(%v), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=%add
+  %half = f32[4] constant({0.5, -1, 2, 0.25})
+  %m = f32[4] multiply(%r, %half)
+  %one = s32[] constant(1)
+  %i1 = s32[] add(%i, %one)
+  ROOT %o = (s32[], f32[4]) tuple(%i1, %m)
+}
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[4]) tuple(%zero, %x)
+  %loop = (s32[], f32[4]) while(%init), condition=%cond, body=%body
+  ROOT %y = f32[4] get-tuple-element(%loop), index=1
+}
+)";
+
+constexpr char kAllReduceUnrolled[] = R"(HloModule all_reduce_unrolled, num_partitions=2
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  %half = f32[4] constant({0.5, -1, 2, 0.25})
+  %r1 = f32[4] all-reduce(%x), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=%add
+  %m1 = f32[4] multiply(%r1, %half)
+  %r2 = f32[4] all-reduce(%m1), channel_id=2, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=%add
+  %m2 = f32[4] multiply(%r2, %half)
+  %r3 = f32[4] all-reduce(%m2), channel_id=3, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=%add
+  ROOT %m3 = f32[4] multiply(%r3, %half)
+}
+)";
+
+TEST_F(ControlFlowDeviceTest, LoopWithACollectiveInAPerDeviceProgramMatchesItsUnrolledText) {
+  std::unique_ptr<ir::Module> loop = ParseVerified(kAllReduceLoop);
+  std::unique_ptr<ir::Module> unrolled = ParseVerified(kAllReduceUnrolled);
+  ASSERT_NE(loop, nullptr);
+  ASSERT_NE(unrolled, nullptr);
+  const std::vector<std::vector<Literal>> arguments = {
+      {Literal::Create(DType::kF32, {4}, std::vector<float>{1, -2, 0.5f, 3})},
+      {Literal::Create(DType::kF32, {4}, std::vector<float>{0.25f, 4, -1, 2})}};
+  absl::StatusOr<std::vector<Literal>> expected = interp::EvaluateOnDevices(*unrolled, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  absl::StatusOr<std::unique_ptr<exec::MeshExecutable>> mesh =
+      exec::MeshExecutable::Compile(*loop, {&device(0), &device(1)});
+  ASSERT_TRUE(mesh.ok()) << mesh.status();
+  absl::StatusOr<std::vector<Literal>> results = (*mesh)->Run(arguments);
+  ASSERT_TRUE(results.ok()) << results.status();
+  for (int d = 0; d < 2; ++d) {
+    EXPECT_EQ(CompareLiterals((*results)[d], (*expected)[d], 1e-6), "") << "device " << d;
   }
 }
 
