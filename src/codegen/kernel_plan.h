@@ -202,6 +202,10 @@ struct ProgramPlan {
   std::vector<std::pair<int, int>> donations;
   bool tuple_result = false;
   DeviceIds ids;
+  // The device's subgroup size where kernels use subgroup shuffles (TargetInfo::subgroup_size),
+  // else 0. Shaders are SPIR-V 1.5 without varying subgroup sizes, so a workgroup of at most this
+  // many invocations is one subgroup.
+  uint32_t subgroup_size = 0;
   // The instructions that live in buffers, and their buffer ids; every other instruction is
   // computed inline by the kernels that read it.
   std::map<const ir::Instruction*, int> materialized;

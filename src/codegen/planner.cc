@@ -254,6 +254,7 @@ class Planner {
   Planner(const ir::Module& module, const TargetInfo& target, DeviceIds ids)
       : module_(module), target_(target) {
     plan_.ids = ids;
+    plan_.subgroup_size = target.subgroup_shuffle ? target.subgroup_size : 0;
   }
 
   absl::StatusOr<ProgramPlan> Plan() {

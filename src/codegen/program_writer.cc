@@ -124,7 +124,8 @@ absl::StatusOr<std::string> PartsBody(const KernelPlan& kernel, KernelWriter& wr
 }
 
 // One pass of a reduce, or of the sum of a dot's split-K partial products (see ReductionPass).
-absl::StatusOr<std::string> ReductionBody(const KernelPlan& kernel, KernelWriter& writer) {
+absl::StatusOr<std::string> ReductionBody(const KernelPlan& kernel, KernelWriter& writer,
+                                          uint32_t subgroup_size) {
   const ReductionPass& pass = kernel.reduction;
   const Instruction& root = *kernel.root;
   const bool is_dot = root.opcode() == Opcode::kDot;
@@ -156,6 +157,7 @@ absl::StatusOr<std::string> ReductionBody(const KernelPlan& kernel, KernelWriter
   reduction.end = "end";
   reduction.result = "result";
   reduction.lanes = pass.lanes;
+  reduction.subgroup_size = subgroup_size;
   const uint32_t lanes = pass.lanes;
   const int64_t chunks = pass.chunks;
   return absl::StrCat(
@@ -167,7 +169,8 @@ absl::StatusOr<std::string> ReductionBody(const KernelPlan& kernel, KernelWriter
 }
 
 // Row by row, the row reductions first (see row_fusion.h).
-absl::StatusOr<std::string> RowsBody(const KernelPlan& kernel, KernelWriter& writer) {
+absl::StatusOr<std::string> RowsBody(const KernelPlan& kernel, KernelWriter& writer,
+                                     uint32_t subgroup_size) {
   const RowPlan& row = kernel.row;
   const uint32_t lanes = row.lanes;
   const std::string lane = lanes > 1 ? "gl_LocalInvocationID.x" : "0u";
@@ -186,6 +189,7 @@ absl::StatusOr<std::string> RowsBody(const KernelPlan& kernel, KernelWriter& wri
     reduction.begin = "0u";
     reduction.end = absl::StrCat(row_length, "u");
     reduction.lanes = lanes;
+    reduction.subgroup_size = subgroup_size;
     absl::StrAppend(&body, LaneReductionCode(reduction, writer));
   }
   VKSPMD_ASSIGN_OR_RETURN(std::string value, writer.Value(kernel.root, /*compute=*/true));
@@ -213,10 +217,10 @@ absl::Status WriteKernel(const ProgramPlan& plan, KernelPlan& kernel) {
       body = kernel.parts.empty() ? MapBody(kernel, writer) : PartsBody(kernel, writer);
       break;
     case KernelKind::kReduction:
-      body = ReductionBody(kernel, writer);
+      body = ReductionBody(kernel, writer, plan.subgroup_size);
       break;
     case KernelKind::kRows:
-      body = RowsBody(kernel, writer);
+      body = RowsBody(kernel, writer, plan.subgroup_size);
       break;
     case KernelKind::kDot:
       body = DotBody(kernel, writer);

@@ -76,12 +76,15 @@ std::string LaneReductionCode(const LaneReduction& reduction, KernelWriter& writ
       " b = ", reduction.element, ";\n    acc = ", reduction.combine, ";\n  }\n");
   if (reduction.lanes > 1) {
     writer.RequireSubgroups();
-    const std::string partial = writer.AddShared(type, reduction.lanes);
-    const std::string partial_has = writer.AddShared("uint", reduction.lanes);
     absl::StrAppend(&code, "  for (uint offset = 1u; offset < min(gl_SubgroupSize, ", lanes,
                     "); offset <<= 1) {\n    ", type, " other = ", ShuffleXor(type, "acc"), ";\n",
                     "    bool other_has = subgroupShuffleXor(has ? 1u : 0u, offset) != 0u;\n",
-                    fold("other", "other_has"), "  }\n",
+                    fold("other", "other_has"), "  }\n");
+  }
+  if (reduction.lanes > 1 && reduction.lanes > reduction.subgroup_size) {
+    const std::string partial = writer.AddShared(type, reduction.lanes);
+    const std::string partial_has = writer.AddShared("uint", reduction.lanes);
+    absl::StrAppend(&code,
                     // Uniform across the workgroup, so the barriers inside are allowed.
                     "  if (gl_NumSubgroups > 1u) {\n", "    if (subgroupElect()) { ", partial,
                     "[gl_SubgroupID] = acc; ", partial_has, "[gl_SubgroupID] = has ? 1u : 0u; }\n",

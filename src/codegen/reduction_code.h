@@ -25,6 +25,10 @@ struct LaneReduction {
   std::string init;     // Combined once into the result; empty for none (then begin < end).
   std::string result;   // Variable assigned the result in every lane.
   uint32_t lanes = 1;   // The workgroup's size; lane = gl_LocalInvocationID.x.
+  // ProgramPlan::subgroup_size: with lanes at most this, the workgroup is one subgroup and the
+  // shuffles alone combine the lanes (no shared memory or barriers, which make CPU drivers run
+  // the whole kernel as coroutines).
+  uint32_t subgroup_size = 0;
 };
 
 // The code of one reduction inside main(). With lanes > 1 it declares shared memory and

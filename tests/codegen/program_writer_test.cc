@@ -50,6 +50,38 @@ TEST(ProgramWriterTest, EveryKernelBindsItsPlannedBuffersAndCompiles) {
   }
 }
 
+TEST(ProgramWriterTest, ReductionsOverOneSubgroupNeedNoSharedMemoryOrBarriers) {
+  // On lavapipe a row's lanes are one subgroup of 8: the shuffles combine them, and the kernels
+  // have no barrier (which makes llvmpipe run a kernel as coroutines: the attention backward's row
+  // kernel took 1.2 ms with one, 0.55 ms without). Where the subgroup size is not known, the
+  // subgroups' results meet in shared memory.
+  for (const char* name : {"softmax", "layer_norm"}) {
+    SCOPED_TRACE(name);
+    absl::StatusOr<std::unique_ptr<ir::Module>> module =
+        ir::ParseAndVerifyModule(TestdataProgram(name));
+    ASSERT_TRUE(module.ok()) << module.status();
+    absl::StatusOr<ProgramPlan> plan = PlanProgram(**module, LavapipeTarget());
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(plan->subgroup_size, 8u);
+    int lane_kernels = 0;
+    for (const KernelPlan& kernel : plan->kernels) {
+      if (kernel.local_size != 8 || kernel.kind == KernelKind::kDot) continue;
+      ++lane_kernels;
+      EXPECT_EQ(Count(kernel.glsl, "barrier()"), 0) << kernel.glsl;
+      EXPECT_EQ(Count(kernel.glsl, "shared "), 0) << kernel.glsl;
+      EXPECT_GT(Count(kernel.glsl, "subgroupShuffleXor"), 0) << kernel.glsl;
+    }
+    EXPECT_GT(lane_kernels, 0);
+    plan->subgroup_size = 0;
+    ASSERT_TRUE(WriteKernels(*plan).ok());
+    for (const KernelPlan& kernel : plan->kernels) {
+      if (kernel.local_size != 8 || kernel.kind == KernelKind::kDot) continue;
+      EXPECT_GT(Count(kernel.glsl, "barrier()"), 0) << kernel.name;
+      EXPECT_TRUE(CompileComputeShader(kernel.glsl, kernel.name).ok()) << kernel.name;
+    }
+  }
+}
+
 TEST(ProgramWriterTest, ReadingABufferThePlanDoesNotBindIsAnError) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"(HloModule m
 ENTRY e {
