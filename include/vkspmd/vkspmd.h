@@ -5,6 +5,7 @@
 #include "vkspmd/cache.h"
 #include "vkspmd/checkpoint.h"
 #include "vkspmd/devices.h"
+#include "vkspmd/dtensor.h"
 #include "vkspmd/dtype.h"
 #include "vkspmd/error.h"
 #include "vkspmd/host_tensor.h"
