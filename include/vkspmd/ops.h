@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "vkspmd/tensor.h"
@@ -86,6 +87,24 @@ Tensor expand(const Tensor& x, std::vector<int64_t> shape);
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+
+// Basic indexing, as Python's x[1, :, 2:5] (torch::indexing). Per entry: an int picks one
+// element of its dim and drops the dim (negative counts from the end; out of range throws); a
+// Slice keeps start, start + step, ... below stop (missing ends are the dim's ends, negative ones
+// count from the end, all clamped as Python clamps them; the step is positive); NewAxis inserts
+// a dim of size 1; Ellipsis stands for the whole dims the other entries leave (at most one).
+// Dims after the entries stay whole.
+struct Slice {
+  std::optional<int64_t> start;
+  std::optional<int64_t> stop;
+  int64_t step = 1;
+};
+struct NewAxisType {};
+inline constexpr NewAxisType NewAxis{};
+struct EllipsisType {};
+inline constexpr EllipsisType Ellipsis{};
+using TensorIndex = std::variant<int64_t, Slice, NewAxisType, EllipsisType>;
+Tensor index(const Tensor& x, const std::vector<TensorIndex>& indices);
 
 // Reductions over `dims` (empty: all dims).
 Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);

@@ -156,6 +156,40 @@ void BindShapeMethods(py::class_<Tensor>& cls) {
   cls.def("int", [](const Tensor& t) { return t.to(int32); });
 }
 
+// One entry of x[key] as the C++ index() takes it.
+TensorIndex ToTensorIndex(py::handle entry) {
+  if (entry.is_none()) return NewAxis;
+  if (entry.ptr() == Py_Ellipsis) return Ellipsis;
+  if (PySlice_Check(entry.ptr())) {
+    auto field = [&](const char* name) -> std::optional<int64_t> {
+      py::object value = entry.attr(name);
+      if (value.is_none()) return std::nullopt;
+      return value.cast<int64_t>();
+    };
+    return Slice{field("start"), field("stop"), field("step").value_or(1)};
+  }
+  if (PyIndex_Check(entry.ptr()) && !PyBool_Check(entry.ptr())) return entry.cast<int64_t>();
+  throw py::type_error(
+      "vkspmd tensors take ints, slices, None and ... as indices (no tensor or "
+      "bool indexing); got " +
+      py::repr(entry).cast<std::string>());
+}
+
+void BindIndexing(py::class_<Tensor>& cls) {
+  cls.def(
+      "__getitem__",
+      [](const Tensor& t, py::handle key) {
+        std::vector<TensorIndex> indices;
+        if (py::isinstance<py::tuple>(key)) {
+          for (py::handle entry : key) indices.push_back(ToTensorIndex(entry));
+        } else {
+          indices.push_back(ToTensorIndex(key));
+        }
+        return index(t, indices);
+      },
+      "Basic indexing (ints, slices with a positive step, None, ...), as t[1, :, 2:5].");
+}
+
 void BindReductionMethods(py::class_<Tensor>& cls) {
   const auto dim = py::arg("dim") = py::none();
   const auto keepdim = py::arg("keepdim") = false;
@@ -213,6 +247,7 @@ void BindTensor(py::module_& module) {
   BindUpdates(cls);
   BindShapeMethods(cls);
   BindReductionMethods(cls);
+  BindIndexing(cls);
 }
 
 }  // namespace vkspmd::python

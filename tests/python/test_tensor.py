@@ -224,3 +224,23 @@ def test_methods_equal_functions():
     np.testing.assert_allclose(x.log_softmax(1).numpy(),
                                np.log(np.exp(x_np) / np.exp(x_np).sum(1, keepdims=True)),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_indexing_against_numpy():
+    x_np = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    x = vkspmd.tensor(x_np)
+    keys = [1, -1, (0, 2), (slice(None), 1), (slice(1, None), slice(None, None, 2)),
+            (Ellipsis, 3), (None, 1), (1, None, slice(-3, 100)), (Ellipsis, None),
+            (slice(-100, 2), Ellipsis, slice(1, 4, 2)), (2, 3, 4), slice(5, 9)]
+    for key in keys:
+        np.testing.assert_array_equal(x[key].numpy(), x_np[key], err_msg=repr(key))
+    with pytest.raises(IndexError, match="out of range"):
+        x[3]
+    with pytest.raises(ValueError, match="rank"):
+        x[0, 0, 0, 0]
+    with pytest.raises(ValueError, match="step"):
+        x[::-1]
+    with pytest.raises(ValueError, match="Ellipsis"):
+        x[..., 0, ...]
+    with pytest.raises(TypeError, match="bool indexing"):
+        x[x > 3]
