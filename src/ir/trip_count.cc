@@ -2,6 +2,7 @@
 #include "src/ir/trip_count.h"
 
 #include <limits>
+#include <utility>
 
 #include "absl/numeric/int128.h"
 
@@ -72,40 +73,56 @@ ComparisonDirection Mirrored(ComparisonDirection direction) {
 std::optional<int64_t> CountedLoopTripCount(const Computation& condition, const Computation& body,
                                             const Instruction& init) {
   const Instruction* compare = condition.root();
+  const Instruction* next = body.root();
   if (compare == nullptr || compare->opcode() != Opcode::kCompare ||
-      compare->attributes().total_order || init.opcode() != Opcode::kTuple) {
+      compare->attributes().total_order || init.opcode() != Opcode::kTuple || next == nullptr ||
+      next->opcode() != Opcode::kTuple) {
     return std::nullopt;
   }
+  // The state element the body increments: its index and step.
+  auto increment = [&](const Instruction& counter) -> std::optional<std::pair<int64_t, int64_t>> {
+    if (counter.opcode() != Opcode::kGetTupleElement) return std::nullopt;
+    const int64_t index = counter.attributes().tuple_index;
+    if (!IsStateElement(counter, condition, index) || index >= next->operand_count() ||
+        index >= init.operand_count() || next->operand(index)->opcode() != Opcode::kAdd) {
+      return std::nullopt;
+    }
+    const Instruction* add = next->operand(index);
+    for (int which : {0, 1}) {
+      if (!IsStateElement(*add->operand(which), body, index)) continue;
+      const std::optional<int64_t> step = ScalarInteger(*add->operand(1 - which));
+      if (step.has_value() && *step > 0) return std::pair{index, *step};
+    }
+    return std::nullopt;
+  };
+  // A constant, or a state element the body passes on unchanged from a constant (a fori_loop's
+  // upper bound carried in the state).
+  auto invariant = [&](const Instruction& value) -> std::optional<int64_t> {
+    if (value.opcode() != Opcode::kGetTupleElement) return ScalarInteger(value);
+    const int64_t index = value.attributes().tuple_index;
+    if (!IsStateElement(value, condition, index) || index >= next->operand_count() ||
+        index >= init.operand_count() || !IsStateElement(*next->operand(index), body, index)) {
+      return std::nullopt;
+    }
+    return ScalarInteger(*init.operand(index));
+  };
   // Counter on the left: counter DIRECTION bound.
   ComparisonDirection direction = compare->attributes().direction;
   const Instruction* counter = compare->operand(0);
-  std::optional<int64_t> bound = ScalarInteger(*compare->operand(1));
-  if (!bound.has_value()) {
+  std::optional<std::pair<int64_t, int64_t>> counted = increment(*counter);
+  std::optional<int64_t> bound = invariant(*compare->operand(1));
+  if (!counted.has_value() || !bound.has_value()) {
     counter = compare->operand(1);
-    bound = ScalarInteger(*compare->operand(0));
+    counted = increment(*counter);
+    bound = invariant(*compare->operand(0));
     direction = Mirrored(direction);
   }
-  if (!bound.has_value() || counter->opcode() != Opcode::kGetTupleElement) return std::nullopt;
-  const int64_t index = counter->attributes().tuple_index;
-  if (!IsStateElement(*counter, condition, index) || index >= init.operand_count()) {
-    return std::nullopt;
-  }
-  const std::optional<int64_t> start = ScalarInteger(*init.operand(index));
-  const Instruction* next = body.root();
-  if (!start.has_value() || next == nullptr || next->opcode() != Opcode::kTuple ||
-      index >= next->operand_count() || next->operand(index)->opcode() != Opcode::kAdd) {
-    return std::nullopt;
-  }
-  const Instruction* add = next->operand(index);
-  const int which = IsStateElement(*add->operand(0), body, index)   ? 0
-                    : IsStateElement(*add->operand(1), body, index) ? 1
-                                                                    : -1;
-  if (which < 0) return std::nullopt;
-  const std::optional<int64_t> step = ScalarInteger(*add->operand(1 - which));
-  if (!step.has_value() || *step <= 0) return std::nullopt;
+  if (!counted.has_value() || !bound.has_value()) return std::nullopt;
+  const std::optional<int64_t> start = ScalarInteger(*init.operand(counted->first));
+  if (!start.has_value()) return std::nullopt;
   // Iterations until the counter fails the comparison, in 128 bits so that s64 bounds cannot
   // overflow the arithmetic.
-  const absl::int128 first = *start, last = *bound, stride = *step;
+  const absl::int128 first = *start, last = *bound, stride = counted->second;
   absl::int128 trips = 0;
   switch (direction) {
     case ComparisonDirection::kLt:

@@ -168,6 +168,63 @@ TEST(ControlFlowLoweringTest, CounterTripCountsEqualTheIterationsTheReferenceRun
   }
 }
 
+// A fori_loop whose bound is carried in the state: (i, n, acc), i < n, acc += 1; `next_bound`
+// is what the body makes of n.
+std::string CarriedBoundLoop(const std::string& next_bound) {
+  return fmt::format(R"(HloModule carried_bound
+%cond (s: (s32[], s32[], s32[])) -> pred[] {{
+  %s = (s32[], s32[], s32[]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] get-tuple-element(%s), index=1
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}}
+%body (t: (s32[], s32[], s32[])) -> (s32[], s32[], s32[]) {{
+  %t = (s32[], s32[], s32[]) parameter(0)
+  %i = s32[] get-tuple-element(%t), index=0
+  %n = s32[] get-tuple-element(%t), index=1
+  %acc = s32[] get-tuple-element(%t), index=2
+  %one = s32[] constant(1)
+  %i1 = s32[] add(%i, %one)
+  %acc1 = s32[] add(%acc, %one)
+  {0}
+  ROOT %state = (s32[], s32[], s32[]) tuple(%i1, %n1, %acc1)
+}}
+ENTRY %main () -> (s32[], s32[], s32[]) {{
+  %zero = s32[] constant(0)
+  %seven = s32[] constant(7)
+  %init = (s32[], s32[], s32[]) tuple(%zero, %seven, %zero)
+  ROOT %loop = (s32[], s32[], s32[]) while(%init), condition=%cond, body=%body
+}}
+)",
+                     next_bound);
+}
+
+TEST(ControlFlowLoweringTest, ABoundCarriedUnchangedInTheStateIsCounted) {
+  std::unique_ptr<Module> module = Parse(CarriedBoundLoop("%n1 = s32[] copy(%n)"));
+  ASSERT_NE(module, nullptr);
+  // The copy is not the state element itself: only a bound passed on as it is counts.
+  const Instruction* loop = Find(*module, Opcode::kWhile);
+  EXPECT_EQ(CountedLoopTripCount(*loop->attributes().called[0], *loop->attributes().called[1],
+                                 *loop->operand(0)),
+            std::nullopt);
+  std::string passed = CarriedBoundLoop("");
+  passed = absl::StrReplaceAll(passed, {{"tuple(%i1, %n1, %acc1)", "tuple(%i1, %n, %acc1)"}});
+  module = Parse(passed);
+  ASSERT_NE(module, nullptr);
+  loop = Find(*module, Opcode::kWhile);
+  EXPECT_EQ(CountedLoopTripCount(*loop->attributes().called[0], *loop->attributes().called[1],
+                                 *loop->operand(0)),
+            7);
+  ExpectLoweredEqualsOriginal(*module, {});
+  // A bound the body changes (n - 1 each step: 4 iterations, not 7) is not a known bound.
+  module = Parse(CarriedBoundLoop("%n1 = s32[] subtract(%n, %one)"));
+  ASSERT_NE(module, nullptr);
+  loop = Find(*module, Opcode::kWhile);
+  EXPECT_EQ(CountedLoopTripCount(*loop->attributes().called[0], *loop->attributes().called[1],
+                                 *loop->operand(0)),
+            std::nullopt);
+}
+
 TEST(ControlFlowLoweringTest, CountersThatWrapOrStepOverTheirBoundAreNotCounted) {
   for (const std::string& text : {
            // 2147483645 + 5 wraps to a negative value, still below the bound.
