@@ -21,6 +21,9 @@ def test_numpy_round_trip_every_dtype(numpy_type, dtype):
     np.testing.assert_array_equal(back, source)
     np.testing.assert_array_equal(np.asarray(t), source)
     np.testing.assert_array_equal(np.asarray(t, dtype=np.float64), source.astype(np.float64))
+    # Zero-copy from the gathered host value: the array does not own its memory, a capsule
+    # holding that value does.
+    assert not back.flags["OWNDATA"] and type(back.base).__name__ == "PyCapsule"
 
 
 def test_bfloat16_rounds_and_is_not_numpy():
