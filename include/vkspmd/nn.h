@@ -62,6 +62,9 @@ class Module {
   std::vector<NamedParameter> parameter_table() const;
   // The number of parameter elements.
   int64_t parameter_count() const;
+  // (dotted name, module) of every descendant, parents before their children ("mlp",
+  // "mlp.fc1", ...), as PyTorch's named_modules without the module itself.
+  std::vector<std::pair<std::string, Module*>> named_modules() const;
 
   // Every parameter as `directory/<dotted name>.npy` (the directory is created), and back: load
   // assigns each parameter the file of its name (keeping its identity and sharding); a missing

@@ -66,6 +66,17 @@ std::vector<NamedParameter> Module::parameter_table() const {
   return table;
 }
 
+std::vector<std::pair<std::string, Module*>> Module::named_modules() const {
+  std::vector<std::pair<std::string, Module*>> named;
+  for (const auto& [name, child] : children_) {
+    named.emplace_back(name, child);
+    for (auto& [inner, module] : child->named_modules()) {
+      named.emplace_back(name + "." + inner, module);
+    }
+  }
+  return named;
+}
+
 std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
   std::vector<std::pair<std::string, Tensor>> named;
   for (NamedParameter& entry : parameter_table()) {
