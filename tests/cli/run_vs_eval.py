@@ -32,8 +32,36 @@ def per_device_int(x):
     return {f"device{d}.output": x * (3 if d < 2 else 7) for d in range(4)}
 
 
+def scan(carry, xs):
+    # lax.scan of c = 0.5 c + x_t, collecting every c (tests/testdata/control_flow/scan.hlo).
+    ys = np.zeros_like(xs)
+    for t in range(xs.shape[0]):
+        carry = carry * np.float32(0.5) + xs[t]
+        ys[t] = carry
+    return {"output.0": carry, "output.1": ys}
+
+
+def switch(index, x):
+    # Branches -x, x * x, x + 100; an index outside 0..2 runs the last, as XLA.
+    branches = [lambda: -x, lambda: x * x, lambda: x + np.int32(100)]
+    return {"output": branches[index if 0 <= index < 3 else 2]()}
+
+
+CONTROL_FLOW = "../../testdata/control_flow/"
+
 # name: (module, inputs from a generator, the oracle's outputs by file stem)
 CASES = {
+    "scan": (CONTROL_FLOW + "scan.hlo", lambda rng: [floats(rng, 8), floats(rng, 5, 8)], scan),
+    "cond_true": (CONTROL_FLOW + "cond.hlo",
+                  lambda rng: [np.array(True), floats(rng, 7), ints(rng, 7)],
+                  lambda p, x, n: {"output": x * n.astype(np.float32)}),
+    "cond_false": (CONTROL_FLOW + "cond.hlo",
+                   lambda rng: [np.array(False), floats(rng, 7), ints(rng, 7)],
+                   lambda p, x, n: {"output": x - n.astype(np.float32)}),
+    "switch_1": (CONTROL_FLOW + "switch.hlo", lambda rng: [np.array(1, np.int32), ints(rng, 5)],
+                 switch),
+    "switch_out_of_range": (CONTROL_FLOW + "switch.hlo",
+                            lambda rng: [np.array(-4, np.int32), ints(rng, 5)], switch),
     "jax_int_rows": ("jax_int_rows.hlo", lambda rng: [ints(rng, 8, 5), ints(rng, 8, 5)],
                      lambda x, y: {"output": (x * y + x).sum(axis=1, dtype=np.int32)}),
     "per_device_int": ("per_device_int.hlo", lambda rng: [ints(rng, 7, 3)], per_device_int),
