@@ -6,6 +6,7 @@
 #include "vkspmd/checkpoint.h"
 #include "vkspmd/devices.h"
 #include "vkspmd/dtensor.h"
+#include "vkspmd/dtensor_parallel.h"
 #include "vkspmd/dtype.h"
 #include "vkspmd/error.h"
 #include "vkspmd/host_tensor.h"

@@ -91,8 +91,10 @@ PartitionSpec SpecOf(const spmd::AxisSharding& sharding) {
 Tensor Place(const Tensor& value, const DeviceMesh& mesh, const spmd::AxisSharding& sharding) {
   const lazy::PlacementPtr placement = lazy::PlacementOf(mesh.mesh());
   NodePtr node = lazy::NodeOf(value, "DTensor");
-  if (!node->is_leaf() && !lazy::SamePlacement(node->placement, placement)) {
-    // Computed on another mesh: materialise it there first, then move the data.
+  if (!node->is_leaf() && node->placement != nullptr &&
+      !lazy::SamePlacement(node->placement, placement)) {
+    // Computed on another mesh: materialise it there first, then move the data. (A value of no
+    // mesh, such as from_local's concatenation of host data, is computed on this one.)
     lazy::ThrowIfError(lazy::Context::Get().Sync({value.state()}, lazy::SyncCause::kValueRead,
                                                  std::source_location::current()));
     node = value.state()->node;
