@@ -29,7 +29,8 @@ namespace vkspmd::collectives {
 class GlooWorld : public World, public std::enable_shared_from_this<GlooWorld> {
  public:
   // Meets the other processes of `options` (process_rendezvous.h); this process drives
-  // `local_devices` ranks.
+  // `local_devices` ranks. With other processes, SIGPIPE is ignored from then on if it had its
+  // default action (a write to a dead peer fails the collective instead of ending the process).
   static absl::StatusOr<std::shared_ptr<GlooWorld>> Create(const DistributedOptions& options,
                                                            int local_devices);
 

@@ -2,6 +2,7 @@
 // wait that names who is missing, and Gloo's full mesh of TCP pairs over the same store.
 #include "src/collectives/process_rendezvous.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -161,6 +162,12 @@ absl::StatusOr<ProcessGroup> MeetProcesses(const DistributedOptions& options, in
   group.hosts.assign(count, GlooHostname(options));
   if (count == 1) return group;
 
+  // Gloo writes to its sockets without MSG_NOSIGNAL in places: a write to a peer that just died
+  // would end this process with SIGPIPE instead of failing the collective with the peer's name.
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+    ::signal(SIGPIPE, SIG_IGN);
+  }
   const auto deadline = Clock::now() + options.rendezvous_timeout;
   VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<AnnounceStore> store,
                           OpenStore(options, deadline, group));

@@ -24,31 +24,39 @@ absl::StatusOr<std::unique_ptr<MeshExecutable>> MeshExecutable::Compile(
   if (world == nullptr) {
     VKSPMD_ASSIGN_OR_RETURN(world, collectives::InProcessWorld::Create(ranks));
   }
-  if (world->size() != ranks || static_cast<int>(world->local_ranks().size()) != ranks) {
-    // Device d's communicator is rank d; ranks in other processes need a program per process.
-    return absl::UnimplementedError(
+  if (world->size() != ranks) {
+    // Device d's communicator is rank d.
+    return absl::InvalidArgumentError(
         absl::StrCat("the program's ", ranks, " devices need a collective world of ", ranks,
-                     " ranks all in this process; the world has ", world->size(), " rank(s), ",
-                     world->local_ranks().size(), " of them here"));
+                     " ranks; the world has ", world->size(), " rank(s)"));
+  }
+  // This process runs the world's local ranks; the other devices are other processes'.
+  std::vector<bool> local(ranks, false);
+  for (int rank : world->local_ranks()) local[rank] = true;
+  for (int d = 0; d < ranks; ++d) {
+    if (local[d] && devices[d] == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("device ", d, " runs here but is null"));
+    }
+    if (local[d]) mesh->local_.push_back(d);
   }
   mesh->world_ = std::move(world);
-  for (size_t d = 0; d < devices.size(); ++d) {
-    VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<collectives::Communicator> communicator,
-                            mesh->world_->Connect(static_cast<int>(d)));
-    mesh->communicators_.push_back(std::move(communicator));
+  mesh->executables_.resize(devices.size());
+  mesh->communicators_.resize(devices.size());
+  for (size_t d : mesh->local_) {
+    VKSPMD_ASSIGN_OR_RETURN(mesh->communicators_[d], mesh->world_->Connect(static_cast<int>(d)));
     DeviceAssignment assignment;
     assignment.replica = static_cast<int64_t>(d) / partitions;
     assignment.partition = static_cast<int64_t>(d) % partitions;
-    assignment.communicator = mesh->communicators_.back().get();
+    assignment.communicator = mesh->communicators_[d].get();
     absl::StatusOr<std::unique_ptr<Executable>> executable =
         Executable::Compile(module, *devices[d], timestamps, assignment);
     if (!executable.ok()) {
       return absl::Status(executable.status().code(),
                           absl::StrCat("device ", d, ": ", executable.status().message()));
     }
-    mesh->executables_.push_back(std::move(*executable));
+    mesh->executables_[d] = std::move(*executable);
   }
-  mesh->workers_ = std::make_unique<DeviceWorkers>(devices.size());
+  mesh->workers_ = std::make_unique<DeviceWorkers>(mesh->local_.size());
   return mesh;
 }
 
@@ -56,14 +64,13 @@ absl::Status MeshExecutable::OnEveryDevice(const std::function<absl::Status(size
   const size_t n = executables_.size();
   if (debug::TracingOn()) {
     size_t segments = 0;
-    for (const auto& executable : executables_) {
-      segments = std::max(segments, executable->segment_count());
-    }
+    for (size_t d : local_) segments = std::max(segments, executables_[d]->segment_count());
     const uint64_t flow_base = debug::NextFlowIds(segments * n);
-    for (const auto& executable : executables_) executable->set_trace_flow_base(flow_base);
+    for (size_t d : local_) executables_[d]->set_trace_flow_base(flow_base);
   }
   std::vector<absl::Status> statuses(n);
-  workers_->RunOnEach([&](size_t d) {
+  workers_->RunOnEach([&](size_t worker) {
+    const size_t d = local_[worker];
     debug::ScopedTraceSpan span("device run");
     statuses[d] = body(d);
     // Peers waiting for this device at a collective fail now instead of at their timeout.
@@ -97,8 +104,8 @@ absl::StatusOr<std::vector<ir::Literal>> MeshExecutable::Run(
     results[d] = executables_[d]->Run(arguments[d]);
     return results[d].status();
   }));
-  std::vector<ir::Literal> values;
-  for (auto& result : results) values.push_back(std::move(*result));
+  std::vector<ir::Literal> values(n);
+  for (size_t d : local_) values[d] = std::move(*results[d]);
   return values;
 }
 
@@ -132,7 +139,7 @@ absl::StatusOr<std::vector<std::unique_ptr<ShardedBuffer>>> MeshExecutable::RunS
       return absl::FailedPreconditionError(
           absl::StrCat("argument ", k, " was donated to an earlier run and no longer exists"));
     }
-    for (size_t d = 0; d < n; ++d) {
+    for (size_t d : local_) {
       if (!argument->addressable(d)) {
         return absl::FailedPreconditionError(absl::StrCat("argument ", k, "'s shard for device ", d,
                                                           " is not addressable from this process"));
@@ -148,7 +155,7 @@ absl::StatusOr<std::vector<std::unique_ptr<ShardedBuffer>>> MeshExecutable::RunS
   if (result_shapes.size() != result_shardings.size()) {
     return absl::InvalidArgumentError("one sharding per result leaf");
   }
-  for (size_t d = 0; d < n; ++d) {
+  for (size_t d : local_) {
     std::vector<const runtime::Buffer*> shards;
     for (const ShardedBuffer* argument : arguments) shards.push_back(&argument->shard(d));
     absl::Status usable = executables_[d]->CheckDeviceArguments(shards);
@@ -162,7 +169,7 @@ absl::StatusOr<std::vector<std::unique_ptr<ShardedBuffer>>> MeshExecutable::RunS
   for (size_t k = 0; k < arguments.size(); ++k) {
     std::vector<std::unique_ptr<runtime::Buffer>> donated;
     if (donate[k]) donated = arguments[k]->Donate();
-    for (size_t d = 0; d < n; ++d) {
+    for (size_t d : local_) {
       if (donate[k]) {
         device_arguments[d][k].owned = std::move(donated[d]);
       } else {
@@ -175,7 +182,7 @@ absl::StatusOr<std::vector<std::unique_ptr<ShardedBuffer>>> MeshExecutable::RunS
     results[d] = executables_[d]->RunOnDevice(std::move(device_arguments[d]));
     return results[d].status();
   }));
-  for (size_t d = 0; d < n; ++d) {
+  for (size_t d : local_) {
     if (results[d]->size() != result_shapes.size()) {
       return absl::InvalidArgumentError(absl::StrCat("the program has ", results[d]->size(),
                                                      " results; ", result_shapes.size(),
@@ -185,7 +192,10 @@ absl::StatusOr<std::vector<std::unique_ptr<ShardedBuffer>>> MeshExecutable::RunS
   std::vector<std::unique_ptr<ShardedBuffer>> values;
   for (size_t leaf = 0; leaf < result_shapes.size(); ++leaf) {
     std::vector<std::unique_ptr<runtime::Buffer>> shards;
-    for (size_t d = 0; d < n; ++d) shards.push_back(std::move((*results[d])[leaf]));
+    for (size_t d = 0; d < n; ++d) {
+      // Other processes' shards stay null: not addressable here.
+      shards.push_back(results[d].ok() ? std::move((*results[d])[leaf]) : nullptr);
+    }
     VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<ShardedBuffer> value,
                             ShardedBuffer::FromShards(result_shapes[leaf], result_shardings[leaf],
                                                       mesh, std::move(shards)));

@@ -20,14 +20,16 @@ class MeshExecutable {
  public:
   // `devices[d]` runs global device d (= replica * partition_count + partition); there must be
   // exactly replica_count * partition_count of them. Borrowed; they must outlive the executable,
-  // and so must `module`. Global device d is rank d of `world`, which must have that many ranks,
-  // all in this process; without one, a new in-process world.
+  // and so must `module`. Global device d is rank d of `world`, which must have that many ranks;
+  // without one, a new in-process world. Only the world's local ranks run here (the others are
+  // other processes'): their devices must be given, the rest may be null.
   static absl::StatusOr<std::unique_ptr<MeshExecutable>> Compile(
       const ir::Module& module, const std::vector<runtime::MeshDevice*>& devices,
       bool timestamps = false, std::shared_ptr<collectives::World> world = nullptr);
 
-  // `arguments[d]` are device d's arguments; returns device d's result at index d. On failure,
-  // the error of the first device that failed for a reason other than a peer's absence.
+  // `arguments[d]` are device d's arguments; returns device d's result at index d (an empty
+  // literal for devices of other processes, whose arguments are ignored). On failure, the error
+  // of the first device that failed for a reason other than a peer's absence.
   absl::StatusOr<std::vector<ir::Literal>> Run(
       const std::vector<std::vector<ir::Literal>>& arguments);
 
@@ -49,6 +51,9 @@ class MeshExecutable {
       const std::vector<spmd::AxisSharding>& result_shardings, const spmd::Mesh& mesh);
 
   size_t device_count() const { return executables_.size(); }
+  // The devices this process runs, ascending.
+  const std::vector<size_t>& local_devices() const { return local_; }
+  // A device this process runs.
   Executable& executable(size_t device) { return *executables_[device]; }
 
  private:
@@ -60,7 +65,8 @@ class MeshExecutable {
   std::unique_ptr<DeviceWorkers> workers_;
   std::shared_ptr<collectives::World> world_;
   std::vector<std::unique_ptr<collectives::Communicator>> communicators_;
-  std::vector<std::unique_ptr<Executable>> executables_;
+  std::vector<std::unique_ptr<Executable>> executables_;  // Null for other processes' devices.
+  std::vector<size_t> local_;
 };
 
 }  // namespace vkspmd::exec

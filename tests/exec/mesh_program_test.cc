@@ -230,7 +230,7 @@ TEST_F(MeshProgramTest, AWorldOfTheWrongSizeIsRefused) {
   VKSPMD_ASSERT_OK_AND_ASSIGN(std::shared_ptr<collectives::InProcessWorld> three,
                               collectives::InProcessWorld::Create(3));
   absl::StatusOr<std::unique_ptr<exec::MeshProgram>> program = Create(three);
-  EXPECT_EQ(program.status().code(), absl::StatusCode::kUnimplemented) << program.status();
+  EXPECT_EQ(program.status().code(), absl::StatusCode::kInvalidArgument) << program.status();
   EXPECT_NE(program.status().message().find("world has 3 rank(s)"), absl::string_view::npos)
       << program.status();
 }
