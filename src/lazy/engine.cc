@@ -116,6 +116,15 @@ void Engine::Launch(GraphTask task) {
   }
   retired.clear();  // Here, on the tracing thread, while the devices run the queued graphs.
   OpenDevicesBeforeQueuing(*task.placement);
+  // A new lowering is compiled here, waited for, for the same reason the devices open before
+  // queuing: compiling loads code (lavapipe's LLVM registers exit handlers as it first meets
+  // them) whose exit handlers would be newer than the exit guard, so a caller leaving main while
+  // the worker compiles would run them first and destroy LLVM's statics under the compiling
+  // thread (1 in 5 to 20 runs of lazy_exit_while_running crashed so). Call registers the guard
+  // again after compiling. A repeated step's graph has no new lowering and is not waited for.
+  if (task.module != nullptr) {
+    task.compile_status = Call([&](DevicePool& pool) { return runner_.Prepare(task, pool); });
+  }
   auto shared = std::make_shared<GraphTask>(std::move(task));
   Post([this, shared] {
     runner_.Run(*shared, pool_);

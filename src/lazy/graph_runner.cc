@@ -23,7 +23,7 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 void GraphRunner::Run(GraphTask& task, DevicePool& pool) {
-  absl::Status status = RunOrFail(task, pool);
+  absl::Status status = task.compile_status.ok() ? RunOrFail(task, pool) : task.compile_status;
   if (status.ok()) return;
   absl::Status failure(status.code(),
                        absl::StrCat("the graph ", task.hash, " (", task.placement->key,
@@ -56,8 +56,12 @@ absl::StatusOr<GraphRunner::Compiled> GraphRunner::Compile(GraphTask& task, Devi
   return compiled;
 }
 
-absl::StatusOr<GraphRunner::Compiled*> GraphRunner::FindOrCompile(GraphTask& task,
-                                                                  DevicePool& pool) {
+absl::Status GraphRunner::Prepare(GraphTask& task, DevicePool& pool) {
+  return FindOrCompile(task, pool, /*ahead=*/true).status();
+}
+
+absl::StatusOr<GraphRunner::Compiled*> GraphRunner::FindOrCompile(GraphTask& task, DevicePool& pool,
+                                                                  bool ahead) {
   // The executable depends on input_output_alias (the structural hash covers it too).
   std::string aliases;
   for (const ir::InputOutputAlias& alias : task.aliases) {
@@ -68,7 +72,7 @@ absl::StatusOr<GraphRunner::Compiled*> GraphRunner::FindOrCompile(GraphTask& tas
   // Executables of devices that were closed since (to open more) are useless.
   if (auto found = cache_.find(key);
       found != cache_.end() && found->second.generation == pool.generation()) {
-    debug::RecordCacheHit();
+    if (!ahead && !task.compiled_ahead) debug::RecordCacheHit();
     return &found->second;
   }
   debug::ScopedTraceSpan span("compile graph");
@@ -83,6 +87,7 @@ absl::StatusOr<GraphRunner::Compiled*> GraphRunner::FindOrCompile(GraphTask& tas
   debug::EmitGraphAnalysis(analysis);
   Compiled& stored = cache_[key];
   stored = std::move(compiled);
+  task.compiled_ahead = ahead;
   return &stored;
 }
 

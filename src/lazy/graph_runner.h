@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "src/debug/graph_analysis.h"
 #include "src/exec/mesh_program.h"
 #include "src/lazy/device_pool.h"
@@ -36,12 +37,19 @@ struct GraphTask {
   std::vector<GraphInput> inputs;
   std::vector<std::shared_ptr<DeviceValue>> outputs;
   debug::GraphAnalysis analysis;  // Cause and source of the sync, for VKSPMD_DEBUG.
+  // Set by Engine::Launch when it compiled the graph ahead (Prepare) and that failed: Run reports
+  // it instead of compiling again.
+  absl::Status compile_status;
+  bool compiled_ahead = false;  // Prepare compiled it: Run's finding it is no cache hit.
 };
 
 class GraphRunner {
  public:
   // Never fails itself: an error goes to every output (and the value uploads) of the task.
   void Run(GraphTask& task, DevicePool& pool);
+  // Compiles the task's graph into the cache (or finds it there) without running it. Finding it
+  // counts no cache hit: the task's Run finds it again and counts one unless Prepare compiled it.
+  absl::Status Prepare(GraphTask& task, DevicePool& pool);
   void Clear() { cache_.clear(); }
   size_t cached() const { return cache_.size(); }
 
@@ -53,7 +61,8 @@ class GraphRunner {
   };
 
   absl::Status RunOrFail(GraphTask& task, DevicePool& pool);
-  absl::StatusOr<Compiled*> FindOrCompile(GraphTask& task, DevicePool& pool);
+  // `ahead`: called by Prepare, which counts no cache hit and marks a compile in the task.
+  absl::StatusOr<Compiled*> FindOrCompile(GraphTask& task, DevicePool& pool, bool ahead = false);
   absl::StatusOr<Compiled> Compile(GraphTask& task, DevicePool& pool);
 
   std::map<std::string, Compiled> cache_;
