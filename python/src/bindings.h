@@ -12,6 +12,7 @@
 #include "vkspmd/dtype.h"
 #include "vkspmd/host_tensor.h"
 #include "vkspmd/scalar.h"
+#include "vkspmd/tensor.h"
 
 namespace vkspmd::python {
 
@@ -25,6 +26,13 @@ void BindOps(py::module_& module);
 void BindSharding(py::module_& module);
 void BindTraining(py::module_& module);
 void BindCheckpoint(py::module_& module);
+
+// Waits for every launched graph in 50 ms slices with the GIL released, checking for signals
+// between slices: Ctrl-C (Python runs its handler only between calls) raises KeyboardInterrupt
+// (py::error_already_set) and the graphs run on. Called with the GIL held, before reads.
+void WaitDeviceOpsInterruptibly();
+// t.to_host() after that wait, with the GIL released: what numpy(), np.asarray and DLPack read.
+HostTensor ReadInterruptibly(const Tensor& t);
 
 // A Python (or numpy) bool, int or float as a vkspmd scalar (an int stays an integer scalar);
 // nullopt for anything else.

@@ -92,10 +92,7 @@ void CapsuleDestructor(PyObject* capsule) {
 
 py::capsule ToDLPack(const Tensor& tensor) {
   auto owned = std::make_unique<Export>();
-  {
-    py::gil_scoped_release release;
-    owned->value = tensor.to_host();
-  }
+  owned->value = ReadInterruptibly(tensor);
   Export& exported = *owned;
   const size_t rank = exported.value.shape.size();
   exported.strides.assign(rank, 1);

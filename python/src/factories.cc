@@ -87,26 +87,14 @@ void BindNumpy(py::module_& module) {
   module.def("from_npy", &from_npy, py::arg("path"), "A tensor read from a NumPy .npy file.");
   py::class_<Tensor> cls = module.attr("Tensor");
   cls.def(
-      "numpy",
-      [](const Tensor& t) {
-        HostTensor value;
-        {
-          py::gil_scoped_release release;
-          value = t.to_host();
-        }
-        return NumpyFromHostTensor(std::move(value));
-      },
-      "The value as a numpy array (waits for the devices and gathers the shards; the array owns "
-      "the gathered copy). bfloat16 raises TypeError: numpy has no such dtype.");
+      "numpy", [](const Tensor& t) { return NumpyFromHostTensor(ReadInterruptibly(t)); },
+      "The value as a numpy array (waits for the devices, which Ctrl-C interrupts, and gathers "
+      "the shards; the array owns the gathered copy). bfloat16 raises TypeError: numpy has no "
+      "such dtype.");
   cls.def(
       "__array__",
       [](const Tensor& t, py::object dtype) {
-        HostTensor value;
-        {
-          py::gil_scoped_release release;
-          value = t.to_host();
-        }
-        py::object array = NumpyFromHostTensor(std::move(value));
+        py::object array = NumpyFromHostTensor(ReadInterruptibly(t));
         return dtype.is_none() ? array : array.attr("astype")(dtype);
       },
       py::arg("dtype") = py::none(), "np.asarray(t): the same as t.numpy().");

@@ -13,6 +13,25 @@
 #include "vkspmd/sharded_tensor.h"
 
 namespace vkspmd::python {
+
+void WaitDeviceOpsInterruptibly() {
+  while (true) {
+    bool finished = false;
+    {
+      py::gil_scoped_release release;
+      finished = wait_device_ops_for(0.05);
+    }
+    if (finished) return;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  }
+}
+
+HostTensor ReadInterruptibly(const Tensor& t) {
+  WaitDeviceOpsInterruptibly();
+  py::gil_scoped_release release;
+  return t.to_host();
+}
+
 namespace {
 
 using Release = py::call_guard<py::gil_scoped_release>;
@@ -152,23 +171,9 @@ void BindSteps(py::module_& module) {
   module.def(
       "mark_step", [] { mark_step(); }, Release(),
       "The end of a training step: launches the pending graph (PyTorch/XLA's xm.mark_step).");
-  module.def(
-      "wait_device_ops",
-      [] {
-        // In slices, so that Ctrl-C (Python's SIGINT handler runs only between calls) raises
-        // KeyboardInterrupt here; the graphs themselves run on.
-        while (true) {
-          bool finished = false;
-          {
-            py::gil_scoped_release release;
-            finished = wait_device_ops_for(0.05);
-          }
-          if (finished) return;
-          if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-        }
-      },
-      "Blocks until every launched graph has finished; Ctrl-C interrupts the wait "
-      "(KeyboardInterrupt) without stopping the graphs.");
+  module.def("wait_device_ops", &WaitDeviceOpsInterruptibly,
+             "Blocks until every launched graph has finished; Ctrl-C interrupts the wait "
+             "(KeyboardInterrupt) without stopping the graphs.");
   module.def("wait_device_ops_for", &wait_device_ops_for, py::arg("seconds"), Release(),
              "Waits at most `seconds`; whether every launched graph has finished.");
   module.def("shutdown", &shutdown, Release(),

@@ -93,13 +93,17 @@ void BindQueries(py::class_<Tensor>& cls) {
   cls.def("numel", &Tensor::numel, "The number of elements.");
   cls.def_property_readonly("dtype", &Tensor::dtype);
   cls.def("__len__", [](const Tensor& t) { return t.size(0); });
-  cls.def(
-      "item", [](const Tensor& t) { return t.item(); }, Release(),
-      "The value of a one-element tensor as a Python float (waits for the devices).");
-  cls.def(
-      "__float__", [](const Tensor& t) { return t.item(); }, Release());
-  cls.def(
-      "__bool__", [](const Tensor& t) { return t.item() != 0; }, Release());
+  // The wait comes first, in slices, so that Ctrl-C interrupts it (see WaitDeviceOpsInterruptibly).
+  const auto item = [](const Tensor& t) {
+    WaitDeviceOpsInterruptibly();
+    py::gil_scoped_release release;
+    return t.item();
+  };
+  cls.def("item", item,
+          "The value of a one-element tensor as a Python float (waits for the devices; Ctrl-C "
+          "interrupts the wait).");
+  cls.def("__float__", item);
+  cls.def("__bool__", [item](const Tensor& t) { return item(t) != 0; });
   cls.def(
       "__repr__", [](const Tensor& t) { return t.to_string(); }, Release());
   cls.def(

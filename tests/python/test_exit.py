@@ -74,3 +74,40 @@ def test_ctrl_c_interrupts_wait_device_ops():
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert "interrupted after 0." in output and "graph finished (1024, 1024)" in output, output
+
+
+# Reading a value waits for the graph that computes it: numpy(), np.asarray, item() and DLPack
+# wait in slices like wait_device_ops, so Ctrl-C interrupts them too; the value is read after.
+INTERRUPTED_READ = r"""
+import signal, threading, time
+import numpy as np
+import vkspmd
+a = vkspmd.randn(1024, 1024)
+for _ in range(12):
+    a = vkspmd.tanh(a @ a)
+s = a.sum()
+vkspmd.mark_step()
+assert not vkspmd.wait_device_ops_for(0.0)  # Still running.
+threading.Timer(0.3, lambda: signal.raise_signal(signal.SIGINT)).start()
+start = time.perf_counter()
+try:
+    value = {READ}
+    print("finished before the interrupt")
+except KeyboardInterrupt:
+    print(f"interrupted after {time.perf_counter() - start:.2f} s")
+assert not vkspmd.wait_device_ops_for(0.0)  # The interrupt left the graph running.
+value = np.asarray({READ}, dtype=np.float64)
+whole = a.numpy().astype(np.float64)  # The oracle: the plain read, and numpy's sum of it.
+np.testing.assert_allclose(value, whole if value.shape else whole.sum(), rtol=1e-4, atol=0.5)
+print("read after the interrupt", value.shape)
+"""
+
+
+@pytest.mark.parametrize("read", ["a.numpy()", "np.asarray(a)", "s.item()", "np.from_dlpack(a)"])
+def test_ctrl_c_interrupts_reads(read):
+    program = INTERRUPTED_READ.replace("{READ}", read)
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                            timeout=120, env=os.environ)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "interrupted after 0." in output and "read after the interrupt" in output, output
