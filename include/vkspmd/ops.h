@@ -113,6 +113,8 @@ Tensor amax(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = fals
 Tensor amin(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
 // The index (int32) of the first largest element along `dim`.
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
+// The index (int32) of the first smallest element along `dim`.
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
 
 // Neural-network functions.
 Tensor softmax(const Tensor& x, int64_t dim);

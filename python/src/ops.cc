@@ -95,6 +95,8 @@ void BindReductions(py::module_& module) {
   }
   module.def("argmax", &argmax, py::arg("input"), py::arg("dim"), py::arg("keepdim") = false,
              "The int32 index of the first largest element along `dim`.");
+  module.def("argmin", &argmin, py::arg("input"), py::arg("dim"), py::arg("keepdim") = false,
+             "The int32 index of the first smallest element along `dim`.");
 }
 
 void BindNeuralFunctions(py::module_& module) {

@@ -194,7 +194,36 @@ void BindIndexing(py::class_<Tensor>& cls) {
       "Basic indexing (ints, slices with a positive step, None, ...), as t[1, :, 2:5].");
 }
 
-void BindReductionMethods(py::class_<Tensor>& cls) {
+// A torch.return_types-style named tuple (values, indices), registered in `return_types`.
+py::object NamedPair(py::module_& return_types, const char* name) {
+  py::object type = py::module_::import("collections")
+                        .attr("namedtuple")(name, py::make_tuple("values", "indices"));
+  type.attr("__module__") = return_types.attr("__name__");
+  return_types.attr(name) = type;
+  return type;
+}
+
+// t.max() / t.min(): the value; t.max(dim): (values, indices) as in torch, the indices int32
+// (the first of ties) from argmax / argmin.
+template <typename Values, typename Indices>
+void BindExtreme(py::class_<Tensor>& cls, py::module_& return_types, const char* name,
+                 Values values, Indices indices, const char* doc) {
+  py::object pair = NamedPair(return_types, name);
+  cls.def(
+      name,
+      [pair, name, values, indices](const Tensor& t, py::object dim, bool keepdim) -> py::object {
+        if (dim.is_none()) return py::cast(values(t, {}, keepdim));
+        if (!PyIndex_Check(dim.ptr()) || PyBool_Check(dim.ptr())) {
+          throw py::type_error(std::string(name) + ": dim must be one int, not " +
+                               py::repr(dim).cast<std::string>() + " (amax/amin take several)");
+        }
+        const int64_t d = dim.cast<int64_t>();
+        return pair(values(t, {d}, keepdim), indices(t, d, keepdim));
+      },
+      py::arg("dim") = py::none(), py::arg("keepdim") = false, doc);
+}
+
+void BindReductionMethods(py::class_<Tensor>& cls, py::module_& module) {
   const auto dim = py::arg("dim") = py::none();
   const auto keepdim = py::arg("keepdim") = false;
   cls.def(
@@ -209,13 +238,22 @@ void BindReductionMethods(py::class_<Tensor>& cls) {
   cls.def(
       "amin", [](const Tensor& t, py::object d, bool k) { return amin(t, DimsArgument(d), k); },
       dim, keepdim);
-  cls.def(
-      "max", [](const Tensor& t, py::object d, bool k) { return amax(t, DimsArgument(d), k); }, dim,
-      keepdim, "The largest values (over `dim`); unlike torch, no indices (see argmax).");
-  cls.def(
-      "min", [](const Tensor& t, py::object d, bool k) { return amin(t, DimsArgument(d), k); }, dim,
-      keepdim, "The smallest values (over `dim`); unlike torch, no indices.");
+  py::module_ return_types = module.def_submodule(
+      "return_types", "Named tuples of (values, indices), as torch.return_types.");
+  BindExtreme(
+      cls, return_types, "max",
+      [](const Tensor& t, std::vector<int64_t> d, bool k) { return amax(t, std::move(d), k); },
+      [](const Tensor& t, int64_t d, bool k) { return argmax(t, d, k); },
+      "t.max(): the largest value; t.max(dim): (values, indices) along `dim`, a "
+      "vkspmd.return_types.max named tuple as torch's (indices int32, the first of ties).");
+  BindExtreme(
+      cls, return_types, "min",
+      [](const Tensor& t, std::vector<int64_t> d, bool k) { return amin(t, std::move(d), k); },
+      [](const Tensor& t, int64_t d, bool k) { return argmin(t, d, k); },
+      "t.min(): the smallest value; t.min(dim): (values, indices) along `dim`, a "
+      "vkspmd.return_types.min named tuple as torch's (indices int32, the first of ties).");
   cls.def("argmax", &Tensor::argmax, py::arg("dim"), keepdim);
+  cls.def("argmin", &Tensor::argmin, py::arg("dim"), keepdim);
   cls.def("softmax", &Tensor::softmax, py::arg("dim"));
   cls.def("log_softmax", &Tensor::log_softmax, py::arg("dim"));
 }
@@ -250,7 +288,7 @@ void BindTensor(py::module_& module) {
   BindOperators(cls);
   BindUpdates(cls);
   BindShapeMethods(cls);
-  BindReductionMethods(cls);
+  BindReductionMethods(cls, module);
   BindIndexing(cls);
 }
 

@@ -103,19 +103,30 @@ Tensor amin(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
   return Wrap(ReduceNode(NodeOf(x, "min"), std::move(dims), Opcode::kMinimum, keepdim, "min"));
 }
 
-// A variadic (value, index) reduce does not run on devices, so: the maximum, then the smallest
-// index whose element equals it.
-Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
-  NodePtr node = NodeOf(x, "argmax");
-  const int64_t d = lazy::NormalizeDim(dim, node->shape().rank(), "argmax");
+namespace {
+
+// A variadic (value, index) reduce does not run on devices, so: the extreme (`peak_op`: maximum
+// or minimum), then the smallest index whose element equals it.
+Tensor ArgExtreme(const Tensor& x, int64_t dim, bool keepdim, Opcode peak_op, const char* op) {
+  NodePtr node = NodeOf(x, op);
+  const int64_t d = lazy::NormalizeDim(dim, node->shape().rank(), op);
   const std::vector<int64_t>& dims = node->shape().dimensions();
-  NodePtr peak = ReduceNode(node, {d}, Opcode::kMaximum, true, "argmax");
-  NodePtr is_peak =
-      Unwrap(lazy::trace::Compare(ir::ComparisonDirection::kEq, node, peak, "argmax"));
+  NodePtr peak = ReduceNode(node, {d}, peak_op, true, op);
+  NodePtr is_peak = Unwrap(lazy::trace::Compare(ir::ComparisonDirection::kEq, node, peak, op));
   NodePtr index = Unwrap(lazy::trace::Iota(ir::DType::kS32, dims, d));
   NodePtr candidates = Unwrap(lazy::trace::Select(
       is_peak, index, lazy::trace::Constant(static_cast<double>(dims[d]), ir::DType::kS32)));
   return Wrap(lazy::trace::Reduce(candidates, {d}, Opcode::kMinimum, keepdim));
+}
+
+}  // namespace
+
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
+  return ArgExtreme(x, dim, keepdim, Opcode::kMaximum, "argmax");
+}
+
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
+  return ArgExtreme(x, dim, keepdim, Opcode::kMinimum, "argmin");
 }
 
 Tensor softmax(const Tensor& x, int64_t dim) {

@@ -103,6 +103,9 @@ Tensor Tensor::min(int64_t dim, bool keepdim) const { return amin(*this, {dim}, 
 Tensor Tensor::argmax(int64_t dim, bool keepdim) const {
   return vkspmd::argmax(*this, dim, keepdim);
 }
+Tensor Tensor::argmin(int64_t dim, bool keepdim) const {
+  return vkspmd::argmin(*this, dim, keepdim);
+}
 Tensor Tensor::softmax(int64_t dim) const { return vkspmd::softmax(*this, dim); }
 Tensor Tensor::log_softmax(int64_t dim) const { return vkspmd::log_softmax(*this, dim); }
 Tensor Tensor::matmul(const Tensor& other) const { return vkspmd::matmul(*this, other); }

@@ -68,6 +68,11 @@ TEST(SemanticsTest, ReductionsAndArgmaxTakesTheFirstOfTies) {
   ExpectNear(x.min(0).to_vector<float>(), {0, 5, 5, -2});
   EXPECT_EQ(x.argmax(1).to_vector<int32_t>(), (std::vector<int32_t>{1, 1}));
   EXPECT_EQ(x.argmax(0, true).shape(), (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(x.argmin(1).to_vector<int32_t>(), (std::vector<int32_t>{3, 0}));
+  EXPECT_EQ(x.argmin(0).to_vector<int32_t>(), (std::vector<int32_t>{1, 0, 0, 0}));
+  Tensor ties = tensor(std::vector<float>{3, 1, 1, 2, 2, 4}, {2, 3});
+  EXPECT_EQ(ties.argmin(1).to_vector<int32_t>(), (std::vector<int32_t>{1, 0}));
+  EXPECT_EQ(x.argmin(0, true).shape(), (std::vector<int64_t>{1, 4}));
   EXPECT_EQ(x.sum().item(), 26);
 }
 

@@ -118,7 +118,7 @@ def test_ops_against_numpy():
         "sum": (x.sum(), x_np.sum()), "sum dim": (vkspmd.sum(x, 1, keepdim=True),
                                                   x_np.sum(1, keepdims=True)),
         "mean": (x.mean((0, 1)), x_np.mean()), "amax": (vkspmd.amax(x, 0), x_np.max(0)),
-        "amin": (x.amin(1), x_np.min(1)), "max": (x.max(), x_np.max()), "min": (x.min(0),
+        "amin": (x.amin(1), x_np.min(1)), "max": (x.max(), x_np.max()), "min": (x.min(0).values,
                                                                                  x_np.min(0)),
         "softmax": (x.softmax(1), np.exp(x_np) / np.exp(x_np).sum(1, keepdims=True)),
         "log_softmax": (vkspmd.log_softmax(x, -1), x_np - np.log(np.exp(x_np).sum(
@@ -142,6 +142,8 @@ def test_ops_against_numpy():
     labels = vkspmd.tensor(np.array([2, 0], np.int32))
     np.testing.assert_array_equal(vkspmd.argmax(x, 1).numpy(), [2, 0])
     np.testing.assert_array_equal(x.argmax(0).numpy(), [1, 1, 0])
+    np.testing.assert_array_equal(vkspmd.argmin(x, 1).numpy(), x_np.argmin(1))
+    np.testing.assert_array_equal(x.argmin(0, keepdim=True).numpy(), x_np.argmin(0)[None])
     np.testing.assert_array_equal(vkspmd.one_hot(labels, 3).numpy(), np.eye(3, dtype=np.int32)[[2, 0]])
     np.testing.assert_allclose(vkspmd.embedding(labels, pos.t()).numpy(), pos_np.T[[2, 0]])
     log_probs = x_np - np.log(np.exp(x_np).sum(1, keepdims=True))
@@ -247,3 +249,23 @@ def test_indexing_against_numpy():
         x[..., 0, ...]
     with pytest.raises(TypeError, match="bool indexing"):
         x[x > 3]
+
+
+def test_max_and_min_over_a_dim_return_values_and_indices():
+    x_np = np.array([[3, 1, 1, 7], [2, 9, 9, -4], [5, 5, 0, 0]], np.float32)  # Ties: the first.
+    x = vkspmd.tensor(x_np)
+    for name, numpy_values, numpy_indices in (("max", np.max, np.argmax),
+                                              ("min", np.min, np.argmin)):
+        for dim in (0, 1, -1):
+            result = getattr(x, name)(dim)
+            assert type(result) is getattr(vkspmd.return_types, name)
+            values, indices = result
+            assert values is result.values and indices is result.indices
+            np.testing.assert_array_equal(values.numpy(), numpy_values(x_np, dim))
+            np.testing.assert_array_equal(indices.numpy(), numpy_indices(x_np, dim))
+            assert indices.dtype == vkspmd.int32
+        kept = getattr(x, name)(1, keepdim=True)
+        assert kept.values.shape == (3, 1) and kept.indices.shape == (3, 1)
+        assert getattr(x, name)().item() == numpy_values(x_np)  # No dim: the value alone.
+        with pytest.raises(TypeError, match="dim must be one int"):
+            getattr(x, name)((0, 1))
