@@ -12,6 +12,7 @@
 
 #include "gloo/common/error.h"
 #include "src/collectives/tcp_store.h"
+#include "tests/collectives/process_job.h"
 
 namespace vkspmd::collectives {
 namespace {
@@ -106,17 +107,7 @@ TEST(DistributedOptionsTest, InconsistentVariablesAreNamed) {
             "MASTER_PORT=0 must be an integer from 1 to 65535");
 }
 
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  socklen_t length = sizeof(address);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
+using testing::FreePort;
 
 TEST(TcpStoreTest, SetGetWaitAndMissingKeys) {
   const int port = FreePort();
