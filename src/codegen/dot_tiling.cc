@@ -60,7 +60,63 @@ bool MapThroughTranspose(const ir::Instruction& operand, std::vector<int64_t>& b
   return true;
 }
 
+// The chunks of a GPU tile kernel (tiles and blocks set): the whole contraction, or split-K while
+// the result has fewer than kGpuWorkgroupTarget workgroups, in whole slabs of `depth` steps of at
+// least kGpuMinChunk, with at most 64 MiB of f32 partial sums, and within `max_iterations` where
+// the device bounds loops (lavapipe running this variant in tests).
+void SplitGpuContraction(const ir::Instruction& dot, const TargetInfo& target, int64_t batch,
+                         int64_t depth, int64_t max_iterations, DotTiling& tiling) {
+  const int64_t output_groups = batch * tiling.tiles * tiling.blocks;
+  const int64_t partial_bytes = dot.shape().ElementCount() * 4;
+  int64_t chunks = 1;
+  if (output_groups < kGpuWorkgroupTarget) {
+    chunks =
+        std::min(CeilDiv(kGpuWorkgroupTarget, output_groups), tiling.contraction / kGpuMinChunk);
+    chunks = std::min(chunks, std::max<int64_t>((int64_t{64} << 20) / partial_bytes, 1));
+    chunks = std::max<int64_t>(chunks, 1);
+  }
+  int64_t chunk = CeilDiv(CeilDiv(tiling.contraction, chunks), depth) * depth;
+  if (target.loop_iteration_limit != 0) {
+    chunk = std::min(chunk, std::max(max_iterations / depth, int64_t{1}) * depth);
+  }
+  tiling.chunk = chunk;
+  tiling.chunks = CeilDiv(tiling.contraction, chunk);
+  tiling.groups = output_groups * tiling.chunks;
+}
+
 }  // namespace
+
+int64_t MatrixSharedBytes(const DotTiling& tiling) {
+  const int64_t rows = tiling.warps_m * tiling.frags_m * tiling.matrix_m;
+  const int64_t columns = tiling.warps_n * tiling.frags_n * tiling.matrix_n;
+  const int64_t staged = rows * (tiling.depth + kMatrixPad) + tiling.depth * (columns + kMatrixPad);
+  return 2 * staged + 4 * tiling.warps_m * tiling.warps_n * tiling.matrix_m * tiling.matrix_n;
+}
+
+bool UseCooperativeMatrix(const ir::Instruction& dot, const DotOperands& operands,
+                          const TargetInfo& target) {
+  const TargetInfo::MatrixShape& shape = target.cooperative_matrix_f16;
+  DotTiling small;
+  small.matrix_m = shape.m;
+  small.matrix_n = shape.n;
+  small.depth = std::max<int64_t>(kMatrixDepth, shape.k);
+  small.warps_m = kMatrixWarpsM;
+  small.warps_n = kMatrixWarpsN;
+  small.frags_m = small.frags_n = kMatrixFrags;
+  if (shape.m == 0 || MatrixSharedBytes(small) > target.max_shared_memory_bytes ||
+      operands.lhs->shape().dtype() != ir::DType::kF16 ||
+      operands.rhs->shape().dtype() != ir::DType::kF16) {
+    return false;
+  }
+  // The IR's dot has one dtype for operands and result, so the result is f16 too.
+  if (dot.shape().dtype() != ir::DType::kF16) return false;
+  const ir::DotDimensions& d = operands.dims;
+  int64_t contraction = 1;
+  for (int64_t dim : d.lhs_contracting) contraction *= operands.lhs->shape().dimension(dim);
+  return FreeSize(*operands.lhs, d.lhs_batch, d.lhs_contracting) >= shape.m &&
+         FreeSize(*operands.rhs, d.rhs_batch, d.rhs_contracting) >= shape.n &&
+         contraction >= shape.k;
+}
 
 bool CanReadThroughTranspose(const ir::Instruction& dot, int64_t k) {
   const ir::Instruction& operand = *dot.operand(k);
@@ -105,6 +161,36 @@ DotTiling TileDot(const ir::Instruction& dot, const DotOperands& operands, const
   if (dot.shape().ElementCount() == 0) return tiling;  // Nothing to compute or store.
   tiling.chunks = std::max<int64_t>(CeilDiv(tiling.contraction, max_iterations), 1);
 
+  const int64_t batch = ir::Product(batch_sizes);
+  if (UseCooperativeMatrix(dot, operands, target)) {
+    tiling.cooperative_matrix = true;
+    tiling.matrix_m = target.cooperative_matrix_f16.m;
+    tiling.matrix_n = target.cooperative_matrix_f16.n;
+    tiling.matrix_k = target.cooperative_matrix_f16.k;
+    tiling.subgroup_size = target.subgroup_size;
+    tiling.depth = std::max(kMatrixDepth, tiling.matrix_k);
+    // Large: twice the subgroups along N and twice the fragments along M, where the result has
+    // enough such tiles and their shared memory fits.
+    const int64_t large_rows = 2 * kMatrixWarpsM * kMatrixFrags * tiling.matrix_m;
+    const int64_t large_columns = 2 * kMatrixWarpsN * kMatrixFrags * tiling.matrix_n;
+    tiling.warps_m = kMatrixWarpsM;
+    tiling.warps_n = 2 * kMatrixWarpsN;
+    tiling.frags_m = 2 * kMatrixFrags;
+    tiling.frags_n = kMatrixFrags;
+    const bool large =
+        batch * CeilDiv(tiling.rows, large_rows) * CeilDiv(tiling.columns, large_columns) >=
+            kGpuWorkgroupTarget &&
+        MatrixSharedBytes(tiling) <= target.max_shared_memory_bytes;
+    if (!large) {
+      tiling.warps_n = kMatrixWarpsN;
+      tiling.frags_m = kMatrixFrags;
+    }
+    tiling.lanes = tiling.warps_m * tiling.warps_n * tiling.subgroup_size;
+    tiling.tiles = CeilDiv(tiling.rows, tiling.warps_m * tiling.frags_m * tiling.matrix_m);
+    tiling.blocks = CeilDiv(tiling.columns, tiling.warps_n * tiling.frags_n * tiling.matrix_n);
+    SplitGpuContraction(dot, target, batch, tiling.depth, max_iterations, tiling);
+    return tiling;
+  }
   if (target.shared_memory_dot) {
     // The chunk is a whole number of staged slabs, so only the contraction's end is partial.
     // A workgroup of (tile / per_lane)^2 invocations, each per_lane x per_lane results of a
@@ -119,7 +205,7 @@ DotTiling TileDot(const ir::Instruction& dot, const DotOperands& operands, const
     tiling.lanes = (tile / tiling.per_lane) * (tile / tiling.per_lane);
     tiling.tiles = CeilDiv(tiling.rows, tile);
     tiling.blocks = CeilDiv(tiling.columns, tile);
-    tiling.groups = ir::Product(batch_sizes) * tiling.tiles * tiling.blocks * tiling.chunks;
+    SplitGpuContraction(dot, target, batch, kSharedDepth, max_iterations, tiling);
     return tiling;
   }
 

@@ -35,6 +35,32 @@ constexpr int64_t kSharedLargeTile = 128;
 constexpr int64_t kSharedLargePerThread = 8;
 constexpr int64_t kSharedLargeWorkgroups = 64;
 
+// The cooperative-matrix variant: a workgroup of kMatrixWarpsM x kMatrixWarpsN subgroups, each
+// kMatrixFrags x kMatrixFrags fragments; dots that still give kGpuWorkgroupTarget workgroups of
+// the large shape (2 x 4 subgroups of 4 x 2 fragments: 128 x 128 with 16 x 16 fragments) use it.
+// Slabs of kMatrixDepth contraction steps; rows of the staged tiles are padded by kMatrixPad
+// halves (16 bytes, the loads' alignment) so that the subgroups' rows fall in different banks.
+constexpr int64_t kMatrixWarpsM = 2;
+constexpr int64_t kMatrixWarpsN = 2;
+constexpr int64_t kMatrixFrags = 2;
+constexpr int64_t kMatrixDepth = 32;
+constexpr int64_t kMatrixPad = 8;
+// GPU tiles (shared memory or cooperative matrices) split the contraction (split-K) while the
+// result has fewer than kGpuWorkgroupTarget workgroups, in chunks of at least kGpuMinChunk steps:
+// a skinny weight gradient (x^T.g, 64 x 64 over 256 rows) otherwise runs in one workgroup.
+constexpr int64_t kGpuWorkgroupTarget = 128;
+constexpr int64_t kGpuMinChunk = 64;
+
+// Whether `dot` runs on `target`'s cooperative matrices: f16 operands and result, and
+// each of rows, columns and contraction at least one fragment (smaller dots waste the tensor
+// cores; they use the shared-memory kernel). Any size above that is padded through shared memory.
+bool UseCooperativeMatrix(const ir::Instruction& dot, const DotOperands& operands,
+                          const TargetInfo& target);
+
+// Bytes of shared memory the cooperative-matrix variant with `tiling`'s shape declares: the
+// staged f16 slabs of both operands and one f32 fragment per subgroup for the results' way out.
+int64_t MatrixSharedBytes(const DotTiling& tiling);
+
 // Whether `dot` may read its operand `k` (a transpose) through: its free dims stay in order.
 bool CanReadThroughTranspose(const ir::Instruction& dot, int64_t k);
 

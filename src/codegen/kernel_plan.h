@@ -86,6 +86,15 @@ struct DotTiling {
   // The shared-memory tiled variant for GPUs (TargetInfo::shared_memory_dot): a workgroup of
   // lanes x 1 invocations stages kSharedTile x kSharedDepth tiles of both operands.
   bool shared_memory = false;
+  // The cooperative-matrix (tensor core) variant for f16 operands (dot_tiling.h:
+  // UseCooperativeMatrix): warps_m x warps_n subgroups of `subgroup_size`, each accumulating
+  // frags_m x frags_n fragments of matrix_m x matrix_n f32 results, over slabs of `depth`
+  // contraction steps staged in shared memory as f16 (zero-padded past the edges).
+  bool cooperative_matrix = false;
+  int64_t matrix_m = 0, matrix_n = 0, matrix_k = 0;
+  int64_t warps_m = 1, warps_n = 1, frags_m = 1, frags_n = 1;
+  int64_t depth = 0;
+  int64_t subgroup_size = 0;
   // Subgroup size when the uniform side is read `subgroup` contraction steps at a time, one step
   // per lane, and handed to every lane by subgroup shuffles (0: each lane reads each value). On
   // llvmpipe every lane's load costs the same whether or not the lanes share the address.

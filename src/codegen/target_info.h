@@ -31,6 +31,14 @@ struct TargetInfo {
   // instead of per-invocation register tiles reading operands directly (CPU drivers, where
   // barriers and shared memory are slow and the caches serve the reuse).
   bool shared_memory_dot = false;
+  // A subgroup-scope cooperative-matrix (tensor core) product D = A.B + C with f16 A (m x k) and B
+  // (k x n) and f32 C and D, as VK_NV_cooperative_matrix reports it (m == 0: none). Dots of f16
+  // operands then use the cooperative-matrix kernel (dot_tiling.h: UseCooperativeMatrix). There
+  // is no bf16 shape in the NV extension: bf16 dots keep the other kernels.
+  struct MatrixShape {
+    uint32_t m = 0, n = 0, k = 0;
+  };
+  MatrixShape cooperative_matrix_f16;
 };
 
 }  // namespace vkspmd::codegen

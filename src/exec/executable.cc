@@ -159,10 +159,52 @@ codegen::TargetInfo TargetFor(const runtime::MeshDevice& device) {
   // By the device's kind, not its name; VKSPMD_DOT_KERNEL=shared_memory|registers overrides (tests
   // run the GPU variant on lavapipe).
   target.shared_memory_dot = !info.is_cpu() && info.subgroup_size >= 16;
+  // f16 dots on tensor cores where the device offers a usable shape (16x16x16 first, else the
+  // largest with sides of 8 to 32) and f16 arithmetic, 16-bit buffers and subgroups.
+  if (info.cooperative_matrix_nv && info.shader_float16 && info.storage_buffer_16bit &&
+      info.shader_int16 && info.subgroup_shuffle && info.subgroup_size >= 8) {
+    const auto usable = [](uint32_t side) { return side == 8 || side == 16 || side == 32; };
+    for (const runtime::PhysicalDeviceInfo::MatrixShape& shape : info.cooperative_matrix_f16_f32) {
+      if (!usable(shape.m) || !usable(shape.n) || !usable(shape.k)) continue;
+      const codegen::TargetInfo::MatrixShape& best = target.cooperative_matrix_f16;
+      const bool square = shape.m == 16 && shape.n == 16 && shape.k == 16;
+      if (best.m == 0 || square ||
+          (!(best.m == 16 && best.n == 16 && best.k == 16) &&
+           shape.m * shape.n * shape.k > best.m * best.n * best.k)) {
+        target.cooperative_matrix_f16 = {shape.m, shape.n, shape.k};
+      }
+    }
+  }
   const std::string dot_kernel = base::EnvironmentValue("VKSPMD_DOT_KERNEL").value_or("");
-  if (dot_kernel == "shared_memory") target.shared_memory_dot = true;
-  if (dot_kernel == "registers") target.shared_memory_dot = false;
+  if (dot_kernel == "shared_memory" || dot_kernel == "registers") {
+    target.shared_memory_dot = dot_kernel == "shared_memory";
+    target.cooperative_matrix_f16 = {};
+  }
+  // cooperative_matrix: the device's choice, which Executable::Compile checks includes it.
   return target;
+}
+
+absl::Status CheckDotKernelOverride(const codegen::TargetInfo& target,
+                                    const runtime::MeshDevice& device) {
+  const std::string dot_kernel = base::EnvironmentValue("VKSPMD_DOT_KERNEL").value_or("");
+  if (dot_kernel.empty() || dot_kernel == "shared_memory" || dot_kernel == "registers") {
+    return absl::OkStatus();
+  }
+  if (dot_kernel != "cooperative_matrix") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("VKSPMD_DOT_KERNEL=", dot_kernel,
+                     ": expected shared_memory, registers or cooperative_matrix"));
+  }
+  if (target.cooperative_matrix_f16.m == 0) {
+    const runtime::PhysicalDeviceInfo& info = device.device().physical_device();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "VKSPMD_DOT_KERNEL=cooperative_matrix: ", device.label(), " (", info.name, ") ",
+        info.cooperative_matrix_nv
+            ? "offers no subgroup cooperative-matrix shape with f16 A/B and f32 C/D (or lacks "
+              "shaderFloat16, 16-bit storage or subgroups)"
+            : "has no VK_NV_cooperative_matrix (with its cooperativeMatrix feature)"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module& module,
@@ -174,6 +216,7 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
   // Named now, whether or not tracing is on: a trace started later shows the device's name.
   debug::NameTraceProcess(debug::DeviceTracePid(device.mesh_index()), device.label());
   const codegen::TargetInfo target = TargetFor(device);
+  VKSPMD_RETURN_IF_ERROR(CheckDotKernelOverride(target, device));
   absl::StatusOr<codegen::ProgramPlan> program_plan;
   {
     debug::ScopedTraceSpan plan_span("plan and generate kernels (fusion, GLSL)");

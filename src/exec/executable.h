@@ -160,7 +160,13 @@ ir::Literal FromDeviceBytes(const ir::Shape& shape, uint32_t element_bytes,
 // Bytes per element of `type` in buffers of `device`.
 uint32_t DeviceElementBytes(ir::DType type, const runtime::MeshDevice& device);
 
-// The device facts code generation needs, from the runtime's snapshot.
+// The device facts code generation needs, from the runtime's snapshot. VKSPMD_DOT_KERNEL=
+// registers|shared_memory forces that kernel for every dot (no cooperative matrices);
+// cooperative_matrix requires them for f16 dots (CheckDotKernelOverride).
 codegen::TargetInfo TargetFor(const runtime::MeshDevice& device);
+// FAILED_PRECONDITION for VKSPMD_DOT_KERNEL=cooperative_matrix on a device without a usable
+// cooperative-matrix shape; INVALID_ARGUMENT for an unknown value.
+absl::Status CheckDotKernelOverride(const codegen::TargetInfo& target,
+                                    const runtime::MeshDevice& device);
 
 }  // namespace vkspmd::exec

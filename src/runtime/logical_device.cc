@@ -54,8 +54,20 @@ absl::StatusOr<std::unique_ptr<LogicalDevice>> LogicalDevice::Create(
   features.features.shaderInt16 = physical_device.shader_int16;
   features.features.shaderFloat64 = physical_device.shader_float64;
 
+  // Tensor-core products for f16 dots (codegen's cooperative-matrix dot kernel).
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV cooperative{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  std::vector<const char*> extensions;
+  if (physical_device.cooperative_matrix_nv) {
+    cooperative.cooperativeMatrix = VK_TRUE;
+    features13.pNext = &cooperative;
+    extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
+
   VkDeviceCreateInfo create_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   create_info.pNext = &features;
+  create_info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  create_info.ppEnabledExtensionNames = extensions.data();
   create_info.queueCreateInfoCount = 1;
   create_info.pQueueCreateInfos = &queue_info;
   VKSPMD_VK_RETURN_IF_ERROR(

@@ -27,6 +27,60 @@ DeviceQuirks QuirksFor(VkDriverId driver_id) {
   return quirks;
 }
 
+bool HasExtension(const InstanceFunctions& functions, VkPhysicalDevice handle, const char* name) {
+  uint32_t count = 0;
+  if (functions.vkEnumerateDeviceExtensionProperties(handle, nullptr, &count, nullptr) !=
+      VK_SUCCESS) {
+    return false;
+  }
+  std::vector<VkExtensionProperties> extensions(count);
+  if (functions.vkEnumerateDeviceExtensionProperties(handle, nullptr, &count, extensions.data()) !=
+      VK_SUCCESS) {
+    return false;
+  }
+  for (uint32_t e = 0; e < count; ++e) {
+    if (std::strcmp(extensions[e].extensionName, name) == 0) return true;
+  }
+  return false;
+}
+
+// VK_NV_cooperative_matrix: the feature, and the subgroup-scope shapes with f16 A and B and f32 C
+// and D (what an f16 dot accumulating in f32 needs).
+void ReadCooperativeMatrix(const InstanceFunctions& functions, VkPhysicalDevice handle,
+                           PhysicalDeviceInfo& info) {
+  if (functions.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV == nullptr ||
+      !HasExtension(functions, handle, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
+    return;
+  }
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV cooperative{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features.pNext = &cooperative;
+  functions.vkGetPhysicalDeviceFeatures2(handle, &features);
+  if (!cooperative.cooperativeMatrix) return;
+  uint32_t count = 0;
+  if (functions.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(handle, &count, nullptr) !=
+      VK_SUCCESS) {
+    return;
+  }
+  std::vector<VkCooperativeMatrixPropertiesNV> shapes(
+      count, VkCooperativeMatrixPropertiesNV{VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+  if (functions.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(handle, &count, shapes.data()) !=
+      VK_SUCCESS) {
+    return;
+  }
+  info.cooperative_matrix_nv = true;
+  for (uint32_t s = 0; s < count; ++s) {
+    const VkCooperativeMatrixPropertiesNV& shape = shapes[s];
+    if (shape.scope == VK_SCOPE_SUBGROUP_NV && shape.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+        shape.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+        shape.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+        shape.DType == VK_COMPONENT_TYPE_FLOAT32_NV) {
+      info.cooperative_matrix_f16_f32.push_back({shape.MSize, shape.NSize, shape.KSize});
+    }
+  }
+}
+
 // Picks the compute-capable family with the most queues, preferring one without graphics.
 void ChooseComputeQueueFamily(PhysicalDeviceInfo& info) {
   for (uint32_t family = 0; family < info.queue_families.size(); ++family) {
@@ -117,6 +171,7 @@ PhysicalDeviceInfo ReadSnapshot(const InstanceFunctions& functions, VkPhysicalDe
     info.shader_int64 = features.features.shaderInt64;
     info.shader_int16 = features.features.shaderInt16;
     info.shader_float64 = features.features.shaderFloat64;
+    ReadCooperativeMatrix(functions, handle, info);
   }
 
   VkPhysicalDeviceMemoryProperties memory;

@@ -88,6 +88,14 @@ struct PhysicalDeviceInfo {
   bool shader_float64 = false;
   bool storage_buffer_8bit = false;
   bool storage_buffer_16bit = false;
+  // VK_NV_cooperative_matrix (extension and cooperativeMatrix feature; enabled at device creation
+  // when present), and the subgroup-scope shapes M x N x K it offers for f16 A and B with f32 C
+  // and D (the tensor-core products a dot of f16 operands uses). The NV extension has no bf16.
+  bool cooperative_matrix_nv = false;
+  struct MatrixShape {
+    uint32_t m = 0, n = 0, k = 0;
+  };
+  std::vector<MatrixShape> cooperative_matrix_f16_f32;
   DeviceQuirks quirks;
 
   bool is_cpu() const { return type == VK_PHYSICAL_DEVICE_TYPE_CPU; }

@@ -16,6 +16,7 @@ absl::Status InstanceFunctions::Load(VkInstance instance) {
   name = reinterpret_cast<PFN_##name>(vkGetInstanceProcAddr(instance, #name));
   VKSPMD_INSTANCE_FUNCTIONS(VKSPMD_LOAD_REQUIRED)
   VKSPMD_DEBUG_UTILS_FUNCTIONS(VKSPMD_LOAD_OPTIONAL)
+  VKSPMD_OPTIONAL_INSTANCE_FUNCTIONS(VKSPMD_LOAD_OPTIONAL)
 #undef VKSPMD_LOAD_REQUIRED
 #undef VKSPMD_LOAD_OPTIONAL
   return absl::OkStatus();

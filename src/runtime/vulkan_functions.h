@@ -25,6 +25,9 @@ namespace vkspmd::runtime {
   X(vkCreateDebugUtilsMessengerEXT)     \
   X(vkDestroyDebugUtilsMessengerEXT)
 
+// Optional: VK_NV_cooperative_matrix's shape query (null where the loader lacks it).
+#define VKSPMD_OPTIONAL_INSTANCE_FUNCTIONS(X) X(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
+
 #define VKSPMD_DEVICE_FUNCTIONS(X)  \
   X(vkDestroyDevice)                \
   X(vkGetDeviceQueue)               \
@@ -85,9 +88,10 @@ namespace vkspmd::runtime {
 struct InstanceFunctions {
   VKSPMD_INSTANCE_FUNCTIONS(VKSPMD_DECLARE_FUNCTION)
   VKSPMD_DEBUG_UTILS_FUNCTIONS(VKSPMD_DECLARE_FUNCTION)
+  VKSPMD_OPTIONAL_INSTANCE_FUNCTIONS(VKSPMD_DECLARE_FUNCTION)
 
   // Fills every entry from vkGetInstanceProcAddr; fails naming the first missing required entry.
-  // The debug-utils entries are optional (null when the extension was not enabled).
+  // The debug-utils and VKSPMD_OPTIONAL_INSTANCE_FUNCTIONS entries are optional (null when absent).
   absl::Status Load(VkInstance instance);
 };
 

@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "src/codegen/kernel_plan.h"
 #include "src/exec/executable.h"
 #include "src/interp/evaluator.h"
 #include "src/ir/parser.h"
@@ -34,6 +36,25 @@ std::string DotModule(const std::string& type, const std::vector<int64_t>& lhs_s
                       " parameter(0)\n  y = ", Shape(type, rhs_shape), " parameter(1)\n", extra,
                       "  ROOT d = ", Shape(type, out_shape), " dot(", lhs, ", ", rhs, "), ", dims,
                       "\n}\n");
+}
+
+// [m, k] . [k, n] dots with each operand stored as is or transposed.
+std::vector<std::string> EveryOperandOrder(const std::string& type, int64_t m, int64_t n,
+                                           int64_t k) {
+  std::vector<std::string> texts;
+  for (bool lhs_transposed : {false, true}) {
+    for (bool rhs_transposed : {false, true}) {
+      const std::vector<int64_t> lhs =
+          lhs_transposed ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k};
+      const std::vector<int64_t> rhs =
+          rhs_transposed ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n};
+      texts.push_back(
+          DotModule(type, lhs, rhs, {m, n},
+                    absl::StrCat("lhs_contracting_dims={", lhs_transposed ? 0 : 1,
+                                 "}, rhs_contracting_dims={", rhs_transposed ? 1 : 0, "}")));
+    }
+  }
+  return texts;
 }
 
 class DotKernelTest : public DeviceTest, public ::testing::WithParamInterface<std::string> {
@@ -86,17 +107,8 @@ TEST_P(DotKernelTest, MatricesInEveryOperandOrder) {
   const std::vector<Size> sizes = {{1, 1, 1},    {3, 7, 17},   {63, 65, 127}, {129, 3, 65},
                                    {17, 129, 7}, {1, 129, 63}, {127, 1, 129}, {1025, 1031, 9}};
   for (const Size& s : sizes) {
-    for (bool lhs_transposed : {false, true}) {
-      for (bool rhs_transposed : {false, true}) {
-        const std::vector<int64_t> lhs =
-            lhs_transposed ? std::vector<int64_t>{s.k, s.m} : std::vector<int64_t>{s.m, s.k};
-        const std::vector<int64_t> rhs =
-            rhs_transposed ? std::vector<int64_t>{s.n, s.k} : std::vector<int64_t>{s.k, s.n};
-        const std::string dims =
-            absl::StrCat("lhs_contracting_dims={", lhs_transposed ? 0 : 1,
-                         "}, rhs_contracting_dims={", rhs_transposed ? 1 : 0, "}");
-        EXPECT_EQ(Check(DotModule("f32", lhs, rhs, {s.m, s.n}, dims), s.k), "");
-      }
+    for (const std::string& text : EveryOperandOrder("f32", s.m, s.n, s.k)) {
+      EXPECT_EQ(Check(text, s.k), "");
     }
   }
 }
@@ -185,10 +197,172 @@ TEST_P(DotKernelTest, VectorLoadsOfLaneRuns) {
             "");
 }
 
+// Skinny weight gradients x^T.g (64 x 64 over many rows): the GPU kernels split the contraction
+// (split-K) while the result has few tiles; 5 x 65 columns over 2053 rows, batched too.
+TEST_P(DotKernelTest, SkinnyWeightGradients) {
+  const std::string xtg = "lhs_contracting_dims={0}, rhs_contracting_dims={0}";
+  EXPECT_EQ(Check(DotModule("f32", {256, 64}, {256, 64}, {64, 64}, xtg), 256), "");
+  EXPECT_EQ(Check(DotModule("f32", {2053, 5}, {2053, 65}, {5, 65}, xtg), 2053), "");
+  EXPECT_EQ(Check(DotModule("f32", {2, 1031, 17}, {2, 1031, 9}, {2, 17, 9},
+                            "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={1}, "
+                            "rhs_contracting_dims={1}"),
+                  1031),
+            "");
+}
+
 INSTANTIATE_TEST_SUITE_P(Variants, DotKernelTest, ::testing::Values("registers", "shared_memory"),
                          [](const ::testing::TestParamInfo<std::string>& param) {
                            return param.param;
                          });
+
+// The cooperative-matrix (tensor core) kernel for f16 dots, where the device offers
+// VK_NV_cooperative_matrix (NVIDIA GPUs); skipped, saying so, elsewhere (lavapipe).
+class CooperativeMatrixDotTest : public DeviceTest {
+ protected:
+  void SetUp() override {
+    setenv("VKSPMD_DOT_KERNEL", "cooperative_matrix", 1);
+    OpenDevices(1);
+  }
+  void TearDown() override { unsetenv("VKSPMD_DOT_KERNEL"); }
+
+  bool HasCooperativeMatrix() { return exec::TargetFor(device(0)).cooperative_matrix_f16.m > 0; }
+
+  // "" when the device's f16 dot equals the reference (in double, rounded to f16) within one f16
+  // ulp of the reference (2^-10 relative) plus 1e-5 sqrt(K) absolute for the f32 accumulation's
+  // order; and when the plan ran its dot on cooperative matrices iff `matrix`.
+  std::string Check(const std::string& text, int64_t contraction, bool matrix = true) {
+    absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
+    if (!module.ok()) return absl::StrCat("parse: ", module.status().message(), "\n", text);
+    std::vector<ir::Literal> arguments = RandomArguments(**module, 5, -1, 1);
+    absl::StatusOr<ir::Literal> reference = interp::Evaluate(**module, arguments);
+    if (!reference.ok()) return std::string(reference.status().message());
+    absl::StatusOr<std::unique_ptr<exec::Executable>> executable =
+        exec::Executable::Compile(**module, device(0));
+    if (!executable.ok()) return absl::StrCat(executable.status().message(), "\n", text);
+    bool used = false;
+    for (const codegen::KernelPlan& kernel : (*executable)->plan().kernels) {
+      used |= kernel.kind == codegen::KernelKind::kDot && kernel.dot.cooperative_matrix;
+    }
+    if (used != matrix) return absl::StrCat("cooperative matrices used: ", used, "\n", text);
+    absl::StatusOr<ir::Literal> result = (*executable)->Run(arguments);
+    if (!result.ok()) return std::string(result.status().message());
+    const double absolute =
+        1e-5 * std::sqrt(static_cast<double>(std::max<int64_t>(contraction, 1)));
+    for (int64_t i = 0; i < reference->ElementCount(); ++i) {
+      const double a = result->GetAsDouble(i), b = reference->GetAsDouble(i);
+      if (std::fabs(a - b) <= std::ldexp(std::fabs(b), -10) + absolute) continue;
+      return absl::StrCat("element ", i, ": device ", a, ", reference ", b, "\n", text);
+    }
+    return "";
+  }
+};
+
+#define SKIP_WITHOUT_COOPERATIVE_MATRIX()                                                      \
+  if (!HasCooperativeMatrix()) {                                                               \
+    GTEST_SKIP() << device(0).device().physical_device().name                                  \
+                 << " has no VK_NV_cooperative_matrix with f16 x f16 -> f32 subgroup shapes, " \
+                    "so no dot runs on cooperative matrices here";                             \
+  }
+
+TEST_F(CooperativeMatrixDotTest, F16MatricesOfOddSizesInEveryOperandOrder) {
+  SKIP_WITHOUT_COOPERATIVE_MATRIX();
+  const codegen::TargetInfo::MatrixShape shape = exec::TargetFor(device(0)).cooperative_matrix_f16;
+  std::printf("cooperative matrix shape %ux%ux%u (f16 x f16 -> f32, subgroup %u)\n", shape.m,
+              shape.n, shape.k, exec::TargetFor(device(0)).subgroup_size);
+  struct Size {
+    int64_t m, n, k;
+  };
+  // Exact tiles, primes, one fragment, large tiles (128 x 128 from 128 of them), long contraction.
+  const std::vector<Size> sizes = {{16, 16, 16},   {17, 19, 23},     {63, 65, 127}, {127, 131, 37},
+                                   {64, 64, 1031}, {2048, 2053, 40}, {33, 16, 16}};
+  for (const Size& s : sizes) {
+    for (const std::string& text : EveryOperandOrder("f16", s.m, s.n, s.k)) {
+      EXPECT_EQ(Check(text, s.k), "");
+    }
+  }
+}
+
+TEST_F(CooperativeMatrixDotTest, F16BatchedSplitAndFused) {
+  SKIP_WITHOUT_COOPERATIVE_MATRIX();
+  // Attention-like batches, a batch dim in the middle, two contracting dims.
+  EXPECT_EQ(Check(DotModule("f16", {5, 33, 64}, {5, 64, 31}, {5, 33, 31},
+                            "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, "
+                            "rhs_contracting_dims={1}"),
+                  64),
+            "");
+  EXPECT_EQ(Check(DotModule("f16", {37, 3, 17}, {17, 3, 41}, {3, 37, 41},
+                            "lhs_batch_dims={1}, rhs_batch_dims={1}, lhs_contracting_dims={2}, "
+                            "rhs_contracting_dims={0}"),
+                  17),
+            "");
+  EXPECT_EQ(Check(DotModule("f16", {2, 5, 65, 7}, {2, 7, 5, 19}, {2, 65, 19},
+                            "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={1,3}, "
+                            "rhs_contracting_dims={2,1}"),
+                  35),
+            "");
+  // Skinny weight gradient x^T.g: split-K partial sums in f32, then their sum.
+  EXPECT_EQ(Check(DotModule("f16", {4099, 64}, {4099, 64}, {64, 64},
+                            "lhs_contracting_dims={0}, rhs_contracting_dims={0}"),
+                  4099),
+            "");
+  // An operand computed in the kernel (an elementwise producer, a transpose).
+  EXPECT_EQ(Check(DotModule("f16", {33, 47}, {65, 47}, {33, 65},
+                            "lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+                            "  t = f16[47,65] transpose(y), dimensions={1,0}\n"
+                            "  s = f16[33,47] multiply(x, x)\n",
+                            "s", "t"),
+                  47),
+            "");
+  // Smaller than one fragment: the shared-memory kernel.
+  EXPECT_EQ(Check(DotModule("f16", {3, 40}, {40, 40}, {3, 40},
+                            "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
+                  40, /*matrix=*/false),
+            "");
+}
+
+// VK_NV_cooperative_matrix has no bf16 type: bf16 dots keep the shared-memory kernel, within one
+// bf16 ulp of the reference (2^-7 relative) plus 1e-4.
+TEST_F(CooperativeMatrixDotTest, Bf16KeepsTheSharedMemoryKernel) {
+  SKIP_WITHOUT_COOPERATIVE_MATRIX();
+  const std::string text = DotModule("bf16", {65, 63}, {63, 67}, {65, 67},
+                                     "lhs_contracting_dims={1}, rhs_contracting_dims={0}");
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
+  ASSERT_TRUE(module.ok());
+  std::vector<ir::Literal> arguments = RandomArguments(**module, 5, -1, 1);
+  absl::StatusOr<ir::Literal> reference = interp::Evaluate(**module, arguments);
+  ASSERT_TRUE(reference.ok());
+  absl::StatusOr<std::unique_ptr<exec::Executable>> executable =
+      exec::Executable::Compile(**module, device(0));
+  ASSERT_TRUE(executable.ok()) << executable.status();
+  for (const codegen::KernelPlan& kernel : (*executable)->plan().kernels) {
+    EXPECT_FALSE(kernel.dot.cooperative_matrix) << kernel.name;
+  }
+  absl::StatusOr<ir::Literal> result = (*executable)->Run(arguments);
+  ASSERT_TRUE(result.ok()) << result.status();
+  for (int64_t i = 0; i < reference->ElementCount(); ++i) {
+    const double a = result->GetAsDouble(i), b = reference->GetAsDouble(i);
+    EXPECT_LE(std::fabs(a - b), std::ldexp(std::fabs(b), -7) + 1e-4) << i;
+  }
+}
+
+// Asking for cooperative matrices on a device without them is an error naming the device.
+TEST_F(CooperativeMatrixDotTest, OverrideWithoutThemFailsClearly) {
+  if (HasCooperativeMatrix()) GTEST_SKIP() << "the device has cooperative matrices";
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(DotModule(
+      "f16", {16, 16}, {16, 16}, {16, 16}, "lhs_contracting_dims={1}, rhs_contracting_dims={0}"));
+  ASSERT_TRUE(module.ok());
+  absl::Status status = exec::Executable::Compile(**module, device(0)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_NE(status.message().find("VKSPMD_DOT_KERNEL=cooperative_matrix"), std::string::npos)
+      << status;
+  EXPECT_NE(status.message().find("has no VK_NV_cooperative_matrix"), std::string::npos) << status;
+  setenv("VKSPMD_DOT_KERNEL", "tensor_cores", 1);
+  status = exec::Executable::Compile(**module, device(0)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_NE(status.message().find("expected shared_memory, registers or cooperative_matrix"),
+            std::string::npos)
+      << status;
+}
 
 }  // namespace
 }  // namespace vkspmd::testing

@@ -1,0 +1,198 @@
+// The dot kernel's cooperative-matrix (tensor core) variant, GL_NV_cooperative_matrix: f16
+// operands staged through shared memory, f32 accumulators per subgroup (see DotTiling).
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "src/codegen/dot_kernel_context.h"
+#include "src/codegen/dot_tiling.h"
+
+namespace vkspmd::codegen {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// One operand's slab of `size` free elements (from `first`) by tiling.depth contraction steps
+// (from k0), as this invocation's share: `count` registers of float16_t named `prefix`0, 1, ...
+// Consecutive invocations read consecutive addresses: along the contraction where it is the
+// operand's minor dim, else along the free elements. Elements past the operand's edges or the
+// chunk's end are zero, so the products need no edge cases.
+struct Slab {
+  const Side* side;
+  std::string prefix;
+  std::string first;
+  std::string base;
+  int64_t tile;   // Free elements per slab.
+  int64_t size;   // The operand's free elements.
+  int64_t count;  // Registers per invocation.
+  bool contraction_minor;
+  // The shared-memory index of free element `m`, step `q`.
+  std::string (*shared_index)(const std::string& m, const std::string& q, int64_t stride);
+  int64_t stride;
+};
+
+std::string SlabElement(const Slab& slab, int64_t j, int64_t threads, int64_t depth, std::string* m,
+                        std::string* q) {
+  const std::string e = absl::StrCat("(lane + ", j * threads, "u)");
+  *m = slab.contraction_minor ? absl::StrCat(e, " / ", depth, "u")
+                              : absl::StrCat(e, " % ", slab.tile, "u");
+  *q = slab.contraction_minor ? absl::StrCat(e, " % ", depth, "u")
+                              : absl::StrCat(e, " / ", slab.tile, "u");
+  return e;
+}
+
+// Loads the slab at contraction step `k0` into the registers.
+std::string LoadSlab(const DotContext& context, const Slab& slab, int64_t threads, int64_t depth,
+                     const std::string& k0, const std::string& indent) {
+  std::string code;
+  const Side& side = *slab.side;
+  for (int64_t j = 0; j < slab.count; ++j) {
+    std::string m, q;
+    const std::string e = SlabElement(slab, j, threads, depth, &m, &q);
+    const bool partial = (j + 1) * threads > slab.tile * depth;
+    absl::StrAppend(
+        &code, indent, "{\n", indent, "  uint index = ", slab.first, " + ", m, ";\n", indent,
+        "  uint k = ", k0, " + ", q, ";\n", indent, "  ", slab.prefix, j, " = (index < ", slab.size,
+        "u && k < k_end", partial ? absl::StrCat(" && ", e, " < ", slab.tile * depth, "u") : "",
+        ") ? float16_t(", side.value, "(", slab.base, " + ",
+        Offset(absl::StrCat("min(index, ", slab.size - 1, "u)"), *side.operand, side.free), " + ",
+        context.ContractionOffset(side,
+                                  absl::StrCat("min(k, ", context.tiling.contraction - 1, "u)")),
+        ")) : float16_t(0);\n", indent, "}\n");
+  }
+  return code;
+}
+
+// Writes the registers to the slab's shared array.
+std::string StoreSlab(const Slab& slab, const std::string& shared, int64_t threads, int64_t depth) {
+  std::string code;
+  for (int64_t j = 0; j < slab.count; ++j) {
+    std::string m, q;
+    const std::string e = SlabElement(slab, j, threads, depth, &m, &q);
+    const bool partial = (j + 1) * threads > slab.tile * depth;
+    absl::StrAppend(&code, "    ",
+                    partial ? absl::StrCat("if (", e, " < ", slab.tile * depth, "u) ") : "", shared,
+                    "[", slab.shared_index(m, q, slab.stride), "] = ", slab.prefix, j, ";\n");
+  }
+  return code;
+}
+
+bool ContractionMinor(const Side& side) {
+  const std::vector<int64_t> strides = ir::RowMajorStrides(side.operand->shape().dimensions());
+  return side.contracting.size() == 1 && strides[side.contracting[0]] == 1;
+}
+
+}  // namespace
+
+// The workgroup computes a (warps_m * frags_m * M) x (warps_n * frags_n * N) block of the result:
+// each slab of `depth` contraction steps of both operands is read into registers (the next slab's
+// reads are issued before the current slab's products, so their latency overlaps the tensor
+// cores), written to shared memory as f16 (lhs as [row][step], rhs as [step][column], rows padded
+// by kMatrixPad halves), and each subgroup multiplies its fragments from there. Results leave
+// through one f32 fragment of shared memory per subgroup, so edges and the f16 result's rounding
+// are the ordinary store()'s.
+std::string CooperativeMatrixTiles(const DotContext& context, KernelWriter& writer) {
+  const DotTiling& tiling = context.tiling;
+  writer.RequireCooperativeMatrix();
+  const int64_t m_size = tiling.matrix_m, n_size = tiling.matrix_n, k_size = tiling.matrix_k;
+  const int64_t depth = tiling.depth;
+  const int64_t warps = tiling.warps_m * tiling.warps_n;
+  const int64_t threads = warps * tiling.subgroup_size;
+  const int64_t tile_rows = tiling.warps_m * tiling.frags_m * m_size;
+  const int64_t tile_columns = tiling.warps_n * tiling.frags_n * n_size;
+  const int64_t lhs_stride = depth + kMatrixPad;
+  const int64_t rhs_stride = tile_columns + kMatrixPad;
+  const std::string lhs_shared = writer.AddShared("float16_t", tile_rows * lhs_stride);
+  const std::string rhs_shared = writer.AddShared("float16_t", depth * rhs_stride);
+  const std::string out_shared = writer.AddShared("float", warps * m_size * n_size);
+  const Slab lhs{&context.lhs,
+                 "a",
+                 "row0",
+                 "lhs_base",
+                 tile_rows,
+                 tiling.rows,
+                 CeilDiv(tile_rows * depth, threads),
+                 ContractionMinor(context.lhs),
+                 [](const std::string& m, const std::string& q, int64_t stride) {
+                   return absl::StrCat("(", m, ") * ", stride, "u + ", q);
+                 },
+                 lhs_stride};
+  const Slab rhs{&context.rhs,
+                 "b",
+                 "column0",
+                 "rhs_base",
+                 tile_columns,
+                 tiling.columns,
+                 CeilDiv(tile_columns * depth, threads),
+                 ContractionMinor(context.rhs),
+                 [](const std::string& m, const std::string& q, int64_t stride) {
+                   return absl::StrCat("(", q, ") * ", stride, "u + ", m);
+                 },
+                 rhs_stride};
+  const std::string acc_type =
+      absl::StrCat("fcoopmatNV<32, gl_ScopeSubgroup, ", m_size, ", ", n_size, ">");
+  std::string body = context.Workgroup();
+  absl::StrAppend(&body, "  uint lane = gl_LocalInvocationID.x;\n  uint warp = gl_SubgroupID;\n",
+                  "  uint warp_m = warp / ", tiling.warps_n, "u;\n  uint warp_n = warp % ",
+                  tiling.warps_n, "u;\n  uint row0 = tile * ", tile_rows,
+                  "u;\n  uint column0 = block * ", tile_columns,
+                  "u;\n  uint lhs_base = ", context.BatchOffset(context.lhs),
+                  ";\n  uint rhs_base = ", context.BatchOffset(context.rhs), ";\n");
+  for (int64_t i = 0; i < tiling.frags_m; ++i) {
+    for (int64_t j = 0; j < tiling.frags_n; ++j) {
+      absl::StrAppend(&body, "  ", acc_type, " acc", i, "_", j, " = ", acc_type, "(0.0);\n");
+    }
+  }
+  for (int64_t j = 0; j < lhs.count; ++j) absl::StrAppend(&body, "  float16_t a", j, ";\n");
+  for (int64_t j = 0; j < rhs.count; ++j) absl::StrAppend(&body, "  float16_t b", j, ";\n");
+  absl::StrAppend(
+      &body, LoadSlab(context, lhs, threads, depth, "k_begin", "  "),
+      LoadSlab(context, rhs, threads, depth, "k_begin", "  "),
+      "  for (uint k0 = k_begin; k0 < k_end; k0 += ", depth, "u) {\n",
+      StoreSlab(lhs, lhs_shared, threads, depth), StoreSlab(rhs, rhs_shared, threads, depth),
+      "    barrier();\n", "    if (k0 + ", depth, "u < k_end) {\n",
+      LoadSlab(context, lhs, threads, depth, absl::StrCat("k0 + ", depth, "u"), "      "),
+      LoadSlab(context, rhs, threads, depth, absl::StrCat("k0 + ", depth, "u"), "      "),
+      "    }\n");
+  for (int64_t kk = 0; kk < depth; kk += k_size) {
+    absl::StrAppend(&body, "    {\n");
+    for (int64_t i = 0; i < tiling.frags_m; ++i) {
+      absl::StrAppend(&body, "      fcoopmatNV<16, gl_ScopeSubgroup, ", m_size, ", ", k_size, "> x",
+                      i, ";\n      coopMatLoadNV(x", i, ", ", lhs_shared, ", (warp_m * ",
+                      tiling.frags_m * m_size, "u + ", i * m_size, "u) * ", lhs_stride, "u + ", kk,
+                      "u, ", lhs_stride, "u, false);\n");
+    }
+    for (int64_t j = 0; j < tiling.frags_n; ++j) {
+      absl::StrAppend(&body, "      fcoopmatNV<16, gl_ScopeSubgroup, ", k_size, ", ", n_size, "> y",
+                      j, ";\n      coopMatLoadNV(y", j, ", ", rhs_shared, ", ", kk * rhs_stride,
+                      "u + warp_n * ", tiling.frags_n * n_size, "u + ", j * n_size, "u, ",
+                      rhs_stride, "u, false);\n");
+    }
+    for (int64_t i = 0; i < tiling.frags_m; ++i) {
+      for (int64_t j = 0; j < tiling.frags_n; ++j) {
+        absl::StrAppend(&body, "      acc", i, "_", j, " = coopMatMulAddNV(x", i, ", y", j, ", acc",
+                        i, "_", j, ");\n");
+      }
+    }
+    absl::StrAppend(&body, "    }\n");
+  }
+  absl::StrAppend(&body, "    barrier();\n  }\n");
+  // Each fragment through the subgroup's f32 fragment of shared memory, then stored element by
+  // element where it lies inside the result.
+  const int64_t fragment = m_size * n_size;
+  for (int64_t i = 0; i < tiling.frags_m; ++i) {
+    for (int64_t j = 0; j < tiling.frags_n; ++j) {
+      absl::StrAppend(
+          &body, "  coopMatStoreNV(acc", i, "_", j, ", ", out_shared, ", warp * ", fragment, "u, ",
+          n_size, "u, false);\n  barrier();\n  for (uint e = gl_SubgroupInvocationID; e < ",
+          fragment, "u; e += gl_SubgroupSize) {\n    uint row = row0 + warp_m * ",
+          tiling.frags_m * m_size, "u + ", i * m_size, "u + e / ", n_size,
+          "u;\n    uint column = column0 + warp_n * ", tiling.frags_n * n_size, "u + ", j * n_size,
+          "u + e % ", n_size, "u;\n    if (row < ", tiling.rows, "u && column < ", tiling.columns,
+          "u) store(out_base + row * ", tiling.columns, "u + column, ", out_shared, "[warp * ",
+          fragment, "u + e]);\n  }\n  barrier();\n");
+    }
+  }
+  return body;
+}
+
+}  // namespace vkspmd::codegen
