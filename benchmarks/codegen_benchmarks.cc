@@ -5,11 +5,13 @@
 #include <cblas.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <random>
 #include <vector>
 
+#include "src/codegen/kernel_plan.h"
 #include "src/exec/executable.h"
 #include "src/ir/parser.h"
 #include "src/runtime/device_set.h"
@@ -35,7 +37,7 @@ ir::Literal RandomLiteral(const ir::Shape& shape, uint32_t seed) {
   std::mt19937 random(seed);
   std::uniform_real_distribution<float> values(-1, 1);
   ir::Literal literal(shape);
-  for (int64_t i = 0; i < literal.ElementCount(); ++i) literal.Set<float>(i, values(random));
+  for (int64_t i = 0; i < literal.ElementCount(); ++i) literal.SetFromDouble(i, values(random));
   return literal;
 }
 
@@ -76,19 +78,45 @@ void RunOnDevice(benchmark::State& state, const std::string& text, double flops,
         benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+std::string SquareMatmul(const std::string& type, int64_t n) {
+  const std::string shape = absl::StrCat(type, "[", n, ",", n, "]");
+  return absl::StrCat("HloModule matmul\nENTRY %main (a: ", shape, ", b: ", shape, ") -> ", shape,
+                      " {\n  %a = ", shape, " parameter(0)\n  %b = ", shape,
+                      " parameter(1)\n  ROOT %d = ", shape,
+                      " dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n");
+}
+
 void BM_MatmulDevice(benchmark::State& state) {
   const int64_t n = state.range(0);
-  std::string text = absl::StrCat(
-      "HloModule matmul\nENTRY %main (a: f32[", n, ",", n, "], b: f32[", n, ",", n, "]) -> f32[", n,
-      ",", n, "] {\n  %a = f32[", n, ",", n, "] parameter(0)\n  %b = f32[", n, ",", n,
-      "] parameter(1)\n  ROOT %d = f32[", n, ",", n,
-      "] dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n");
-  RunOnDevice(state, text, 2.0 * n * n * n, 0);
+  RunOnDevice(state, SquareMatmul("f32", n), 2.0 * n * n * n, 0);
+}
+
+// f16 and bf16 matmuls (f32 accumulation, 16-bit result) with the device's own choice of kernel
+// (cooperative matrices for f16 where the device has them), or with VKSPMD_DOT_KERNEL=`kernel`
+// (shared_memory: the same GPU's kernel without tensor cores, the baseline of the same run). The
+// label says whether the dot ran on cooperative matrices.
+void BM_MatmulHalfDevice(benchmark::State& state, const char* type, const char* kernel) {
+  const int64_t n = state.range(0);
+  if (*kernel != 0) setenv("VKSPMD_DOT_KERNEL", kernel, 1);
+  absl::StatusOr<std::unique_ptr<ir::Module>> module =
+      ir::ParseAndVerifyModule(SquareMatmul(type, n));
+  if (module.ok()) {
+    auto executable = exec::Executable::Compile(**module, Device());
+    bool matrix = false;
+    if (executable.ok()) {
+      for (const codegen::KernelPlan& plan : (*executable)->plan().kernels) {
+        matrix |= plan.kind == codegen::KernelKind::kDot && plan.dot.cooperative_matrix;
+      }
+    }
+    state.SetLabel(matrix ? "cooperative_matrix" : "no_cooperative_matrix");
+  }
+  RunOnDevice(state, SquareMatmul(type, n), 2.0 * n * n * n, 0);
+  if (*kernel != 0) unsetenv("VKSPMD_DOT_KERNEL");
 }
 
 // The small dots of a training step (issue #18), by index: x.W, x.W (wide), x.W (deep), x.W^T and
-// x^T.g (contracting dim innermost in the rhs / outermost in both, as in backward passes), and
-// batched attention dots.
+// x^T.g (contracting dim innermost in the rhs / outermost in both, as in backward passes),
+// batched attention dots, and x^T.g over 4096 rows (split-K on GPUs).
 struct SmallDot {
   const char* lhs;
   const char* rhs;
@@ -113,6 +141,8 @@ constexpr SmallDot kSmallDots[] = {
     {"f32[32,32,32]", "f32[32,32,16]", "f32[32,32,16]",
      "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}",
      2.0 * 32 * 32 * 16 * 32},
+    {"f32[4096,64]", "f32[4096,64]", "f32[64,64]",
+     "lhs_contracting_dims={0}, rhs_contracting_dims={0}", 2.0 * 64 * 64 * 4096},
 };
 
 void BM_SmallDotDevice(benchmark::State& state) {
@@ -260,6 +290,26 @@ BENCHMARK(BM_MatmulDevice)
     ->Arg(2048)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatmulHalfDevice, f16, "f16", "")
+    ->Arg(256)
+    ->Arg(512)
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Arg(4096)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatmulHalfDevice, f16_shared_memory, "f16", "shared_memory")
+    ->Arg(1024)
+    ->Arg(2048)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatmulHalfDevice, bf16, "bf16", "")
+    ->Arg(256)
+    ->Arg(512)
+    ->Arg(1024)
+    ->Arg(2048)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MatmulOpenBlas)
     ->Arg(256)
     ->Arg(512)
@@ -267,7 +317,7 @@ BENCHMARK(BM_MatmulOpenBlas)
     ->Arg(2048)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_SmallDotDevice)->DenseRange(0, 6)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SmallDotDevice)->DenseRange(0, 7)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FusedElementwiseChainDevice)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Memcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SoftmaxRows)->UseManualTime()->Unit(benchmark::kMillisecond);
