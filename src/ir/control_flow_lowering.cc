@@ -177,15 +177,20 @@ class Lowerer {
     if (counted.has_value()) return *counted;
     return absl::UnimplementedError(fmt::format(
         "while {}: its trip count is unknown (no backend_config known_trip_count, and condition "
-        "%{} is not a counter compared with a constant); the device compiler and the "
-        "partitioner run only loops whose trip count is known (no host-driven loop yet)",
+        "%{} is not a counter compared with a constant); a single device program and the "
+        "partitioner unroll only loops whose trip count is known: run the module with "
+        "exec::LoopProgram (`vkspmd run` does), which drives such a loop from the host",
         loop.Describe(), called[0]->name()));
   }
 
   absl::StatusOr<Instruction*> EmitWhile(const Instruction& loop, Instruction* state,
                                          Target& target) {
     const Computation& body = *loop.attributes().called[1];
-    VKSPMD_ASSIGN_OR_RETURN(const int64_t trips, TripCount(loop, *state));
+    absl::StatusOr<int64_t> counted = TripCount(loop, *state);
+    if (absl::IsUnimplemented(counted.status()) && options_.keep_unknown_loops) {
+      return KeepLoop(target, loop, state);
+    }
+    VKSPMD_ASSIGN_OR_RETURN(const int64_t trips, std::move(counted));
     const int64_t body_size = static_cast<int64_t>(body.instructions().size());
     if (trips > 0 && (options_.max_instructions - added_) / trips < body_size) {
       return absl::ResourceExhaustedError(fmt::format(
@@ -204,6 +209,16 @@ class Lowerer {
       if (loop.sharding().has_value()) ShardLeaves(state, *loop.sharding());
     }
     return state;
+  }
+
+  // `loop` itself over lowered copies of its condition and body.
+  absl::StatusOr<Instruction*> KeepLoop(Target& target, const Instruction& loop,
+                                        Instruction* state) {
+    auto clone = CloneWith(loop, {state});
+    for (Computation*& called : clone->attributes().called) {
+      VKSPMD_ASSIGN_OR_RETURN(called, Lower(*called));
+    }
+    return Add(target, std::move(clone));
   }
 
   absl::StatusOr<Instruction*> EmitConditional(const Instruction& conditional,

@@ -15,6 +15,9 @@ struct ControlFlowLoweringOptions {
   // branch adds its body's); beyond it lowering fails, naming the loop, so that a long loop is an
   // error rather than a compile that never ends.
   int64_t max_instructions = 100'000;
+  // A while whose trip count is unknown stays a while (its condition and body lowered) instead
+  // of being an error: exec::LoopProgram runs such loops from the host (ir/loop_split.h).
+  bool keep_unknown_loops = false;
 };
 
 // Whether LowerControlFlow changes `module`: a while or conditional anywhere, or a tuple that a
@@ -25,8 +28,9 @@ bool NeedsControlFlowLowering(const Module& module);
 // get-tuple-element of a tuple instruction replaced by that element:
 // - while: its body inlined K times, K from backend_config's known_trip_count or proved from a
 //   counter (CountedLoopTripCount); the condition is not evaluated. A loop whose trip count is
-//   neither is an UNIMPLEMENTED error naming it (the devices have no loop that reads its
-//   condition back yet). The while's sharding goes onto each iteration's state.
+//   neither is an UNIMPLEMENTED error naming it, or with keep_unknown_loops stays a while over
+//   lowered copies of its condition and body. The while's sharding goes onto each iteration's
+//   state.
 // - conditional: every branch inlined, the result selected leaf by leaf (a pred picks branch 0
 //   when true; an index outside 0..N-1 picks the last branch, as XLA). Every op of the IR is a
 //   function of its operands, so evaluating the branches not taken changes nothing but the cost.

@@ -16,6 +16,7 @@
 #include "fmt/format.h"
 #include "src/base/status_macros.h"
 #include "src/exec/executable.h"
+#include "src/exec/loop_program.h"
 #include "src/exec/mesh_program.h"
 #include "src/exec/program_dump.h"
 #include "src/interp/evaluator.h"
@@ -223,6 +224,59 @@ int RunOnMesh(const RunOptions& options, ir::Module& module, const std::vector<s
   return Finish(options, results, [&] { return ReferenceResults(module, arguments); });
 }
 
+// A module with loops of unknown trip count (exec::LoopProgram): every piece around and inside
+// the loops partitioned over the first of `meshes` that takes them all (one device: a mesh of
+// one, the device --device names), the host reading each condition back.
+int RunHostLoops(const RunOptions& options, ir::Module& module,
+                 const std::vector<spmd::Mesh>& meshes, const std::vector<ir::Literal>& arguments) {
+  std::unique_ptr<runtime::DeviceSet> devices;  // Outlives the program's executables.
+  auto compile_start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::unique_ptr<exec::LoopProgram>> program = absl::InternalError("no mesh");
+  for (const spmd::Mesh& mesh : meshes) {
+    if (absl::Status applied = ApplySpecs(module, options.specs, mesh); !applied.ok()) {
+      return Fail(kExitUsageError, applied.message());
+    }
+    program = exec::LoopProgram::Partition(module, mesh);
+    if (program.ok()) break;
+  }
+  if (!program.ok()) return Fail(kExitRuntimeError, LastMeshError(program.status(), meshes.size()));
+  const int64_t n = (*program)->mesh().device_count();
+  const bool one_device = n == 1;
+  int exit_code = kExitOk;
+  devices = OpenDevices(one_device ? options.device + 1 : static_cast<int>(n), exit_code);
+  if (devices == nullptr) return exit_code;
+  std::vector<runtime::MeshDevice*> mesh_devices;
+  for (int64_t d = 0; d < n; ++d) {
+    mesh_devices.push_back(&devices->device(one_device ? options.device : static_cast<int>(d)));
+  }
+  if (absl::Status compiled = (*program)->Compile(mesh_devices); !compiled.ok()) {
+    return Fail(ExitCodeFor(compiled.code()), compiled.message());
+  }
+  const double compile_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
+  std::vector<double> wall_ms;
+  absl::StatusOr<ir::Literal> result = absl::InternalError("not run");
+  for (int k = 0; k < options.repeat; ++k) {
+    auto start = std::chrono::steady_clock::now();
+    result = (*program)->Run(arguments);
+    if (!result.ok()) return Fail(ExitCodeFor(result.status().code()), result.status().message());
+    wall_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  fmt::print(stderr,
+             "{}: {} loop(s) driven from the host over {}; {} program(s), {} collective(s); {} "
+             "iteration(s) in the last run; compiled in {:.3f} s; run (median of {}): {:.3f} ms "
+             "wall\n",
+             options.path, (*program)->loop_count(),
+             one_device ? "one device" : "mesh " + (*program)->mesh().ToString(),
+             (*program)->program_count(), (*program)->collective_count(),
+             (*program)->last_iterations(), compile_seconds, options.repeat, Median(wall_ms));
+  std::vector<ir::Literal> results;
+  results.push_back(std::move(*result));
+  return Finish(options, results, [&] { return ReferenceResults(module, arguments); });
+}
+
 int RunRun(const RunOptions& options) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ReadModuleFile(options.path);
   if (!module.ok()) {
@@ -249,6 +303,13 @@ int RunRun(const RunOptions& options) {
   if (!arguments.ok()) {
     return Fail(absl::IsInvalidArgument(arguments.status()) ? kExitUsageError : kExitRuntimeError,
                 arguments.status().message());
+  }
+  absl::StatusOr<bool> host_loops = exec::LoopProgram::NeedsHostLoop(**module);
+  if (!host_loops.ok()) return Fail(kExitRuntimeError, host_loops.status().message());
+  if (*host_loops) {
+    std::vector<spmd::Mesh> meshes = read->meshes;
+    if (read->reading != ModuleReading::kGspmd) meshes = {*spmd::Mesh::Create({1})};
+    return RunHostLoops(options, **module, meshes, *arguments);
   }
   if (read->reading == ModuleReading::kGspmd) {
     return RunOnMesh(options, **module, read->meshes, *arguments);

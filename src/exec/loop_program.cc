@@ -1,0 +1,234 @@
+// Host-driven loops over mesh programs (see loop_program.h).
+#include "src/exec/loop_program.h"
+
+#include <utility>
+
+#include "fmt/format.h"
+#include "src/base/status_macros.h"
+#include "src/collectives/in_process_world.h"
+#include "src/ir/control_flow_lowering.h"
+#include "src/ir/loop_split.h"
+#include "src/spmd/axis_sharding.h"
+
+namespace vkspmd::exec {
+namespace {
+
+absl::StatusOr<std::unique_ptr<ir::Module>> LowerKeepingLoops(const ir::Module& module) {
+  return ir::LowerControlFlow(module, {.keep_unknown_loops = true});
+}
+
+std::vector<ir::Sharding> HloShardings(const std::vector<spmd::AxisSharding>& shardings,
+                                       const spmd::Mesh& mesh) {
+  std::vector<ir::Sharding> result;
+  for (const spmd::AxisSharding& sharding : shardings) {
+    result.push_back(spmd::ToHloSharding(sharding, mesh));
+  }
+  return result;
+}
+
+// Gives `module`'s entry the parameter and root shardings a piece must keep.
+void Annotate(ir::Module& module, const std::vector<ir::Sharding>* parameters,
+              const std::vector<ir::Sharding>* results) {
+  ir::Computation& entry = *module.entry();
+  if (parameters != nullptr) {
+    for (int64_t p = 0; p < entry.parameter_count(); ++p) {
+      entry.parameter(p)->set_sharding(parameters->at(p));
+    }
+  }
+  if (results == nullptr) return;
+  ir::Instruction* root = entry.root();
+  root->set_sharding(root->shape().IsTuple() ? ir::Sharding::Tuple(*results) : results->at(0));
+}
+
+// Whether `a` and `b` give every device the same part of a value of `shape` (a replicated and a
+// maximal sharding do on one device).
+bool SameShards(const ir::Sharding& a, const ir::Sharding& b, const ir::Shape& shape,
+                int64_t devices) {
+  if (a == b) return true;
+  for (int64_t d = 0; d < devices; ++d) {
+    if (a.TileOffsetForDevice(shape, d) != b.TileOffsetForDevice(shape, d) ||
+        a.TileLimitForDevice(shape, d) != b.TileLimitForDevice(shape, d)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::vector<ShardedBuffer*> Pointers(const std::vector<std::unique_ptr<ShardedBuffer>>& values) {
+  std::vector<ShardedBuffer*> pointers;
+  for (const auto& value : values) pointers.push_back(value.get());
+  return pointers;
+}
+
+// The replicated predicate every device computed; an error when they differ.
+absl::StatusOr<bool> ReadPredicate(const ShardedBuffer& predicate, const std::string& loop) {
+  std::optional<bool> value;
+  for (size_t d = 0; d < predicate.shard_count(); ++d) {
+    if (!predicate.addressable(d)) continue;
+    VKSPMD_ASSIGN_OR_RETURN(ir::Literal shard, predicate.DownloadShard(d));
+    const bool taken = shard.GetAsInt64(0) != 0;
+    if (value.has_value() && *value != taken) {
+      return absl::InternalError(fmt::format(
+          "while {}: the devices disagree on its condition (device {} says {})", loop, d, taken));
+    }
+    value = taken;
+  }
+  if (!value.has_value()) {
+    return absl::FailedPreconditionError(
+        fmt::format("while {}: no device of this process holds its condition", loop));
+  }
+  return *value;
+}
+
+}  // namespace
+
+// A piece without loops (program), or a loop with the pieces around and inside it.
+struct LoopProgram::Stage {
+  std::unique_ptr<MeshProgram> program;
+  std::string loop;
+  int64_t state_count = 0;
+  std::unique_ptr<Stage> before, condition, body, after;
+  std::vector<ir::Sharding> parameter_shardings;  // Per parameter.
+  std::vector<ir::Sharding> result_shardings;     // Per leaf of the root.
+};
+
+LoopProgram::~LoopProgram() = default;
+
+absl::StatusOr<bool> LoopProgram::NeedsHostLoop(const ir::Module& module) {
+  if (!ir::NeedsControlFlowLowering(module)) return false;
+  VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<ir::Module> lowered, LowerKeepingLoops(module));
+  return ir::FirstEntryLoop(*lowered) != nullptr;
+}
+
+absl::StatusOr<std::unique_ptr<LoopProgram>> LoopProgram::Partition(const ir::Module& module,
+                                                                    const spmd::Mesh& mesh) {
+  if (module.entry() == nullptr) return absl::InvalidArgumentError("the module has no entry");
+  std::unique_ptr<LoopProgram> program(new LoopProgram());
+  program->mesh_ = mesh;
+  program->tuple_result_ = module.entry()->root()->shape().IsTuple();
+  VKSPMD_ASSIGN_OR_RETURN(program->root_, program->Build(module, nullptr, nullptr));
+  Stage* first = program->root_.get();
+  while (first->program == nullptr) first = first->before.get();
+  program->entry_ = first->program.get();
+  return program;
+}
+
+absl::StatusOr<std::unique_ptr<LoopProgram::Stage>> LoopProgram::Build(
+    const ir::Module& module, const std::vector<ir::Sharding>* parameters,
+    const std::vector<ir::Sharding>* results) {
+  VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<ir::Module> lowered, LowerKeepingLoops(module));
+  auto stage = std::make_unique<Stage>();
+  const ir::Instruction* loop = ir::FirstEntryLoop(*lowered);
+  if (loop == nullptr) {
+    Annotate(*lowered, parameters, results);
+    VKSPMD_ASSIGN_OR_RETURN(stage->program, MeshProgram::Partition(*lowered, mesh_));
+    const spmd::Mesh& mesh = stage->program->mesh();
+    for (const spmd::AxisSharding& sharding : stage->program->parameter_shardings()) {
+      stage->parameter_shardings.push_back(spmd::ToHloSharding(sharding, mesh));
+    }
+    stage->result_shardings = HloShardings(stage->program->result_shardings(), mesh);
+    ++program_count_;
+    collective_count_ += static_cast<int64_t>(stage->program->collective_count());
+    if (results != nullptr) {
+      for (size_t i = 0; i < results->size(); ++i) {
+        if (SameShards(stage->result_shardings[i], (*results)[i],
+                       stage->program->result_shapes()[i], mesh_.device_count())) {
+          continue;
+        }
+        return absl::UnimplementedError(fmt::format(
+            "{}: result {} comes out sharded {}, not {} as the loop state needs", module.name(), i,
+            stage->result_shardings[i].ToString(), (*results)[i].ToString()));
+      }
+    }
+    return stage;
+  }
+  VKSPMD_ASSIGN_OR_RETURN(ir::LoopSplit split, ir::SplitAtLoop(*lowered, *loop));
+  ++loop_count_;
+  stage->loop = split.loop;
+  stage->state_count = split.state_count;
+  VKSPMD_ASSIGN_OR_RETURN(stage->before, Build(*split.before, parameters, nullptr));
+  const std::vector<ir::Sharding>& before_results = stage->before->result_shardings;
+  const std::vector<ir::Sharding> state(before_results.begin(),
+                                        before_results.begin() + split.state_count);
+  const std::vector<ir::Sharding> replicated = {ir::Sharding::Replicated()};
+  VKSPMD_ASSIGN_OR_RETURN(stage->condition, Build(*split.condition, &state, &replicated));
+  VKSPMD_ASSIGN_OR_RETURN(stage->body, Build(*split.body, &state, &state));
+  VKSPMD_ASSIGN_OR_RETURN(stage->after, Build(*split.after, &before_results, results));
+  stage->parameter_shardings = stage->before->parameter_shardings;
+  stage->result_shardings = stage->after->result_shardings;
+  return stage;
+}
+
+absl::Status LoopProgram::Compile(std::vector<runtime::MeshDevice*> devices,
+                                  MeshProgramOptions options) {
+  if (options.world == nullptr) {
+    VKSPMD_ASSIGN_OR_RETURN(
+        options.world, collectives::InProcessWorld::Create(static_cast<int>(mesh_.device_count())));
+  }
+  return CompileStage(*root_, devices, options);
+}
+
+absl::Status LoopProgram::CompileStage(Stage& stage,
+                                       const std::vector<runtime::MeshDevice*>& devices,
+                                       const MeshProgramOptions& options) {
+  if (stage.program != nullptr) return stage.program->Compile(devices, options);
+  for (Stage* piece :
+       {stage.before.get(), stage.condition.get(), stage.body.get(), stage.after.get()}) {
+    VKSPMD_RETURN_IF_ERROR(CompileStage(*piece, devices, options));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<ShardedBuffer>>> LoopProgram::Run(
+    const std::vector<const ShardedBuffer*>& arguments) {
+  last_iterations_ = 0;
+  std::vector<ShardedBuffer*> borrowed;
+  for (const ShardedBuffer* argument : arguments) {
+    borrowed.push_back(const_cast<ShardedBuffer*>(argument));  // Never donated below.
+  }
+  return RunStage(*root_, borrowed, std::vector<bool>(arguments.size(), false));
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<ShardedBuffer>>> LoopProgram::RunStage(
+    Stage& stage, const std::vector<ShardedBuffer*>& arguments, const std::vector<bool>& donate) {
+  if (stage.program != nullptr) return stage.program->Run(arguments, donate);
+  VKSPMD_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<ShardedBuffer>> outputs,
+                          RunStage(*stage.before, arguments, donate));
+  std::vector<std::unique_ptr<ShardedBuffer>> state;
+  for (int64_t i = 0; i < stage.state_count; ++i) state.push_back(std::move(outputs[i]));
+  const std::vector<bool> keep(state.size(), false);
+  const std::vector<bool> give(state.size(), true);
+  for (;;) {
+    VKSPMD_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<ShardedBuffer>> predicate,
+                            RunStage(*stage.condition, Pointers(state), keep));
+    VKSPMD_ASSIGN_OR_RETURN(const bool taken, ReadPredicate(*predicate.at(0), stage.loop));
+    if (!taken) break;
+    // The body takes the state's buffers: where it updates a leaf in place nothing is copied.
+    VKSPMD_ASSIGN_OR_RETURN(state, RunStage(*stage.body, Pointers(state), give));
+    ++last_iterations_;
+  }
+  for (size_t i = static_cast<size_t>(stage.state_count); i < outputs.size(); ++i) {
+    state.push_back(std::move(outputs[i]));
+  }
+  return RunStage(*stage.after, Pointers(state), std::vector<bool>(state.size(), true));
+}
+
+absl::StatusOr<ir::Literal> LoopProgram::Run(const std::vector<ir::Literal>& arguments) {
+  std::vector<std::unique_ptr<ShardedBuffer>> scattered;
+  for (size_t p = 0; p < arguments.size(); ++p) {
+    VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<ShardedBuffer> value, entry_->Scatter(arguments[p], p));
+    scattered.push_back(std::move(value));
+  }
+  std::vector<const ShardedBuffer*> pointers;
+  for (const auto& value : scattered) pointers.push_back(value.get());
+  VKSPMD_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<ShardedBuffer>> results, Run(pointers));
+  std::vector<ir::Literal> leaves;
+  for (const auto& result : results) {
+    VKSPMD_ASSIGN_OR_RETURN(ir::Literal leaf, result->Gather());
+    leaves.push_back(std::move(leaf));
+  }
+  if (tuple_result_) return ir::Literal::Tuple(std::move(leaves));
+  return std::move(leaves.at(0));
+}
+
+}  // namespace vkspmd::exec

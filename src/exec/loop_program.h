@@ -1,0 +1,75 @@
+// A module with while loops of unknown trip count, run with each loop driven from the host: the
+// code before a loop, its condition, its body and the code after it are partitioned and compiled
+// as mesh programs of their own (ir/loop_split.h); the host runs the condition, reads the
+// predicate back, and runs the body, while the loop state stays in device buffers.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "src/exec/mesh_program.h"
+#include "src/exec/sharded_buffer.h"
+#include "src/ir/literal.h"
+#include "src/ir/module.h"
+#include "src/spmd/mesh.h"
+
+namespace vkspmd::exec {
+
+class LoopProgram {
+ public:
+  // Whether `module` has a loop only the host can drive: a while whose trip count is neither in
+  // its backend_config nor proved (ir::LowerControlFlow unrolls the others).
+  static absl::StatusOr<bool> NeedsHostLoop(const ir::Module& module);
+
+  // Splits `module` at its loops (nested loops in a body or condition split again) and partitions
+  // every piece over `mesh` (a mesh of one device runs it unpartitioned). The state of a loop is
+  // partitioned with the shardings the code before it gives it (the while's own sharding where it
+  // has one) in every iteration: the body's results are resharded to them, and the condition's
+  // predicate is replicated, so every device takes the same branch.
+  static absl::StatusOr<std::unique_ptr<LoopProgram>> Partition(const ir::Module& module,
+                                                                const spmd::Mesh& mesh);
+  ~LoopProgram();
+
+  // Compiles every piece on `devices` (devices[d] runs mesh device d; borrowed), with one
+  // collective world for all of them.
+  absl::Status Compile(std::vector<runtime::MeshDevice*> devices, MeshProgramOptions options = {});
+
+  // Arguments sharded as parameter_shardings() says (Scatter does that); one result per leaf of
+  // the entry's root. Nothing but the predicates passes through the host.
+  absl::StatusOr<std::vector<std::unique_ptr<ShardedBuffer>>> Run(
+      const std::vector<const ShardedBuffer*>& arguments);
+  // Through the host: the arguments scattered, run, and the results gathered (a tuple when the
+  // entry's root is one).
+  absl::StatusOr<ir::Literal> Run(const std::vector<ir::Literal>& arguments);
+
+  const spmd::Mesh& mesh() const { return mesh_; }
+  int64_t loop_count() const { return loop_count_; }        // Loops split, nested ones included.
+  int64_t program_count() const { return program_count_; }  // Mesh programs compiled.
+  int64_t collective_count() const { return collective_count_; }  // Over all programs.
+  // Iterations the last Run made, every loop's added up.
+  int64_t last_iterations() const { return last_iterations_; }
+
+ private:
+  struct Stage;
+  LoopProgram() = default;
+  absl::StatusOr<std::unique_ptr<Stage>> Build(const ir::Module& module,
+                                               const std::vector<ir::Sharding>* parameters,
+                                               const std::vector<ir::Sharding>* results);
+  absl::StatusOr<std::vector<std::unique_ptr<ShardedBuffer>>> RunStage(
+      Stage& stage, const std::vector<ShardedBuffer*>& arguments, const std::vector<bool>& donate);
+  absl::Status CompileStage(Stage& stage, const std::vector<runtime::MeshDevice*>& devices,
+                            const MeshProgramOptions& options);
+
+  spmd::Mesh mesh_;
+  std::unique_ptr<Stage> root_;
+  MeshProgram* entry_ = nullptr;  // The first piece: it takes the module's parameters.
+  bool tuple_result_ = false;
+  int64_t loop_count_ = 0;
+  int64_t program_count_ = 0;
+  int64_t collective_count_ = 0;
+  int64_t last_iterations_ = 0;
+};
+
+}  // namespace vkspmd::exec

@@ -1,0 +1,167 @@
+// Loops of unknown trip count driven from the host (exec::LoopProgram): loops whose count
+// depends on the data, zero-iteration loops and a loop nested in another's body, on one device
+// and partitioned over meshes of 2, 4 and 2x2 devices (the state split unevenly), each equal to
+// the CPU reference running the real loops; the iterations counted on the host match the
+// reference's counter; a state the host cannot carry is refused naming the loop.
+#include "src/exec/loop_program.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "src/interp/evaluator.h"
+#include "src/ir/control_flow_lowering.h"
+#include "src/ir/parser.h"
+#include "tests/exec/literal_compare.h"
+#include "tests/support/device_test.h"
+
+namespace vkspmd::testing {
+namespace {
+
+using ir::DType;
+using ir::Literal;
+
+// tests/testdata/control_flow: grow.hlo (|x| grows until its largest element reaches 100 times a
+// limit; the count depends on the data) and nested_while.hlo (n % 5 outer iterations, each doubling
+// v until its sum reaches 100: an inner loop whose count depends on v).
+std::string ReadTestdata(const std::string& name) {
+  std::ifstream file(std::string(VKSPMD_TESTDATA_DIR) + "/control_flow/" + name);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+struct MeshCase {
+  std::vector<int64_t> shape;
+  std::string shard;  // The split parameters' sharding.
+};
+
+std::vector<MeshCase> Meshes() {
+  return {{{1}, "replicated"},
+          {{2}, "devices=[2]1,0"},
+          {{4}, "devices=[4]0,1,2,3"},
+          {{2, 2}, "devices=[2,2]0,1,2,3 last_tile_dim_replicate"}};
+}
+
+class LoopProgramTest : public DeviceTest {
+ protected:
+  void SetUp() override { OpenDevices(4); }
+
+  // Testdata `name` with its `split` parameters sharded as `mesh_case` says, partitioned over its
+  // mesh and run: "" when it equals the reference, else what differs; `iterations` (when given)
+  // is how many times the bodies ran.
+  std::string DiffersFromReference(const std::string& name, const std::vector<int64_t>& split,
+                                   const MeshCase& mesh_case, const std::vector<Literal>& arguments,
+                                   int64_t* iterations = nullptr) {
+    collectives_ = -1;
+    absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseModule(ReadTestdata(name));
+    if (!module.ok()) return "parse: " + module.status().ToString();
+    absl::StatusOr<ir::Sharding> sharding = ir::ParseSharding("{" + mesh_case.shard + "}");
+    if (!sharding.ok()) return sharding.status().ToString();
+    for (int64_t p : split) (*module)->entry()->parameter(p)->set_sharding(*sharding);
+    absl::StatusOr<Literal> reference = interp::Evaluate(**module, arguments);
+    if (!reference.ok()) return "reference: " + reference.status().ToString();
+    absl::StatusOr<spmd::Mesh> mesh = spmd::Mesh::Create(mesh_case.shape);
+    if (!mesh.ok()) return mesh.status().ToString();
+    absl::StatusOr<std::unique_ptr<exec::LoopProgram>> loops =
+        exec::LoopProgram::Partition(**module, *mesh);
+    if (!loops.ok()) return "partition: " + loops.status().ToString();
+    std::vector<runtime::MeshDevice*> devices;
+    for (int64_t d = 0; d < mesh->device_count(); ++d) devices.push_back(&device(d));
+    if (absl::Status compiled = (*loops)->Compile(devices); !compiled.ok()) {
+      return "compile: " + compiled.ToString();
+    }
+    absl::StatusOr<Literal> result = (*loops)->Run(arguments);
+    if (!result.ok()) return "run: " + result.status().ToString();
+    if (iterations != nullptr) *iterations = (*loops)->last_iterations();
+    collectives_ = (*loops)->collective_count();
+    return CompareLiterals(*result, *reference, 1e-5);
+  }
+
+  int64_t collectives_ = -1;  // Of the last program partitioned.
+};
+
+Literal Vector(std::vector<float> values) {
+  const auto size = static_cast<int64_t>(values.size());
+  return Literal::Create(DType::kF32, {size}, std::move(values));
+}
+
+Literal F32(float value) { return Literal::Create(DType::kF32, {}, std::vector<float>{value}); }
+
+TEST_F(LoopProgramTest, DataDependentLoopsMatchTheReferenceOnEveryMesh) {
+  const Literal x = Vector({0.5f, -1, 2, 0.25f, 1.5f, -3});
+  const Literal y = Vector({1, 2, 3, 4, 5, 6});
+  for (const MeshCase& mesh_case : Meshes()) {
+    // limit 0.4 * 100: 3 -> 4.75 -> 7.375 -> 11.31 -> 17.22 -> 26.08 -> 39.37 -> 59.3: 7
+    // iterations.
+    int64_t iterations = -1;
+    EXPECT_EQ(DiffersFromReference("grow.hlo", {0, 2}, mesh_case, {x, F32(0.4f), y}, &iterations),
+              "")
+        << mesh_case.shard;
+    EXPECT_EQ(iterations, 7) << mesh_case.shard;
+    // Split over several devices, the condition's largest element is all-reduced.
+    if (mesh_case.shard != "replicated") {
+      EXPECT_GT(collectives_, 0) << mesh_case.shard;
+    }
+    // The condition fails at once: the body never runs, the state passes through.
+    EXPECT_EQ(DiffersFromReference("grow.hlo", {0, 2}, mesh_case, {x, F32(-0.05f), y}, &iterations),
+              "")
+        << mesh_case.shard;
+    EXPECT_EQ(iterations, 0) << mesh_case.shard;
+  }
+}
+
+TEST_F(LoopProgramTest, NestedLoopsMatchTheReferenceOnEveryMesh) {
+  const Literal v = Vector({0.5f, 1, 0.25f, 2, 0.75f, 1.5f});
+  for (const MeshCase& mesh_case : Meshes()) {
+    for (int32_t n : {0, 3}) {
+      int64_t iterations = -1;
+      EXPECT_EQ(DiffersFromReference("nested_while.hlo", {0}, mesh_case,
+                                     {v, Literal::Create(DType::kS32, {}, std::vector<int32_t>{n})},
+                                     &iterations),
+                "")
+          << mesh_case.shard << " n=" << n;
+      // 3 outer iterations; inside, the sum 6.06 doubles 5 times to 193.9, then 58.2 once and
+      // 34.9 twice: 3 + 5 + 1 + 2.
+      EXPECT_EQ(iterations, n == 0 ? 0 : 11) << mesh_case.shard;
+    }
+  }
+}
+
+TEST(LoopProgramPartitionTest, RefusesAStateItCannotCarryNamingTheLoop) {
+  constexpr char kNestedState[] = R"(HloModule nested_state
+%cond (s: (s32[], (f32[2], f32[2]))) -> pred[] {
+  %s = (s32[], (f32[2], f32[2])) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %limit = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %limit), direction=NE
+}
+%body (s: (s32[], (f32[2], f32[2]))) -> (s32[], (f32[2], f32[2])) {
+  %s = (s32[], (f32[2], f32[2])) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %i2 = s32[] multiply(%i, %i)
+  %pair = (f32[2], f32[2]) get-tuple-element(%s), index=1
+  ROOT %next = (s32[], (f32[2], f32[2])) tuple(%i2, %pair)
+}
+ENTRY %main (i: s32[], a: f32[2]) -> (s32[], (f32[2], f32[2])) {
+  %i = s32[] parameter(0)
+  %a = f32[2] parameter(1)
+  %pair = (f32[2], f32[2]) tuple(%a, %a)
+  %start = (s32[], (f32[2], f32[2])) tuple(%i, %pair)
+  ROOT %loop = (s32[], (f32[2], f32[2])) while(%start), condition=%cond, body=%body
+}
+)";
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseModule(kNestedState);
+  ASSERT_TRUE(module.ok()) << module.status();
+  EXPECT_TRUE(*exec::LoopProgram::NeedsHostLoop(**module));
+  absl::StatusOr<std::unique_ptr<exec::LoopProgram>> loops =
+      exec::LoopProgram::Partition(**module, *spmd::Mesh::Create({2}));
+  ASSERT_FALSE(loops.ok());
+  EXPECT_TRUE(absl::IsUnimplemented(loops.status())) << loops.status();
+  EXPECT_NE(loops.status().message().find("%loop"), std::string::npos) << loops.status();
+  EXPECT_NE(loops.status().message().find("tuple of arrays"), std::string::npos) << loops.status();
+}
+
+}  // namespace
+}  // namespace vkspmd::testing
