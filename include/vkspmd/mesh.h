@@ -36,7 +36,8 @@ class Mesh {
 };
 
 // The number of mesh devices a mesh may use: VKSPMD_DEVICES when set, else one per usable
-// physical device.
+// physical device; after distributed::initialize() in a job of several processes, every
+// process's devices together.
 int64_t device_count();
 
 // A 1-D mesh over every device of device_count(), its axis called `axis_name`.

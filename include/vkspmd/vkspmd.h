@@ -5,6 +5,7 @@
 #include "vkspmd/cache.h"
 #include "vkspmd/checkpoint.h"
 #include "vkspmd/devices.h"
+#include "vkspmd/distributed.h"
 #include "vkspmd/dtensor.h"
 #include "vkspmd/dtensor_parallel.h"
 #include "vkspmd/dtype.h"

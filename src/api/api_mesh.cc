@@ -6,6 +6,7 @@
 #include "src/api/api_support.h"
 #include "src/lazy/context.h"
 #include "src/lazy/device_pool.h"
+#include "src/lazy/distributed.h"
 #include "vkspmd/mesh.h"
 
 namespace vkspmd {
@@ -31,7 +32,11 @@ std::string Mesh::to_string() const {
                       absl::StrJoin(device_ids_, ","), "])");
 }
 
-int64_t device_count() { return lazy::Unwrap(lazy::DevicePool::AvailableDeviceCount()); }
+int64_t device_count() {
+  // In a job of several processes, every process's devices (as jax.device_count()).
+  if (const lazy::DistributedState* job = lazy::Distributed()) return job->global_devices;
+  return lazy::Unwrap(lazy::DevicePool::AvailableDeviceCount());
+}
 
 Mesh get_1d_mesh(const std::string& axis_name) {
   std::vector<std::string> names;

@@ -219,6 +219,7 @@ std::vector<LocalShard> ShardedTensor::local_shards(std::source_location where) 
   const lazy::Placement& placement = *node->device_value->placement();
   // Shards are downloaded on the worker (which owns the devices) and converted here.
   struct Downloaded {
+    int64_t device = 0;
     std::vector<IndexRange> indices;
     ir::Literal padded, unpadded;
   };
@@ -226,7 +227,9 @@ std::vector<LocalShard> ShardedTensor::local_shards(std::source_location where) 
   lazy::ThrowIfError(lazy::Engine::Get().Call([&](lazy::DevicePool&) -> absl::Status {
     VKSPMD_ASSIGN_OR_RETURN(const exec::ShardedBuffer* buffer, node->device_value->WaitBuffer());
     for (size_t d = 0; d < buffer->shard_count(); ++d) {
+      if (!buffer->donated() && !buffer->addressable(d)) continue;  // Another process's device.
       Downloaded shard;
+      shard.device = placement.devices[d];
       std::vector<int64_t> valid;
       for (int64_t dim = 0; dim < buffer->shape().rank(); ++dim) {
         const int64_t device = static_cast<int64_t>(d);
@@ -244,7 +247,7 @@ std::vector<LocalShard> ShardedTensor::local_shards(std::source_location where) 
   }));
   std::vector<LocalShard> shards;
   for (size_t d = 0; d < downloads.size(); ++d) {
-    shards.push_back({placement.devices[d], downloads[d].indices,
+    shards.push_back({downloads[d].device, downloads[d].indices,
                       lazy::ToHostTensor(downloads[d].padded),
                       lazy::ToHostTensor(downloads[d].unpadded)});
   }

@@ -68,14 +68,9 @@ absl::Status MeshProgram::Compile(std::vector<runtime::MeshDevice*> devices, Opt
   for (const ir::InputOutputAlias& alias : program_->input_output_aliases()) {
     aliased_parameters_.insert(alias.parameter_number);
   }
-  if (options.world != nullptr &&
-      options.world->local_ranks().size() != static_cast<size_t>(options.world->size())) {
-    // Scatter and Gather move whole values between this host and every device.
-    return absl::UnimplementedError(
-        absl::StrCat("a mesh program needs every device in this process; the world has ",
-                     options.world->size(), " rank(s), ", options.world->local_ranks().size(),
-                     " of them here (run the per-device program with exec::MeshExecutable)"));
-  }
+  // With a world of several processes, devices of other processes are null: Scatter uploads only
+  // this process's shards, and Gather needs every shard here (lazy reads gather across
+  // processes through the world, exec/sharded_gather.h).
   devices_ = std::move(devices);
   debug::ScopedTraceSpan span("compile executables");
   VKSPMD_ASSIGN_OR_RETURN(

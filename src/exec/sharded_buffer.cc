@@ -19,6 +19,10 @@ absl::StatusOr<std::unique_ptr<ShardedBuffer>> ShardedBuffer::Scatter(
   }
   std::vector<ir::Literal> shards;
   for (int64_t d = 0; d < mesh.device_count(); ++d) {
+    if (devices[d] == nullptr) {  // Another process's device: its shard is uploaded there.
+      shards.emplace_back();
+      continue;
+    }
     VKSPMD_ASSIGN_OR_RETURN(ir::Literal shard, ShardLiteral(value, sharding, mesh, d));
     shards.push_back(std::move(shard));
   }
@@ -36,6 +40,10 @@ absl::StatusOr<std::unique_ptr<ShardedBuffer>> ShardedBuffer::FromHostShards(
   }
   std::vector<std::unique_ptr<runtime::Buffer>> buffers;
   for (size_t d = 0; d < shards.size(); ++d) {
+    if (devices[d] == nullptr) {
+      buffers.emplace_back();  // Not addressable from this process.
+      continue;
+    }
     const uint32_t element_bytes = DeviceElementBytes(shape.dtype(), *devices[d]);
     // Where the device stores elements as the host does (all but word-sized predicates), the
     // literal's bytes go up as they are, without a converted copy.

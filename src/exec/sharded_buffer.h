@@ -21,12 +21,14 @@ namespace vkspmd::exec {
 class ShardedBuffer {
  public:
   // Splits `value` under `sharding` and uploads shard d to `devices[d]` (one per mesh device,
-  // in the mesh's device-id order 0..N-1; borrowed, they must outlive the buffer).
+  // in the mesh's device-id order 0..N-1; borrowed, they must outlive the buffer). A null device
+  // is another process's: its shard is left out (not addressable here).
   static absl::StatusOr<std::unique_ptr<ShardedBuffer>> Scatter(
       const ir::Literal& value, const spmd::AxisSharding& sharding, const spmd::Mesh& mesh,
       const std::vector<runtime::MeshDevice*>& devices);
   // Uploads `shards[d]` (device d's shard in the padded shard shape, padding zero) to
-  // `devices[d]`: a value assembled shard by shard (a restored checkpoint) never exists whole.
+  // `devices[d]` (none where devices[d] is null): a value assembled shard by shard (a restored
+  // checkpoint) never exists whole.
   static absl::StatusOr<std::unique_ptr<ShardedBuffer>> FromHostShards(
       const ir::Shape& shape, const spmd::AxisSharding& sharding, const spmd::Mesh& mesh,
       const std::vector<runtime::MeshDevice*>& devices, const std::vector<ir::Literal>& shards);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/base/status_macros.h"
 #include "src/lazy/device_value.h"
+#include "src/lazy/distributed.h"
 #include "src/runtime/instance.h"
 #include "src/runtime/mesh_plan.h"
 #include "src/runtime/physical_device.h"
@@ -19,6 +20,15 @@ std::atomic<int64_t> wanted_devices{1};
 }  // namespace
 
 absl::Status DevicePool::NoteMeshDevices(int64_t count) {
+  if (const DistributedState* job = Distributed()) {
+    // The mesh names the job's global devices; this process opens only its own.
+    if (count > job->global_devices) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the mesh needs ", count, " mesh devices but the job of ",
+                       job->process_count, " processes has ", job->global_devices));
+    }
+    return absl::OkStatus();
+  }
   VKSPMD_ASSIGN_OR_RETURN(runtime::RuntimeConfig config, runtime::RuntimeConfig::FromEnvironment());
   if (config.mesh_device_count > 0 && count > config.mesh_device_count) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -68,6 +78,9 @@ absl::Status DevicePool::Open(int64_t needed) {
   }
   config.mesh_device_count = static_cast<int>(
       std::max({needed, wanted_devices.load(), static_cast<int64_t>(config.mesh_device_count)}));
+  if (const DistributedState* job = Distributed()) {
+    config.mesh_device_count = static_cast<int>(job->local_devices);
+  }
   VKSPMD_ASSIGN_OR_RETURN(devices_, runtime::DeviceSet::Create(config));
   ++generation_;
   open_count_ = devices_->size();
@@ -76,6 +89,21 @@ absl::Status DevicePool::Open(int64_t needed) {
 
 absl::StatusOr<std::vector<runtime::MeshDevice*>> DevicePool::DevicesFor(
     const Placement& placement) {
+  if (const DistributedState* job = Distributed()) {
+    if (devices_ == nullptr || devices_->size() != job->local_devices) {
+      VKSPMD_RETURN_IF_ERROR(Open(job->local_devices));
+    }
+    // Other processes' devices are null. A value of no mesh lives on this process's first
+    // device: every process computes it alike, as it traced it alike.
+    std::vector<runtime::MeshDevice*> devices;
+    for (int64_t id : placement.devices) {
+      const int64_t local = placement.is_mesh ? id - job->first_device : 0;
+      devices.push_back(placement.is_mesh && !job->IsLocal(id)
+                            ? nullptr
+                            : &devices_->device(static_cast<int>(local)));
+    }
+    return devices;
+  }
   const int64_t needed = *std::max_element(placement.devices.begin(), placement.devices.end()) + 1;
   // Grow to what every mesh so far needs while nothing lives on the devices, so that a mesh
   // created earlier can still be used after values exist.

@@ -10,7 +10,9 @@
 
 #include "src/base/status_macros.h"
 #include "src/debug/trace_writer.h"
+#include "src/exec/sharded_gather.h"
 #include "src/lazy/device_value.h"
+#include "src/lazy/distributed.h"
 #include "src/lazy/value_transfer.h"
 
 namespace vkspmd::lazy {
@@ -52,8 +54,9 @@ void Engine::Post(std::function<void()> work) {
 // Place and Launch queue without waiting, as before, for as long as the devices stay open.
 void Engine::OpenDevicesBeforeQueuing(const Placement& placement) {
   const int64_t open = pool_.open_count();
-  const int64_t needed = *std::max_element(placement.devices.begin(), placement.devices.end()) + 1;
-  const int64_t wanted = DevicePool::WantedDevices();
+  int64_t needed = *std::max_element(placement.devices.begin(), placement.devices.end()) + 1;
+  int64_t wanted = DevicePool::WantedDevices();
+  if (const DistributedState* job = Distributed()) needed = wanted = job->local_devices;
   // DevicePool::DevicesFor's conditions, read from here. Growing to a larger mesh also needs no
   // live buffers, which only the worker knows for sure (it drops the shared scalars first): try
   // once per larger mesh, and again whenever no buffer lives.
@@ -200,9 +203,11 @@ void Engine::Place(std::shared_ptr<const ir::Literal> host, std::shared_ptr<Devi
 
 absl::StatusOr<ir::Literal> Engine::Read(const std::shared_ptr<DeviceValue>& value) {
   VKSPMD_ASSIGN_OR_RETURN(const exec::ShardedBuffer* buffer, value->WaitBuffer());
-  bool mapped = !buffer->donated();
+  // In a job of several processes, a value this process's shards do not cover whole is gathered
+  // through the collectives, which run on the worker in queue order (the same on every process).
+  bool mapped = !buffer->donated() && exec::CoveredByAddressable(*buffer);
   for (size_t d = 0; mapped && d < buffer->shard_count(); ++d) {
-    mapped = buffer->addressable(d) && buffer->shard(d).mapped() != nullptr;
+    mapped = !buffer->addressable(d) || buffer->shard(d).mapped() != nullptr;
   }
   // The run that wrote the value has finished (its fence waited) before the buffer was set, and
   // the memory is host-coherent: a plain copy sees the result.

@@ -11,6 +11,7 @@
 #include "src/debug/metrics.h"
 #include "src/debug/trace_writer.h"
 #include "src/ir/parser.h"
+#include "src/lazy/distributed.h"
 #include "src/lazy/value_transfer.h"
 
 namespace vkspmd::lazy {
@@ -52,7 +53,18 @@ absl::StatusOr<GraphRunner::Compiled> GraphRunner::Compile(GraphTask& task, Devi
   } else {
     compiled.program = exec::MeshProgram::FromPerDeviceModule(std::move(task.module), mesh);
   }
-  VKSPMD_RETURN_IF_ERROR(compiled.program->Compile(std::move(devices)));
+  exec::MeshProgram::Options options;
+  if (const DistributedState* job = Distributed(); job != nullptr && task.placement->is_mesh) {
+    // The job's world numbers global devices 0..G-1, as the placement's local mesh then does.
+    if (static_cast<int64_t>(task.placement->devices.size()) != job->global_devices) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("in a job of ", job->process_count, " processes a mesh must span all ",
+                       job->global_devices, " devices of the job; mesh ",
+                       task.placement->mesh.ToString(), " has ", task.placement->devices.size()));
+    }
+    options.world = job->world;
+  }
+  VKSPMD_RETURN_IF_ERROR(compiled.program->Compile(std::move(devices), std::move(options)));
   return compiled;
 }
 
@@ -141,10 +153,11 @@ absl::Status GraphRunner::RunOrFail(GraphTask& task, DevicePool& pool) {
   const double seconds = SecondsSince(start);
   double collective_seconds = 0;
   exec::MeshExecutable& executable = program.executable();
-  for (size_t d = 0; d < executable.device_count(); ++d) {
+  // This process's devices (in a job of several, the others run elsewhere).
+  for (size_t d : executable.local_devices()) {
     collective_seconds += executable.executable(d).last_collective_seconds();
   }
-  collective_seconds /= std::max<size_t>(executable.device_count(), 1);
+  collective_seconds /= std::max<size_t>(executable.local_devices().size(), 1);
   debug::RecordExecute(seconds, compiled->collective_bytes, collective_seconds);
   for (size_t k = 0; k < results.size(); ++k) task.outputs[k]->SetBuffer(std::move(results[k]));
   debug::GraphAnalysis analysis = task.analysis;

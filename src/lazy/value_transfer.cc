@@ -4,6 +4,8 @@
 #include "src/base/status_macros.h"
 #include "src/debug/metrics.h"
 #include "src/debug/trace_writer.h"
+#include "src/exec/sharded_gather.h"
+#include "src/lazy/distributed.h"
 
 namespace vkspmd::lazy {
 
@@ -24,7 +26,13 @@ absl::StatusOr<std::unique_ptr<exec::ShardedBuffer>> UploadValue(const ir::Liter
 
 absl::StatusOr<ir::Literal> DownloadValue(const exec::ShardedBuffer& buffer) {
   debug::ScopedTraceSpan span("download (device to host)");
-  VKSPMD_ASSIGN_OR_RETURN(ir::Literal value, buffer.Gather());
+  // A shard of another process is read from a local replica of it where there is one, else
+  // (only on the worker, in queue order) gathered through the job's collectives.
+  const DistributedState* job = Distributed();
+  absl::StatusOr<ir::Literal> gathered = job == nullptr || exec::CoveredByAddressable(buffer)
+                                             ? exec::GatherAddressable(buffer)
+                                             : exec::GatherThroughWorld(buffer, *job->world);
+  VKSPMD_ASSIGN_OR_RETURN(ir::Literal value, std::move(gathered));
   debug::RecordDeviceToHost(spmd::ByteSize(buffer.shard_shape()) *
                             static_cast<int64_t>(buffer.shard_count()));
   return value;

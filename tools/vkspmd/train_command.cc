@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -52,6 +53,7 @@ struct TrainOptions {
   int64_t keep = 0;            // 0: keep every step.
   bool async_save = false;
   bool resume = false;
+  bool parameter_digest = false;
   std::string trace;                // Empty: no profiler trace.
   std::string trace_steps = "1:4";  // A:B, steps A to B-1 (0-based) in the trace.
   std::string precision = "f32";    // f32, bf16 or f16 (mixed precision, f32 master weights).
@@ -266,6 +268,14 @@ int Train(const TrainOptions& options) {
                 fmt::format("--optimizer {}: expected adamw or sgd", options.optimizer));
   }
   CheckOptions(options);
+  // Started by torchrun, mpirun or `vkspmd launch`: one job whose mesh spans every process's
+  // devices (a job of this process alone otherwise).
+  distributed::initialize();
+  if (distributed::process_count() > 1 && !options.checkpoint_dir.empty()) {
+    throw Error(ErrorCode::kUnimplemented,
+                "--checkpoint-dir in a job of several processes: checkpoints that each process "
+                "writes only its own shards of are not implemented yet");
+  }
   const DType compute_dtype = PrecisionDType(options.precision);
   // Opening the checkpoint directory removes what a killed run left there; with --resume the
   // latest committed step is where this run starts.
@@ -287,9 +297,14 @@ int Train(const TrainOptions& options) {
   }
   // Before any work: an unwritable --out is reported now, not after the last step.
   std::vector<double> losses;
-  absl::StatusOr<train::LossLog> loss_log =
-      resume_step.has_value() ? train::LossLog::Resume(options.out, *resume_step, losses)
-                              : train::LossLog::Open(options.out);
+  // Every process computes the same losses; each keeps its own curve (process 0's is --out).
+  const std::string out =
+      distributed::process_index() == 0
+          ? options.out
+          : fmt::format("{}/process-{}", options.out, distributed::process_index());
+  absl::StatusOr<train::LossLog> loss_log = resume_step.has_value()
+                                                ? train::LossLog::Resume(out, *resume_step, losses)
+                                                : train::LossLog::Open(out);
   if (!loss_log.ok()) {
     throw Error(static_cast<ErrorCode>(loss_log.status().code()),
                 fmt::format("--out: {}", loss_log.status().message()));
@@ -412,7 +427,7 @@ int Train(const TrainOptions& options) {
     if (!std::isfinite(losses.back())) {
       progress.Finish();
       // The curve up to the step that diverged, for looking at what happened.
-      (void)train::WriteLossSvg(options.out + "/loss.svg", losses, title);
+      (void)train::WriteLossSvg(out + "/loss.svg", losses, title);
       throw Diverged{step, losses.back()};
     }
     const auto now = std::chrono::steady_clock::now();
@@ -521,11 +536,24 @@ int Train(const TrainOptions& options) {
                MemoryText(device.parameter_bytes), MemoryText(device.optimizer_state_bytes),
                MemoryText(device.peak_bytes));
   }
-  if (absl::Status written = train::WriteLossSvg(options.out + "/loss.svg", losses, title);
-      !written.ok()) {
+  if (options.parameter_digest) {
+    // Runs on other meshes, process counts or launchers compare their final parameters bit for
+    // bit by this line (each read gathers the whole parameter, in every process alike).
+    uint64_t digest = 14695981039346656037ull;  // FNV-1a, 64 bits.
+    for (const Tensor& parameter : parameters) {
+      for (float value : parameter.to_vector<float>()) {
+        unsigned char bytes[sizeof(float)];
+        std::memcpy(bytes, &value, sizeof(float));
+        for (unsigned char byte : bytes) digest = (digest ^ byte) * 1099511628211ull;
+      }
+    }
+    fmt::print("  parameter digest: {:016x} (FNV-1a of {} parameters' float32 values)\n", digest,
+               parameters.size());
+  }
+  if (absl::Status written = train::WriteLossSvg(out + "/loss.svg", losses, title); !written.ok()) {
     throw Error(static_cast<ErrorCode>(written.code()), std::string(written.message()));
   }
-  fmt::print("  loss curve: {0}/loss.csv, {0}/loss.svg\n", options.out);
+  fmt::print("  loss curve: {0}/loss.csv, {0}/loss.svg\n", out);
   fmt::print("{}", trace_report);
   return kExitOk;
 }
@@ -588,6 +616,8 @@ void RegisterTrainCommand(CLI::App& app) {
                    "f32, or mixed precision: bf16, f16 (dynamic loss scaling); parameters and "
                    "optimizer state stay f32")
       ->capture_default_str();
+  command->add_flag("--parameter-digest", options->parameter_digest,
+                    "print a digest of the final parameters' values (to compare runs bit for bit)");
   command->add_flag("--resume", options->resume,
                     "continue from the latest committed checkpoint in --checkpoint-dir (same "
                     "data stream and random state)");

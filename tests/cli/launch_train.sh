@@ -1,0 +1,29 @@
+#!/bin/sh
+# `vkspmd train` dp+tp on 2 processes x 2 devices (issue 20), started by `vkspmd launch` and by
+# Open MPI's mpirun when installed, equals 1 process x 4 devices bit for bit: loss.csv of every
+# process and the final parameters' digest. Usage: launch_train.sh VKSPMD WORKDIR
+set -eu
+vkspmd=$1
+work=$2
+rm -rf "$work"
+mkdir -p "$work"
+args="train --steps 4 --log-every 1 --parameter-digest"
+digest() { sed -n 's/.*parameter digest: \([0-9a-f]*\).*/\1/p' "$1" | sort -u; }
+same() {  # same NAME: the run's curves and digest equal the 1 x 4 run's.
+  cmp "$work/one/loss.csv" "$work/$1/loss.csv"
+  cmp "$work/one/loss.csv" "$work/$1/process-1/loss.csv"
+  test "$(digest "$work/$1.txt" | wc -l)" = 1 || { echo "$1: the processes' digests differ"; exit 1; }
+  test "$(digest "$work/$1.txt")" = "$(digest "$work/one.txt")" ||
+    { echo "$1: final parameters differ from 1 x 4"; exit 1; }
+  echo "$1: loss.csv of both processes and the parameter digest equal 1 process x 4 devices"
+}
+VKSPMD_DEVICES=4 "$vkspmd" $args --out "$work/one" > "$work/one.txt"
+test -n "$(digest "$work/one.txt")"
+"$vkspmd" launch -n 2 --devices-per-process 2 -- "$vkspmd" $args --out "$work/launch" \
+  > "$work/launch.txt"
+same launch
+if command -v mpirun > /dev/null; then
+  mpirun --allow-run-as-root --oversubscribe -n 2 -x VKSPMD_DEVICES=2 \
+    "$vkspmd" $args --out "$work/mpirun" > "$work/mpirun.txt"
+  same mpirun
+fi
