@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
@@ -86,6 +87,15 @@ class Module {
   void set_parallel_plan(std::shared_ptr<const ParallelPlan> plan);
   const std::shared_ptr<const ParallelPlan>& parallel_plan() const { return plan_; }
 
+  // For modules assembled at run time (a Python subclass of vkspmd.nn.Module, PyTorch's
+  // register_parameter / add_module): `value` becomes parameter `name`, its handle kept by this
+  // module, so named_parameters(), optimizers, grad and the strategies see it. Registering a
+  // name again replaces the entry in place (keeping its position). A name with '.', an empty
+  // name, or one already naming a child (a parameter, for add_module) throws.
+  void add_parameter(const std::string& name, const Tensor& value);
+  // `child` becomes submodule `name`; the caller keeps it alive as long as this module.
+  void add_module(const std::string& name, Module* child);
+
   // Mixed precision, as PyTorch's autocast with float32 master weights: the parameters (and so
   // the optimizer state) stay float32; with compute dtype float16 or bfloat16, Linear layers (and
   // attention's two batched matmuls) cast their input, weight and bias to it and compute in it,
@@ -123,7 +133,11 @@ class Module {
   void CheckPlanRecursively(const ParallelPlan& plan) const;
   void SetPlanRecursively(const std::shared_ptr<const ParallelPlan>& plan);
 
+  void CheckNewName(const std::string& name, bool parameter) const;
+
   std::vector<ParameterSlot> parameters_;
+  // The handles add_parameter keeps (a deque: registered addresses stay valid).
+  std::deque<Tensor> owned_parameters_;
   std::vector<std::pair<std::string, Module*>> children_;
   std::shared_ptr<const ParallelPlan> plan_;
   DType compute_dtype_ = float32;

@@ -94,6 +94,13 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 // count from the end, all clamped as Python clamps them; the step is positive); NewAxis inserts
 // a dim of size 1; Ellipsis stands for the whole dims the other entries leave (at most one).
 // Dims after the entries stay whole.
+// A Tensor entry is advanced indexing, as torch's x[idx] (at most one per index): an integer
+// tensor picks elements of its dim by index (the dim becomes the index's shape, one gather;
+// negative indices count from the end, indices still out of range are clamped as XLA's gather
+// clamps, since checking them would read them); a bool mask covers as many dims as its rank,
+// which must equal those dims, and keeps the elements where it is true, flattened into one dim.
+// A mask's result shape depends on its values, so the mask is read (waiting for it, as item()
+// does) and the positions sent back as a gather's indices.
 struct Slice {
   std::optional<int64_t> start;
   std::optional<int64_t> stop;
@@ -103,7 +110,7 @@ struct NewAxisType {};
 inline constexpr NewAxisType NewAxis{};
 struct EllipsisType {};
 inline constexpr EllipsisType Ellipsis{};
-using TensorIndex = std::variant<int64_t, Slice, NewAxisType, EllipsisType>;
+using TensorIndex = std::variant<int64_t, Slice, NewAxisType, EllipsisType, Tensor>;
 Tensor index(const Tensor& x, const std::vector<TensorIndex>& indices);
 
 // Reductions over `dims` (empty: all dims).

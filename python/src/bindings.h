@@ -26,6 +26,7 @@ void BindOps(py::module_& module);
 void BindSharding(py::module_& module);
 void BindTraining(py::module_& module);
 void BindCheckpoint(py::module_& module);
+void BindDTensor(py::module_& module);
 
 // Waits for every launched graph in 50 ms slices with the GIL released, checking for signals
 // between slices: Ctrl-C (Python runs its handler only between calls) raises KeyboardInterrupt

@@ -11,4 +11,5 @@ PYBIND11_MODULE(_C, module) {
   vkspmd::python::BindSharding(module);
   vkspmd::python::BindTraining(module);
   vkspmd::python::BindCheckpoint(module);
+  vkspmd::python::BindDTensor(module);
 }

@@ -131,8 +131,14 @@ void BindShardedTensor(py::module_& module) {
                                     "A Tensor marked with a sharding (mark_sharding's result).")
       .def_property_readonly("global_tensor", &ShardedTensor::global_tensor)
       .def_property_readonly(
-          "local_shards", [](const ShardedTensor& t) { return t.local_shards(); }, Release(),
-          "Per mesh device its Shard (runs what is pending and reads the shards).")
+          "local_shards",
+          [](const ShardedTensor& t) {
+            WaitDeviceOpsInterruptibly();
+            py::gil_scoped_release release;
+            return t.local_shards();
+          },
+          "Per mesh device its Shard (runs what is pending and reads the shards; Ctrl-C "
+          "interrupts the wait for launched graphs).")
       .def_property_readonly("sharding_spec", &ShardedTensor::sharding_spec, Release(),
                              "The HLO sharding text, e.g. '{devices=[2,4]<=[8]}'.")
       .def_property_readonly("sharding_type", &ShardedTensor::sharding_type, Release())

@@ -17,8 +17,6 @@
 namespace vkspmd::python {
 namespace {
 
-using Release = py::call_guard<py::gil_scoped_release>;
-
 py::tuple ShapeTuple(const Tensor& tensor) { return py::cast(tensor.shape()); }
 
 py::object NotImplemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
@@ -104,11 +102,20 @@ void BindQueries(py::class_<Tensor>& cls) {
           "interrupts the wait).");
   cls.def("__float__", item);
   cls.def("__bool__", [item](const Tensor& t) { return item(t) != 0; });
+  // Reads that wait first in slices, as item() (Ctrl-C interrupts the wait).
+  cls.def("__repr__", [](const Tensor& t) {
+    WaitDeviceOpsInterruptibly();
+    py::gil_scoped_release release;
+    return t.to_string();
+  });
   cls.def(
-      "__repr__", [](const Tensor& t) { return t.to_string(); }, Release());
-  cls.def(
-      "to_npy", [](const Tensor& t, const std::string& path) { t.to_npy(path); }, py::arg("path"),
-      Release(), "Writes the value as a NumPy .npy file.");
+      "to_npy",
+      [](const Tensor& t, const std::string& path) {
+        WaitDeviceOpsInterruptibly();
+        py::gil_scoped_release release;
+        t.to_npy(path);
+      },
+      py::arg("path"), "Writes the value as a NumPy .npy file (Ctrl-C interrupts the wait).");
   cls.def("is_same", &Tensor::is_same, py::arg("other"),
           "Whether both name the same tensor (not: equal values).");
 }
@@ -172,10 +179,26 @@ TensorIndex ToTensorIndex(py::handle entry) {
     };
     return Slice{field("start"), field("stop"), field("step").value_or(1)};
   }
+  if (py::isinstance<Tensor>(entry)) return entry.cast<Tensor>();
+  // Before ints: a numpy array has __index__ too (for one element).
+  // A list or numpy array of ints or bools, as torch takes them: Python's and numpy's default
+  // int64 becomes int32 (vkspmd's index type) when the values fit.
+  if (py::isinstance<py::list>(entry) || py::isinstance<py::array>(entry)) {
+    py::array array = py::module_::import("numpy").attr("asarray")(entry);
+    if (array.dtype().kind() == 'i' && array.itemsize() == 8) {
+      py::object int32 = py::dtype("int32");
+      py::array narrowed = array.attr("astype")(int32);
+      if (!py::bool_(narrowed.attr("__eq__")(array).attr("all")())) {
+        throw py::index_error("index: the index values do not fit int32");
+      }
+      array = narrowed;
+    }
+    return from_host(HostTensorFromNumpy(array));
+  }
   if (PyIndex_Check(entry.ptr()) && !PyBool_Check(entry.ptr())) return entry.cast<int64_t>();
   throw py::type_error(
-      "vkspmd tensors take ints, slices, None and ... as indices (no tensor or "
-      "bool indexing); got " +
+      "vkspmd tensors take ints, slices, None, ..., and one int32/bool tensor (or list or "
+      "numpy array) as indices; got " +
       py::repr(entry).cast<std::string>());
 }
 
@@ -191,7 +214,10 @@ void BindIndexing(py::class_<Tensor>& cls) {
         }
         return index(t, indices);
       },
-      "Basic indexing (ints, slices with a positive step, None, ...), as t[1, :, 2:5].");
+      "Indexing as torch: ints, slices with a positive step, None and ... (t[1, :, 2:5]), and "
+      "at most one integer tensor (t[idx]: the dim becomes idx's shape, one gather) or bool "
+      "mask (t[mask]: the elements where it is true; the mask is read, since the result's "
+      "shape depends on it).");
 }
 
 // A torch.return_types-style named tuple (values, indices), registered in `return_types`.
@@ -284,6 +310,9 @@ void BindTensor(py::module_& module) {
   py::class_<Tensor> cls(module, "Tensor",
                          "A lazy tensor: ops record a graph; mark_step() or reading a value runs "
                          "it on the mesh devices, where the result stays until it is read.");
+  cls.def(py::init<const Tensor&>(), py::arg("data"),
+          "Tensor(t): another handle to the same tensor t (not a copy), as vkspmd.nn.Parameter "
+          "uses it; make new tensors with vkspmd.tensor / from_numpy.");
   BindQueries(cls);
   BindOperators(cls);
   BindUpdates(cls);

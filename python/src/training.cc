@@ -32,7 +32,34 @@ py::class_<T, nn::Module> BindLayer(py::module_& nn_module, const char* name, co
 }
 
 void BindModule(py::module_& nn_module) {
-  py::class_<nn::Module>(nn_module, "Module", "The base of every layer (torch.nn.Module).")
+  py::class_<nn::Module>(nn_module, "Module",
+                         "The base of every layer (torch.nn.Module). Subclass it in Python: "
+                         "call super().__init__(), assign Parameters and child modules as "
+                         "attributes (or register_parameter / add_module), define forward.")
+      .def(py::init<>())
+      .def("register_parameter", &nn::Module::add_parameter, py::arg("name"), py::arg("param"),
+           "Makes `param` parameter `name` of this module (replacing one of that name), so "
+           "parameters(), optimizers, grad and the strategies see it.")
+      .def(
+          "add_module",
+          [](nn::Module& m, const std::string& name, py::object child) {
+            m.add_module(name, child.cast<nn::Module*>());
+          },
+          py::arg("name"), py::arg("module"), py::keep_alive<1, 3>(),
+          "Makes `module` child `name` (its parameters become 'name.*'); this module keeps it "
+          "alive.")
+      .def(
+          "named_modules",
+          [](py::object self) {
+            py::list result;
+            // A C++ layer's own children live inside it: each keeps `self` alive.
+            for (const auto& [name, child] : self.cast<const nn::Module&>().named_modules()) {
+              result.append(py::make_tuple(
+                  name, py::cast(child, py::return_value_policy::reference_internal, self)));
+            }
+            return result;
+          },
+          "(dotted name, module) of every descendant, parents first (without the module itself).")
       .def("named_parameters", &nn::Module::named_parameters,
            "(dotted name, tensor) pairs in registration order.")
       .def("parameters", &nn::Module::parameters)

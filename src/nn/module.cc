@@ -1,5 +1,6 @@
 // Module: the parameter and child registry, parameter export/import as .npy files and as a
 // safetensors file, and the activation constraints a strategy's plan asks for.
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -51,6 +52,56 @@ void Module::register_parameter(const std::string& name, Tensor* tensor,
 
 void Module::register_module(const std::string& name, Module* child) {
   children_.emplace_back(name, child);
+}
+
+void Module::CheckNewName(const std::string& name, bool parameter) const {
+  const char* function = parameter ? "Module::add_parameter" : "Module::add_module";
+  if (name.empty() || name.find('.') != std::string::npos) {
+    throw Error(ErrorCode::kInvalidArgument,
+                absl::StrCat(function, ": the name \"", base::EscapeControlBytes(name),
+                             "\" must be non-empty and without '.'"));
+  }
+  const bool is_child = std::any_of(children_.begin(), children_.end(),
+                                    [&](const auto& child) { return child.first == name; });
+  const bool is_parameter =
+      std::any_of(parameters_.begin(), parameters_.end(),
+                  [&](const ParameterSlot& slot) { return slot.name == name; });
+  if (parameter ? is_child : is_parameter) {
+    throw Error(ErrorCode::kInvalidArgument,
+                absl::StrCat(function, ": \"", name, "\" already names a ",
+                             parameter ? "submodule" : "parameter"));
+  }
+}
+
+void Module::add_parameter(const std::string& name, const Tensor& value) {
+  CheckNewName(name, true);
+  if (!value.defined()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                absl::StrCat("Module::add_parameter: \"", name, "\" is an undefined tensor"));
+  }
+  for (ParameterSlot& slot : parameters_) {
+    if (slot.name == name) {
+      *slot.tensor = value;
+      return;
+    }
+  }
+  owned_parameters_.push_back(value);
+  register_parameter(name, &owned_parameters_.back());
+}
+
+void Module::add_module(const std::string& name, Module* child) {
+  CheckNewName(name, false);
+  if (child == nullptr || child == this) {
+    throw Error(ErrorCode::kInvalidArgument,
+                absl::StrCat("Module::add_module: \"", name, "\" needs another module"));
+  }
+  for (auto& [existing, module] : children_) {
+    if (existing == name) {
+      module = child;
+      return;
+    }
+  }
+  register_module(name, child);
 }
 
 void Module::CollectParameters(const std::string& prefix, std::vector<NamedParameter>& out) const {

@@ -86,6 +86,7 @@ a = vkspmd.randn(1024, 1024)
 for _ in range(12):
     a = vkspmd.tanh(a @ a)
 s = a.sum()
+{MARK}
 vkspmd.mark_step()
 assert not vkspmd.wait_device_ops_for(0.0)  # Still running.
 threading.Timer(0.3, lambda: signal.raise_signal(signal.SIGINT)).start()
@@ -103,9 +104,15 @@ print("read after the interrupt", value.shape)
 """
 
 
-@pytest.mark.parametrize("read", ["a.numpy()", "np.asarray(a)", "s.item()", "np.from_dlpack(a)"])
-def test_ctrl_c_interrupts_reads(read):
-    program = INTERRUPTED_READ.replace("{READ}", read)
+SHARDED = "a = vkspmd.mark_sharding(a, vkspmd.get_1d_mesh(), (0, None))"
+SHARDS = "np.concatenate([shard.data for shard in a.local_shards])"
+
+
+@pytest.mark.parametrize("read,mark", [
+    ("a.numpy()", ""), ("np.asarray(a)", ""), ("s.item()", ""), ("np.from_dlpack(a)", ""),
+    ("float(repr(s)[len('tensor('):].split(',')[0].rstrip(')'))", ""), (SHARDS, SHARDED)])
+def test_ctrl_c_interrupts_reads(read, mark):
+    program = INTERRUPTED_READ.replace("{READ}", read).replace("{MARK}", mark)
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                             timeout=120, env=os.environ)
     output = result.stdout + result.stderr

@@ -29,10 +29,13 @@ def public(names):
 
 
 def test_stubs_cover_the_extension():
-    assert public(dir(C)) - {"nn", "optim"} <= stub_names("_C.pyi")
+    assert public(dir(C)) - {"nn", "optim", "dtensor"} <= stub_names("_C.pyi")
     assert public(dir(C.Tensor)) <= stub_names("_C.pyi", "Tensor")
     assert public(dir(C.nn)) <= stub_names("nn/__init__.pyi") | {"functional"}
     assert public(dir(C.optim)) <= stub_names("optim.pyi")
+    assert public(dir(C.dtensor)) <= (stub_names("distributed/tensor/__init__.pyi") |
+                                      stub_names("distributed/tensor/parallel/__init__.pyi"))
+    assert {"Parameter"} <= stub_names("nn/__init__.pyi")
     assert {"tensor", "visualize_tensor_sharding"} <= stub_names("__init__.pyi")
 
 
@@ -41,5 +44,10 @@ def test_docstrings_explain_the_arguments():
     assert "partition_spec" in doc and "None" in doc and "tuple of axes" in doc
     assert "svg_path" in vkspmd.visualize_tensor_sharding.__doc__
     for function in (vkspmd.from_numpy, vkspmd.randn, vkspmd.mark_step, vkspmd.from_dlpack,
-                     vkspmd.nn.fsdp_v2, vkspmd.grad, vkspmd.Mesh.__init__):
+                     vkspmd.nn.fsdp_v2, vkspmd.grad, vkspmd.Mesh.__init__,
+                     vkspmd.distributed.tensor.distribute_tensor,
+                     vkspmd.distributed.tensor.DTensor.redistribute,
+                     vkspmd.distributed.tensor.parallel.parallelize_module,
+                     vkspmd.distributed.init_device_mesh, vkspmd.nn.Parameter,
+                     vkspmd.nn.Module.register_parameter, vkspmd.Tensor.__getitem__):
         assert len(function.__doc__) > 80, function

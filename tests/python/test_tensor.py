@@ -247,8 +247,42 @@ def test_indexing_against_numpy():
         x[::-1]
     with pytest.raises(ValueError, match="Ellipsis"):
         x[..., 0, ...]
-    with pytest.raises(TypeError, match="bool indexing"):
-        x[x > 3]
+    with pytest.raises(TypeError, match="int32/bool tensor"):
+        x[1.5]
+
+
+def test_tensor_and_mask_indexing_against_numpy():
+    x_np = np.arange(24, dtype=np.float32).reshape(4, 6)
+    x = vkspmd.tensor(x_np)
+    rows = np.array([2, 0, -1, 2], np.int32)
+    grid = np.array([[0, 5], [3, 3]], np.int32)
+    cases = [(vkspmd.tensor(rows), rows), ((slice(None), vkspmd.tensor(grid)), (slice(None), grid)),
+             ((Ellipsis, vkspmd.tensor(grid)), (Ellipsis, grid)),
+             ((1, vkspmd.tensor(rows)), (1, rows)), ([1, 3], [1, 3]),
+             (np.array([3, 1]), np.array([3, 1])),
+             (vkspmd.tensor(np.array([1, 0], np.uint32)), np.array([1, 0])),
+             ((slice(1, 3), vkspmd.tensor(rows)), (slice(1, 3), rows)),
+             (x > 10.0, x_np > 10.0), ([True, False, True, True], [True, False, True, True]),
+             ((slice(None), vkspmd.tensor(x_np[0] % 2 == 0)), (slice(None), x_np[0] % 2 == 0)),
+             (vkspmd.zeros(4, 6) > 1.0, np.zeros((4, 6), bool))]
+    for key, numpy_key in cases:
+        got = x[key]
+        assert got.shape == x_np[numpy_key].shape, repr(numpy_key)
+        np.testing.assert_array_equal(got.numpy(), x_np[numpy_key], err_msg=repr(numpy_key))
+    # The gradient of a gather is a scatter-add (repeated rows add up).
+    w = vkspmd.tensor(x_np).requires_grad_()
+    (dw,) = vkspmd.grad((w[vkspmd.tensor(rows)] * 2.0).sum(), [w])
+    expected = np.zeros_like(x_np)
+    np.add.at(expected, rows, 2.0)
+    np.testing.assert_array_equal(dw.numpy(), expected)
+    with pytest.raises(NotImplementedError, match="tensor indices"):
+        x[vkspmd.tensor(rows), vkspmd.tensor(rows)]
+    with pytest.raises(ValueError, match="mask"):
+        x[vkspmd.tensor(np.ones(3, bool))]  # Dim 0 has 4 elements.
+    with pytest.raises(ValueError, match="int32, uint32 or bool"):
+        x[vkspmd.tensor(np.ones(2, np.float32))]
+    with pytest.raises(IndexError, match="int32"):
+        x[np.array([2**40])]
 
 
 def test_max_and_min_over_a_dim_return_values_and_indices():

@@ -90,6 +90,83 @@ def test_layers():
         nn.CausalSelfAttention(6, 4)
 
 
+class TwoLayer(nn.Module):
+    """A user's module: its own Parameters plus a child layer, as in PyTorch."""
+
+    def __init__(self, w, b):
+        super().__init__()
+        self.w = nn.Parameter(vkspmd.tensor(w))
+        self.b = nn.Parameter(vkspmd.tensor(b))
+        self.head = nn.Linear(w.shape[0], 1)
+
+    def forward(self, x):
+        return self.head(vkspmd.tanh(x @ self.w.t() + self.b))
+
+
+def test_module_subclass_trains_like_torch():
+    import torch
+    rng = np.random.default_rng(4)
+    w0, b0 = rng.standard_normal((3, 4)).astype(np.float32), np.zeros(3, np.float32)
+    x_np = rng.standard_normal((8, 4)).astype(np.float32)
+    y_np = rng.standard_normal((8, 1)).astype(np.float32)
+    vkspmd.manual_seed(0)
+    model = TwoLayer(w0, b0)
+    assert [name for name, _ in model.named_parameters()] == ["w", "b", "head.weight", "head.bias"]
+    assert model.parameter_count() == 12 + 3 + 3 + 1 and model.w.requires_grad
+    assert [name for name, _ in model.named_modules()] == ["head"]
+    assert isinstance(model.named_modules()[0][1], nn.Linear)
+    reference = {name: torch.tensor(p.numpy(), requires_grad=True)
+                 for name, p in model.named_parameters()}
+    optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    torch_optimizer = torch.optim.SGD(reference.values(), lr=0.1, momentum=0.9)
+    x, y = vkspmd.tensor(x_np), vkspmd.tensor(y_np)
+    for _ in range(5):
+        loss = nn.mse_loss(model(x), y)
+        optimizer.step(vkspmd.grad(loss, model.parameters()))
+        vkspmd.mark_step()
+        hidden = torch.tanh(torch.tensor(x_np) @ reference["w"].T + reference["b"])
+        out = hidden @ reference["head.weight"].T + reference["head.bias"]
+        torch_loss = torch.nn.functional.mse_loss(out, torch.tensor(y_np))
+        torch_optimizer.zero_grad()
+        torch_loss.backward()
+        torch_optimizer.step()
+        np.testing.assert_allclose(loss.item(), torch_loss.item(), rtol=1e-5)
+    for name, p in model.named_parameters():
+        np.testing.assert_allclose(p.numpy(), reference[name].detach().numpy(), rtol=1e-4,
+                                   atol=1e-6, err_msg=name)
+    # The attribute is the registered parameter: the optimizer's in-place updates show there.
+    np.testing.assert_array_equal(model.w.numpy(), dict(model.named_parameters())["w"].numpy())
+    # backward() reaches the Parameters (requires_grad), and reassigning keeps the order.
+    nn.mse_loss(model(x), y).backward()
+    assert model.w.grad is not None and model.w.grad.shape == (3, 4)
+    model.b = nn.Parameter(vkspmd.ones(3), requires_grad=False)
+    assert [n for n, _ in model.named_parameters()][:2] == ["w", "b"] and not model.b.requires_grad
+    np.testing.assert_array_equal(dict(model.named_parameters())["b"].numpy(), [1, 1, 1])
+    model.register_parameter("scale", vkspmd.ones(1))
+    model.add_module("extra", nn.Linear(1, 1))
+    assert "extra.weight" in dict(model.named_parameters())
+    with pytest.raises(ValueError, match="'.'"):
+        model.register_parameter("a.b", vkspmd.ones(1))
+    with pytest.raises(ValueError, match="submodule"):
+        model.register_parameter("head", vkspmd.ones(1))
+    with pytest.raises(NotImplementedError, match="forward"):
+        nn.Module()(x)
+
+
+def test_module_subclass_under_fsdp_v2():
+    rng = np.random.default_rng(5)
+    w0, b0 = rng.standard_normal((3, 4)).astype(np.float32), np.ones(3, np.float32)
+    x_np = rng.standard_normal((4, 4)).astype(np.float32)
+    vkspmd.manual_seed(1)
+    plain = TwoLayer(w0, b0)(vkspmd.tensor(x_np)).numpy()
+    vkspmd.manual_seed(1)
+    model = TwoLayer(w0, b0)
+    nn.fsdp_v2(model, vkspmd.Mesh([0, 1], (2,), ("fsdp",)))
+    assert vkspmd.sharding_spec(model.w) == "{devices=[1,2]<=[2]}"  # The largest dim, 4, split.
+    out = model(model.shard_input(vkspmd.tensor(x_np)))
+    np.testing.assert_allclose(out.numpy(), plain, rtol=1e-5, atol=1e-6)
+
+
 def test_save_and_load(tmp_path):
     vkspmd.manual_seed(0)
     first, second = nn.Linear(3, 2), nn.Linear(3, 2)

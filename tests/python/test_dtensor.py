@@ -1,0 +1,197 @@
+"""vkspmd.distributed.tensor (PyTorch's DTensor API over the C++ one) against numpy: placements
+on 1-D and 2-D meshes (a permuted device order, an uneven dim), redistribute, Partial's
+reductions, ops, and parallelize_module against the unsharded MLP. 8 mesh devices."""
+import numpy as np
+import pytest
+
+import vkspmd
+from vkspmd import nn
+from vkspmd.distributed import init_device_mesh
+from vkspmd.distributed.tensor import (DTensor, DeviceMesh, Partial, Replicate, Shard,
+                                       distribute_tensor)
+from vkspmd.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
+                                                SequenceParallel, parallelize_module)
+
+
+def chunk(array, parts, axis):
+    """torch.chunk's split (chunks of ceil(n / parts), the last ones shorter or empty)."""
+    size = -(-array.shape[axis] // parts)
+    return [np.take(array, range(min(i * size, array.shape[axis]),
+                                 min((i + 1) * size, array.shape[axis])), axis=axis)
+            for i in range(parts)]
+
+
+def expected_locals(x, mesh_shape, placements):
+    """Each mesh coordinate's local value (row-major) for Shard / Replicate placements."""
+    locals_ = []
+    for coordinate in np.ndindex(*mesh_shape):
+        local = x
+        for axis, placement in enumerate(placements):
+            if placement.is_shard():
+                local = chunk(local, mesh_shape[axis], placement.dim)[coordinate[axis]]
+        locals_.append(local)
+    return locals_
+
+
+def check_locals(d, expected):
+    got = d.to_local()
+    assert len(got) == len(expected)
+    for local, want in zip(got, expected):
+        assert local.shape == want.shape
+        np.testing.assert_array_equal(local.numpy(), want)
+
+
+def test_device_mesh():
+    mesh = DeviceMesh("vulkan", [[3, 1], [0, 2]], mesh_dim_names=("dp", "tp"))
+    assert mesh.shape == (2, 2) and mesh.ndim == 2 and mesh.mesh_dim_names == ("dp", "tp")
+    np.testing.assert_array_equal(mesh.mesh, [[3, 1], [0, 2]])
+    assert mesh.device_ids == [3, 1, 0, 2]
+    assert mesh.size() == 4 and mesh.size(0) == 2 and mesh.size("tp") == 2
+    assert mesh.to_mesh().device_ids == [3, 1, 0, 2] and "dp" in repr(mesh)
+    assert mesh == DeviceMesh("vulkan", np.array([[3, 1], [0, 2]]), mesh_dim_names=["dp", "tp"])
+    assert DeviceMesh(vkspmd.Mesh([0, 1], (2,), ("x",))).mesh_dim_names == ("x",)
+    flat = init_device_mesh("vulkan", (2, 4), mesh_dim_names=("a", "b"))
+    np.testing.assert_array_equal(flat.mesh, np.arange(8).reshape(2, 4))
+    assert init_device_mesh("xla", (4,)).mesh_dim_names is None
+    with pytest.raises(ValueError):
+        DeviceMesh("vulkan", [0, 0])  # A device twice.
+    with pytest.raises(ValueError):
+        DeviceMesh("vulkan", [0, 99])  # No such device.
+
+
+def test_placement_objects():
+    assert Shard(1).dim == 1 and Shard(1).is_shard() and Shard(1).is_shard(1)
+    assert not Shard(1).is_shard(0) and not Shard(1).is_replicate() and not Shard(1).is_partial()
+    assert Replicate().is_replicate() and not Replicate().is_shard()
+    assert not Replicate().is_partial() and Replicate() == Replicate()
+    assert Partial().reduce_op == "sum" and Partial("max").is_partial()
+    assert not Partial().is_shard() and not Partial().is_replicate()
+    assert Partial("avg") != Partial("min") and Shard(0) != Shard(1)
+    assert {Shard(0), Shard(0), Replicate(), Partial()} == {Shard(0), Replicate(), Partial()}
+    assert [repr(p) for p in (Shard(0), Replicate(), Partial("max"))] == [
+        "Shard(dim=0)", "Replicate()", "Partial(max)"]
+    with pytest.raises(ValueError):
+        Partial("prod")
+
+
+def test_1d_permuted_mesh_uneven_dim():
+    mesh = DeviceMesh("vulkan", [2, 0, 3, 1], mesh_dim_names=("x",))
+    x = np.arange(21, dtype=np.float32).reshape(7, 3)
+    d = distribute_tensor(vkspmd.tensor(x), mesh, [Shard(0)])
+    assert isinstance(d, DTensor) and d.placements == (Shard(0),)
+    assert d.shape == (7, 3) and d.dtype == vkspmd.float32 and d.device_mesh == mesh
+    assert "Shard(dim=0)" in repr(d)
+    check_locals(d, chunk(x, 4, 0))  # Rows 2, 2, 2, 1, in mesh order (not device order).
+    np.testing.assert_array_equal(d.full_tensor().numpy(), x)
+    check_locals(distribute_tensor(vkspmd.tensor(x), mesh, [Shard(-1)]), chunk(x, 4, 1))
+    replicated = d.redistribute(placements=[Replicate()])
+    check_locals(replicated, [x] * 4)
+    assert any("all-gather" in c for c in d.redistribute_collectives(placements=[Replicate()]))
+
+
+PLACEMENTS_2D = [
+    (Shard(0), Shard(1)), (Shard(1), Shard(0)), (Replicate(), Shard(0)), (Shard(1), Replicate()),
+    (Shard(0), Shard(0)), (Replicate(), Replicate())]
+
+
+@pytest.mark.parametrize("placements", PLACEMENTS_2D, ids=repr)
+def test_2d_permuted_mesh(placements):
+    mesh = DeviceMesh("vulkan", [[3, 1, 5], [0, 2, 4]], mesh_dim_names=("dp", "tp"))
+    x = np.arange(60, dtype=np.float32).reshape(6, 10)  # 10 over 3 is uneven: 4, 4, 2.
+    d = distribute_tensor(vkspmd.tensor(x), mesh, placements)
+    assert d.placements == tuple(placements)
+    if placements != (Shard(0), Shard(0)):  # Two axes on one dim: split once over 6 (below).
+        check_locals(d, expected_locals(x, (2, 3), placements))
+    else:
+        check_locals(d, chunk(x, 6, 0))
+    np.testing.assert_array_equal(d.full_tensor().numpy(), x)
+
+
+def test_redistribute_between_2d_placements():
+    mesh = init_device_mesh("vulkan", (2, 2), mesh_dim_names=("dp", "tp"))
+    x = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
+    d = distribute_tensor(vkspmd.tensor(x), mesh, [Shard(0), Replicate()])
+    for target in [(Replicate(), Shard(1)), (Shard(1), Shard(0)), (Replicate(), Replicate())]:
+        moved = d.redistribute(mesh, target)
+        assert moved.placements == target
+        check_locals(moved, expected_locals(x, (2, 2), target))
+    other = DeviceMesh("vulkan", [4, 5, 6, 7], mesh_dim_names=("z",))
+    onto = d.redistribute(other, [Shard(1)])
+    assert onto.device_mesh == other
+    check_locals(onto, chunk(x, 4, 1))
+
+
+def test_partial():
+    mesh = DeviceMesh("vulkan", [1, 0, 3, 2], mesh_dim_names=("x",))
+    rng = np.random.default_rng(1)
+    addends = [rng.standard_normal((2, 3)).astype(np.float32) for _ in range(4)]
+    locals_ = [vkspmd.tensor(a) for a in addends]
+    for op, reduce in [("sum", np.sum), ("avg", np.mean), ("max", np.max), ("min", np.min)]:
+        d = DTensor.from_local(locals_, mesh, [Partial(op)])
+        assert d.placements == (Partial(op),)
+        check_locals(d, addends)  # Each device keeps its own addend.
+        np.testing.assert_allclose(d.full_tensor().numpy(), reduce(addends, axis=0), rtol=1e-6)
+        check_locals_close = d.redistribute(placements=[Replicate()]).to_local()
+        for local in check_locals_close:
+            np.testing.assert_allclose(local.numpy(), reduce(addends, axis=0), rtol=1e-6)
+    summed = DTensor.from_local(locals_, mesh, [Partial()])
+    assert any("all-reduce" in c for c in summed.redistribute_collectives(placements=[Replicate()]))
+    scattered = summed.redistribute(placements=[Shard(1)])
+    total = np.sum(addends, axis=0)
+    for local, want in zip(scattered.to_local(), chunk(total, 4, 1)):
+        np.testing.assert_allclose(local.numpy(), want, rtol=1e-6)
+    # distribute_tensor with Partial('sum') stores value / 4 on each device (PyTorch's contract).
+    x = np.full((2, 2), 8.0, np.float32)
+    for local in distribute_tensor(vkspmd.tensor(x), mesh, [Partial()]).to_local():
+        np.testing.assert_array_equal(local.numpy(), x / 4)
+
+
+def test_from_local_shards_and_ops():
+    mesh = init_device_mesh("vulkan", (2,), mesh_dim_names=("x",))
+    top, bottom = np.ones((3, 4), np.float32), np.full((1, 4), 2.0, np.float32)
+    d = DTensor.from_local([vkspmd.tensor(top), vkspmd.tensor(bottom)], mesh, [Shard(0)])
+    whole = np.concatenate([top, bottom])
+    assert d.shape == (4, 4)
+    np.testing.assert_array_equal(d.full_tensor().numpy(), whole)
+    r = distribute_tensor(vkspmd.tensor(whole), mesh, [Replicate()])
+    np.testing.assert_array_equal((d + r).full_tensor().numpy(), 2 * whole)
+    np.testing.assert_array_equal((d - r).full_tensor().numpy(), 0 * whole)
+    np.testing.assert_array_equal((d * r).full_tensor().numpy(), whole * whole)
+    product = d @ r
+    assert product.placements == (Shard(0),)
+    np.testing.assert_allclose(product.full_tensor().numpy(), whole @ whole)
+
+
+def test_errors():
+    mesh = init_device_mesh("vulkan", (2, 2))
+    t = vkspmd.zeros(4, 4)
+    with pytest.raises(ValueError, match="placement"):
+        distribute_tensor(t, mesh, [Shard(0)])  # One placement for a 2-D mesh.
+    with pytest.raises(TypeError):
+        distribute_tensor(t, mesh, [Shard(0), "replicate"])
+    with pytest.raises(ValueError):
+        distribute_tensor(t, mesh, [Shard(2), Replicate()])  # No dim 2.
+
+
+def test_parallelize_module_matches_tensor_parallel():
+    mesh = DeviceMesh("vulkan", [0, 1], mesh_dim_names=("tp",))
+    vkspmd.manual_seed(3)
+    mlp = nn.MLP(8, 16, 8)
+    vkspmd.manual_seed(3)
+    reference = nn.MLP(8, 16, 8)
+    x_np = np.random.default_rng(2).standard_normal((4, 8)).astype(np.float32)
+    expected = reference(vkspmd.tensor(x_np)).numpy()
+    assert parallelize_module(mlp, mesh, {"fc1": ColwiseParallel(), "fc2": RowwiseParallel()}) is mlp
+    specs = {name: vkspmd.sharding_spec(p) for name, p in mlp.named_parameters()}
+    assert specs["fc1.weight"] == "{devices=[2,1]<=[2]}"
+    assert specs["fc2.weight"] == "{devices=[1,2]<=[2]}"
+    tp = nn.MLP(8, 16, 8)
+    nn.tensor_parallel(tp, vkspmd.Mesh([0, 1], (2,), ("tp",)))
+    assert specs == {name: vkspmd.sharding_spec(p) for name, p in tp.named_parameters()}
+    np.testing.assert_allclose(mlp(vkspmd.tensor(x_np)).numpy(), expected, rtol=1e-5, atol=1e-6)
+    with pytest.raises(vkspmd.Error, match="SequenceParallel"):  # Not for a Linear.
+        parallelize_module(nn.MLP(8, 16, 8), mesh, {"fc1": SequenceParallel()})
+    with pytest.raises(ValueError, match="fc3"):
+        parallelize_module(nn.MLP(8, 16, 8), mesh, {"fc3": ColwiseParallel()})
+    with pytest.raises(TypeError):
+        parallelize_module(nn.MLP(8, 16, 8), mesh, {"fc1": Shard(0)})
