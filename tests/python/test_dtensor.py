@@ -1,6 +1,8 @@
 """vkspmd.distributed.tensor (PyTorch's DTensor API over the C++ one) against numpy: placements
 on 1-D and 2-D meshes (a permuted device order, an uneven dim), redistribute, Partial's
 reductions, ops, and parallelize_module against the unsharded MLP. 8 mesh devices."""
+import math
+
 import numpy as np
 import pytest
 
@@ -189,6 +191,24 @@ def test_parallelize_module_matches_tensor_parallel():
     nn.tensor_parallel(tp, vkspmd.Mesh([0, 1], (2,), ("tp",)))
     assert specs == {name: vkspmd.sharding_spec(p) for name, p in tp.named_parameters()}
     np.testing.assert_allclose(mlp(vkspmd.tensor(x_np)).numpy(), expected, rtol=1e-5, atol=1e-6)
+    # A Python module's children are planned by their attribute names.
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.up = nn.Linear(8, 16)
+            self.down = nn.Linear(16, 8)
+
+        def forward(self, x):
+            return self.down(nn.functional.gelu(self.up(x)))
+
+    net = parallelize_module(Net(), mesh, {"up": ColwiseParallel(), "down": RowwiseParallel()})
+    assert [vkspmd.sharding_spec(p) for _, p in net.named_parameters()] == [
+        specs["fc1.weight"], specs["fc1.bias"], specs["fc2.weight"], specs["fc2.bias"]]
+    w = {name: p.numpy().astype(np.float64) for name, p in net.named_parameters()}
+    hidden = x_np @ w["up.weight"].T + w["up.bias"]
+    hidden = 0.5 * hidden * (1 + np.vectorize(math.erf)(hidden / math.sqrt(2)))  # Exact GELU.
+    np.testing.assert_allclose(net(vkspmd.tensor(x_np)).numpy(),
+                               hidden @ w["down.weight"].T + w["down.bias"], rtol=1e-4, atol=1e-5)
     with pytest.raises(vkspmd.Error, match="SequenceParallel"):  # Not for a Linear.
         parallelize_module(nn.MLP(8, 16, 8), mesh, {"fc1": SequenceParallel()})
     with pytest.raises(ValueError, match="fc3"):
