@@ -188,6 +188,14 @@ class Lowerer {
     const Computation& body = *loop.attributes().called[1];
     absl::StatusOr<int64_t> counted = TripCount(loop, *state);
     if (absl::IsUnimplemented(counted.status()) && options_.keep_unknown_loops) {
+      if (branch_depth_ > 0) {
+        // If-conversion runs every branch: the loop would run (maybe forever) untaken too.
+        return absl::UnimplementedError(fmt::format(
+            "while {}: its trip count is unknown and it is inside a conditional's branch; "
+            "branches are if-converted (every branch runs), so only a loop whose trip count is "
+            "known may be in one",
+            loop.Describe()));
+      }
       return KeepLoop(target, loop, state);
     }
     VKSPMD_ASSIGN_OR_RETURN(const int64_t trips, std::move(counted));
@@ -226,10 +234,16 @@ class Lowerer {
                                                Target& target) {
     const std::vector<Computation*>& branches = conditional.attributes().called;
     std::vector<Instruction*> results;
+    ++branch_depth_;
     for (size_t i = 0; i < branches.size(); ++i) {
-      VKSPMD_ASSIGN_OR_RETURN(Instruction * result, Emit(*branches[i], {operands[i + 1]}, target));
-      results.push_back(result);
+      absl::StatusOr<Instruction*> result = Emit(*branches[i], {operands[i + 1]}, target);
+      if (!result.ok()) {
+        --branch_depth_;
+        return result.status();
+      }
+      results.push_back(*result);
     }
+    --branch_depth_;
     Instruction* selector = operands[0];
     Instruction* value = results.back();
     if (selector->shape().dtype() == DType::kPred) {
@@ -277,6 +291,7 @@ class Lowerer {
   std::unique_ptr<Module> result_;
   absl::flat_hash_map<const Computation*, Computation*> lowered_;
   int64_t added_ = 0;
+  int64_t branch_depth_ = 0;  // Conditionals being if-converted around the current instruction.
 };
 
 }  // namespace

@@ -60,6 +60,13 @@ class LoopProgramTest : public DeviceTest {
     absl::StatusOr<ir::Sharding> sharding = ir::ParseSharding("{" + mesh_case.shard + "}");
     if (!sharding.ok()) return sharding.status().ToString();
     for (int64_t p : split) (*module)->entry()->parameter(p)->set_sharding(*sharding);
+    if (!loop_sharding_.empty()) {
+      absl::StatusOr<ir::Sharding> on_loop = ir::ParseSharding(loop_sharding_);
+      if (!on_loop.ok()) return on_loop.status().ToString();
+      for (const auto& instruction : (*module)->entry()->instructions()) {
+        if (instruction->opcode() == ir::Opcode::kWhile) instruction->set_sharding(*on_loop);
+      }
+    }
     absl::StatusOr<Literal> reference = interp::Evaluate(**module, arguments);
     if (!reference.ok()) return "reference: " + reference.status().ToString();
     absl::StatusOr<spmd::Mesh> mesh = spmd::Mesh::Create(mesh_case.shape);
@@ -79,7 +86,8 @@ class LoopProgramTest : public DeviceTest {
     return CompareLiterals(*result, *reference, 1e-5);
   }
 
-  int64_t collectives_ = -1;  // Of the last program partitioned.
+  int64_t collectives_ = -1;   // Of the last program partitioned.
+  std::string loop_sharding_;  // For the entry's while, when not empty.
 };
 
 Literal Vector(std::vector<float> values) {
@@ -110,6 +118,19 @@ TEST_F(LoopProgramTest, DataDependentLoopsMatchTheReferenceOnEveryMesh) {
         << mesh_case.shard;
     EXPECT_EQ(iterations, 0) << mesh_case.shard;
   }
+}
+
+// The while's own sharding splits a state whose inputs are not annotated: the condition then
+// all-reduces its largest element, where a replicated state needs no collective.
+TEST_F(LoopProgramTest, TheWhilesShardingSplitsTheState) {
+  const Literal x = Vector({0.5f, -1, 2, 0.25f, 1.5f, -3});
+  const Literal y = Vector({1, 2, 3, 4, 5, 6});
+  const MeshCase four = {{4}, "replicated"};
+  EXPECT_EQ(DiffersFromReference("grow.hlo", {}, four, {x, F32(0.4f), y}), "");
+  EXPECT_EQ(collectives_, 0);
+  loop_sharding_ = "{{replicated}, {devices=[4]3,2,1,0}, {replicated}}";
+  EXPECT_EQ(DiffersFromReference("grow.hlo", {}, four, {x, F32(0.4f), y}), "");
+  EXPECT_GT(collectives_, 0);
 }
 
 TEST_F(LoopProgramTest, NestedLoopsMatchTheReferenceOnEveryMesh) {
@@ -161,6 +182,50 @@ ENTRY %main (i: s32[], a: f32[2]) -> (s32[], (f32[2], f32[2])) {
   EXPECT_TRUE(absl::IsUnimplemented(loops.status())) << loops.status();
   EXPECT_NE(loops.status().message().find("%loop"), std::string::npos) << loops.status();
   EXPECT_NE(loops.status().message().find("tuple of arrays"), std::string::npos) << loops.status();
+}
+
+// Branches are if-converted (every one runs), so a loop of unknown count inside one would run
+// even when its branch is not taken, perhaps forever: refused, naming the loop.
+TEST(LoopProgramPartitionTest, RefusesAnUnknownLoopInsideAConditionalBranch) {
+  constexpr char kLoopInBranch[] = R"(HloModule loop_in_branch
+%cond (s: (s32[])) -> pred[] {
+  %s = (s32[]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %one = s32[] constant(1)
+  ROOT %gt = pred[] compare(%i, %one), direction=GT
+}
+%body (s: (s32[])) -> (s32[]) {
+  %s = (s32[]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %two = s32[] constant(2)
+  %half = s32[] divide(%i, %two)
+  ROOT %next = (s32[]) tuple(%half)
+}
+%halve (a: s32[]) -> s32[] {
+  %a = s32[] parameter(0)
+  %start = (s32[]) tuple(%a)
+  %halving = (s32[]) while(%start), condition=%cond, body=%body
+  ROOT %last = s32[] get-tuple-element(%halving), index=0
+}
+%keep (b: s32[]) -> s32[] {
+  ROOT %b = s32[] parameter(0)
+}
+ENTRY %main (p: pred[], n: s32[]) -> s32[] {
+  %p = pred[] parameter(0)
+  %n = s32[] parameter(1)
+  ROOT %r = s32[] conditional(%p, %n, %n), true_computation=%halve, false_computation=%keep
+}
+)";
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseModule(kLoopInBranch);
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<std::unique_ptr<exec::LoopProgram>> loops =
+      exec::LoopProgram::Partition(**module, *spmd::Mesh::Create({1}));
+  ASSERT_FALSE(loops.ok());
+  EXPECT_TRUE(absl::IsUnimplemented(loops.status())) << loops.status();
+  EXPECT_NE(loops.status().message().find("%halving: its trip count is unknown and it is inside "
+                                          "a conditional's branch"),
+            std::string::npos)
+      << loops.status();
 }
 
 }  // namespace
