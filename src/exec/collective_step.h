@@ -14,12 +14,16 @@
 
 namespace vkspmd::exec {
 
+class DeviceCollectives;
+
 // Where this device sits in the program's replicas x partitions, and its communicator (rank =
 // global device id = replica * partition_count + partition).
 struct DeviceAssignment {
   int64_t replica = 0;
   int64_t partition = 0;
   collectives::Communicator* communicator = nullptr;  // Borrowed; needed for collectives.
+  // Borrowed; where set, collectives among devices of one VkDevice run on the devices.
+  DeviceCollectives* device_collectives = nullptr;
 };
 
 // What running a collective needs that does not change between runs: derived once, when the

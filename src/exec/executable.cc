@@ -229,6 +229,8 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
   }
   std::unique_ptr<Executable> executable(new Executable(device, std::move(plan)));
   executable->assignment_ = assignment;
+  executable->rank_ =
+      static_cast<int>(assignment.replica * module.partition_count() + assignment.partition);
   const codegen::ProgramPlan& program = executable->plan_;
   for (const ir::Instruction* parameter : module.entry()->parameters()) {
     executable->parameter_shapes_.push_back(parameter->shape());
@@ -251,6 +253,11 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
           segments.back().step,
           PlanCollectiveStep(*kernel.collective, program.buffers[kernel.output].element_bytes,
                              assignment, module.replica_count(), module.partition_count()));
+      if (assignment.device_collectives != nullptr) {
+        segments.back().on_device = assignment.device_collectives->Plan(
+            segments.back().step, executable->rank_, program.buffers[kernel.inputs[0]].byte_size(),
+            program.buffers[kernel.output].byte_size());
+      }
       segments.emplace_back();
       continue;
     }
@@ -325,7 +332,15 @@ absl::Status Executable::Record(const std::vector<runtime::Buffer*>& physical, S
     const Segment& segment = segments_[s];
     runtime::Buffer* staged_input = nullptr;
     uint64_t input_bytes = 0;
-    if (segment.collective >= 0) {
+    // A device-side collective: the previous segment's is recorded first in this one, and this
+    // segment's input goes to its exchange buffer last.
+    const Segment* previous = s > 0 && segments_[s - 1].on_device ? &segments_[s - 1] : nullptr;
+    runtime::Buffer* exchange_source = nullptr;
+    if (segment.collective >= 0 && segment.on_device) {
+      const codegen::KernelPlan& step = plan_.kernels[segment.collective];
+      exchange_source = physical[physical_of_[step.inputs[0]]];
+      input_bytes = plan_.buffers[step.inputs[0]].byte_size();
+    } else if (segment.collective >= 0) {
       const codegen::KernelPlan& step = plan_.kernels[segment.collective];
       staged_input = physical[physical_of_[step.inputs[0]]];
       input_bytes = plan_.buffers[step.inputs[0]].byte_size();
@@ -337,11 +352,20 @@ absl::Status Executable::Record(const std::vector<runtime::Buffer*>& physical, S
                                                         runtime::MemoryUsage::kStaging));
       }
     }
-    if (segment.dispatches.empty() && staged_input == nullptr) {
+    if (segment.dispatches.empty() && staged_input == nullptr && previous == nullptr &&
+        exchange_source == nullptr) {
       sequences.push_back(nullptr);
       continue;
     }
     runtime::CommandRecorder recorder(device_);
+    const int me = rank_;
+    if (previous != nullptr) {
+      const codegen::KernelPlan& step = plan_.kernels[previous->collective];
+      VKSPMD_RETURN_IF_ERROR(assignment_.device_collectives->Record(
+          recorder, s - 1, previous->step, me, *previous->on_device,
+          *physical[physical_of_[step.output]], plan_.buffers[step.inputs[0]].byte_size(),
+          plan_.buffers[step.output].byte_size()));
+    }
     for (const Dispatch& dispatch : segment.dispatches) {
       const codegen::KernelPlan& kernel = plan_.kernels[dispatch.kernel];
       std::vector<runtime::BufferRange> bindings;
@@ -354,6 +378,11 @@ absl::Status Executable::Record(const std::vector<runtime::Buffer*>& physical, S
     }
     if (staged_input != nullptr) {
       recorder.Copy(*staged_input, 0, *collective_staging_[s], 0, input_bytes);
+    }
+    if (exchange_source != nullptr) {
+      VKSPMD_ASSIGN_OR_RETURN(runtime::Buffer * exchange,
+                              assignment_.device_collectives->Exchange(s, me, input_bytes));
+      if (input_bytes > 0) recorder.Copy(*exchange_source, 0, *exchange, 0, input_bytes);
     }
     VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<runtime::CommandSequence> sequence,
                             recorder.Finish(timestamps));
@@ -582,21 +611,54 @@ absl::StatusOr<const Executable::Sequences*> Executable::SequencesFor(
 absl::Status Executable::RunSegments(const Sequences& sequences,
                                      const std::vector<runtime::Buffer*>& physical, bool traced) {
   collective_seconds_ = 0;
+  host_waits_ = 0;
   // Counted before the run: a reader waiting for the run's results then sees them counted.
   debug::RecordDispatches(dispatch_count_, collective_count_);
+  // Submitted sequences not waited for yet (device-side collectives leave them running), and the
+  // waits the next submission needs (its group's exchange buffers written).
+  std::vector<runtime::CommandSequence*> in_flight;
+  std::vector<runtime::SemaphoreWait> waits;
+  const auto wait_in_flight = [&]() -> absl::Status {
+    if (in_flight.empty()) return absl::OkStatus();
+    ++host_waits_;
+    // In submission order: the first wait covers the others, which are then only bookkeeping.
+    for (runtime::CommandSequence* sequence : in_flight) {
+      VKSPMD_RETURN_IF_ERROR(sequence->Wait());
+    }
+    in_flight.clear();
+    return absl::OkStatus();
+  };
+  uint64_t submitted = 0;  // The timeline value of this device's latest submission.
   for (size_t s = 0; s < segments_.size(); ++s) {
     const Segment& segment = segments_[s];
     if (sequences[s] != nullptr) {
       if (traced) {
         debug::ScopedTraceSpan span("submit and wait");
         const double submitted_us = debug::TraceNowMicros();
-        VKSPMD_RETURN_IF_ERROR(sequences[s]->Run());
+        VKSPMD_RETURN_IF_ERROR(sequences[s]->Start(waits));
+        submitted = sequences[s]->pending();
+        in_flight.push_back(sequences[s].get());
+        VKSPMD_RETURN_IF_ERROR(wait_in_flight());
         TraceKernels(s, *sequences[s], submitted_us, debug::TraceNowMicros());
       } else {
-        VKSPMD_RETURN_IF_ERROR(sequences[s]->Run());
+        VKSPMD_RETURN_IF_ERROR(sequences[s]->Start(waits));
+        submitted = sequences[s]->pending();
+        in_flight.push_back(sequences[s].get());
       }
+      waits.clear();
     }
     if (segment.collective < 0) continue;
+    if (segment.on_device) {
+      // The segment's sequence ends with the copy to the exchange buffer (so it exists); the
+      // next one waits for the group's copies.
+      const auto meet_start = std::chrono::steady_clock::now();
+      VKSPMD_ASSIGN_OR_RETURN(
+          waits, assignment_.device_collectives->Meet(s, rank_, *segment.on_device,
+                                                      {device_.timeline(), submitted}));
+      collective_seconds_ += SecondsSince(meet_start);
+      continue;
+    }
+    VKSPMD_RETURN_IF_ERROR(wait_in_flight());
     const double collective_start_us = traced ? debug::TraceNowMicros() : 0;
     const auto collective_start = std::chrono::steady_clock::now();
     const codegen::KernelPlan& step = plan_.kernels[segment.collective];
@@ -632,8 +694,14 @@ absl::Status Executable::RunSegments(const Sequences& sequences,
     collective_seconds_ +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - collective_start).count();
   }
+  VKSPMD_RETURN_IF_ERROR(wait_in_flight());
   if (traced) TraceMemory();
   return absl::OkStatus();
+}
+
+size_t Executable::device_collective_count() const {
+  return std::count_if(segments_.begin(), segments_.end(),
+                       [](const Segment& segment) { return segment.on_device.has_value(); });
 }
 
 absl::StatusOr<std::vector<runtime::StepTiming>> Executable::Timings() const {

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "src/codegen/program_plan.h"
 #include "src/exec/collective_step.h"
+#include "src/exec/device_collectives.h"
 #include "src/ir/literal.h"
 #include "src/ir/module.h"
 #include "src/runtime/buffer.h"
@@ -65,6 +66,11 @@ class Executable {
   // Wall seconds the last run spent in collectives (waiting for peers, moving data through the
   // host), for splitting a step's time into kernels, collectives and the rest.
   double last_collective_seconds() const { return collective_seconds_; }
+  // Times the last run's host waited for this device's work: once per segment whose collective
+  // the host runs, plus the end of the run (device-side collectives wait for none).
+  int last_host_waits() const { return host_waits_; }
+  // Collectives that run on the device (VKSPMD_DEVICE_COLLECTIVES), of collective_count.
+  size_t device_collective_count() const;
   // Segments of kernels (each but the last ended by a collective the host runs).
   size_t segment_count() const { return segments_.size(); }
   // Where the flow ids of the next traced run's collectives start (see MeshExecutable): ids
@@ -129,6 +135,9 @@ class Executable {
     std::vector<Dispatch> dispatches;
     int collective = -1;  // Index into plan_.kernels.
     CollectiveStep step;  // When collective >= 0.
+    // Set where the collective runs on the devices: this segment's commands end by copying its
+    // input to the exchange buffer, the next segment's begin with the collective.
+    std::optional<DeviceCollectivePlan> on_device;
   };
   std::vector<Segment> segments_;
   // Per segment, where its collective's input is not cheap for the host to read in place (a
@@ -149,6 +158,8 @@ class Executable {
   int recording_count_ = 0;
   DeviceAssignment assignment_;
   double collective_seconds_ = 0;
+  int host_waits_ = 0;
+  int rank_ = 0;  // Global device id: replica * partition_count + partition.
   uint64_t trace_flow_base_ = 0;
 };
 

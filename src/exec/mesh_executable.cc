@@ -40,6 +40,9 @@ absl::StatusOr<std::unique_ptr<MeshExecutable>> MeshExecutable::Compile(
     if (local[d]) mesh->local_.push_back(d);
   }
   mesh->world_ = std::move(world);
+  if (mesh->local_.size() == devices.size()) {
+    VKSPMD_ASSIGN_OR_RETURN(mesh->device_collectives_, DeviceCollectives::FromEnvironment(devices));
+  }
   mesh->executables_.resize(devices.size());
   mesh->communicators_.resize(devices.size());
   for (size_t d : mesh->local_) {
@@ -48,6 +51,7 @@ absl::StatusOr<std::unique_ptr<MeshExecutable>> MeshExecutable::Compile(
     assignment.replica = static_cast<int64_t>(d) / partitions;
     assignment.partition = static_cast<int64_t>(d) % partitions;
     assignment.communicator = mesh->communicators_[d].get();
+    assignment.device_collectives = mesh->device_collectives_.get();
     absl::StatusOr<std::unique_ptr<Executable>> executable =
         Executable::Compile(module, *devices[d], timestamps, assignment);
     if (!executable.ok()) {
@@ -75,11 +79,14 @@ absl::Status MeshExecutable::OnEveryDevice(const std::function<absl::Status(size
     statuses[d] = body(d);
     // Peers waiting for this device at a collective fail now instead of at their timeout.
     if (!statuses[d].ok()) {
-      world_->Abort(absl::Status(statuses[d].code(),
-                                 absl::StrCat("device ", d, " failed: ", statuses[d].message())));
+      const absl::Status failed(statuses[d].code(),
+                                absl::StrCat("device ", d, " failed: ", statuses[d].message()));
+      world_->Abort(failed);
+      if (device_collectives_ != nullptr) device_collectives_->Abort(failed);
     }
   });
   world_->Reset();
+  if (device_collectives_ != nullptr) device_collectives_->Reset();
   // Report the cause: a failing device's own error (its submit timeout is DEADLINE_EXCEEDED)
   // rather than its peers' collective timeouts, which are ABORTED.
   const absl::Status* first = nullptr;

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "src/collectives/world.h"
+#include "src/exec/device_collectives.h"
 #include "src/exec/device_workers.h"
 #include "src/exec/executable.h"
 #include "src/exec/sharded_buffer.h"
@@ -55,6 +56,9 @@ class MeshExecutable {
   const std::vector<size_t>& local_devices() const { return local_; }
   // A device this process runs.
   Executable& executable(size_t device) { return *executables_[device]; }
+  // Whether collectives among devices sharing a VkDevice run on the devices
+  // (VKSPMD_DEVICE_COLLECTIVES=1 and every rank in this process).
+  bool device_collectives() const { return device_collectives_ != nullptr; }
 
  private:
   MeshExecutable() = default;
@@ -65,6 +69,8 @@ class MeshExecutable {
   std::unique_ptr<DeviceWorkers> workers_;
   std::shared_ptr<collectives::World> world_;
   std::vector<std::unique_ptr<collectives::Communicator>> communicators_;
+  // VKSPMD_DEVICE_COLLECTIVES: before the executables, whose recordings use its buffers.
+  std::unique_ptr<DeviceCollectives> device_collectives_;
   std::vector<std::unique_ptr<Executable>> executables_;  // Null for other processes' devices.
   std::vector<size_t> local_;
 };

@@ -323,11 +323,11 @@ CommandSequence::~CommandSequence() {
   if (query_pool_ != VK_NULL_HANDLE) vk.vkDestroyQueryPool(device.handle(), query_pool_, nullptr);
 }
 
-absl::Status CommandSequence::Start() {
+absl::Status CommandSequence::Start(std::span<const SemaphoreWait> waits) {
   if (pending_ != 0) {
     if (absl::Status waited = Wait(); !waited.ok()) return waited;
   }
-  VKSPMD_ASSIGN_OR_RETURN(uint64_t value, device_.Submit(command_buffer_));
+  VKSPMD_ASSIGN_OR_RETURN(uint64_t value, device_.Submit(command_buffer_, waits));
   pending_ = value;
   return absl::OkStatus();
 }

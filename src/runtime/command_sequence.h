@@ -91,8 +91,11 @@ class CommandSequence {
 
   // Submits and waits (with the device's submit timeout).
   absl::Status Run();
-  // Submits without waiting; a previous run still in flight is waited for first.
-  absl::Status Start();
+  // Submits without waiting; a previous run still in flight is waited for first. The work starts
+  // once `waits` are reached (see MeshDevice::Submit).
+  absl::Status Start(std::span<const SemaphoreWait> waits = {});
+  // The timeline value of the run in flight (0 when none).
+  uint64_t pending() const { return pending_; }
   absl::Status Wait();
 
   size_t step_count() const { return step_names_.size(); }

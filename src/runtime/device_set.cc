@@ -15,8 +15,9 @@ absl::StatusOr<std::unique_ptr<DeviceSet>> DeviceSet::Create(const RuntimeConfig
   VKSPMD_ASSIGN_OR_RETURN(set->physical_devices_, QueryPhysicalDevices(*set->instance_));
   VKSPMD_ASSIGN_OR_RETURN(std::vector<const PhysicalDeviceInfo*> selected,
                           SelectPhysicalDevices(set->physical_devices_, config));
-  VKSPMD_ASSIGN_OR_RETURN(set->slots_, PlanMeshDevices(selected, config.mesh_device_count,
-                                                       config.separate_logical_devices));
+  VKSPMD_ASSIGN_OR_RETURN(set->slots_,
+                          PlanMeshDevices(selected, config.mesh_device_count,
+                                          config.separate_logical_devices, config.shared_queues));
 
   // Queues needed per (physical device, logical device).
   std::map<std::pair<int, int>, uint32_t> queue_counts;

@@ -1,11 +1,30 @@
 // Timeline-semaphore submission with timeouts, and the failure policy on errors.
 #include "src/runtime/mesh_device.h"
 
+#include <map>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "src/base/status_macros.h"
 #include "src/runtime/vulkan_status.h"
 
 namespace vkspmd::runtime {
+namespace {
+
+// vkQueueSubmit needs the queue externally synchronised; mesh devices may share a queue
+// (VKSPMD_SHARED_QUEUES), so the lock is the queue's, not the mesh device's. Never freed: a
+// handle reused after its device is gone gets the same, unlocked, mutex.
+std::mutex& QueueMutex(VkQueue queue) {
+  static std::mutex registry_mutex;
+  static auto* registry = new std::map<VkQueue, std::unique_ptr<std::mutex>>();
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  std::unique_ptr<std::mutex>& mutex = (*registry)[queue];
+  if (mutex == nullptr) mutex = std::make_unique<std::mutex>();
+  return *mutex;
+}
+
+}  // namespace
+
 MeshDevice::MeshDevice(int mesh_index, LogicalDevice& device, uint32_t queue_index)
     : mesh_index_(mesh_index),
       device_(device),
@@ -50,11 +69,22 @@ absl::Status MeshDevice::Fail(absl::Status reason, bool work_may_run) {
   return reason;
 }
 
-absl::StatusOr<uint64_t> MeshDevice::Submit(VkCommandBuffer command_buffer) {
+absl::StatusOr<uint64_t> MeshDevice::Submit(VkCommandBuffer command_buffer,
+                                            std::span<const SemaphoreWait> waits) {
   if (absl::Status usable = device_.CheckUsable(); !usable.ok()) return usable;
   std::lock_guard<std::mutex> lock(submit_mutex_);
   uint64_t signal_value = last_submitted_ + 1;
+  std::vector<VkSemaphore> wait_semaphores;
+  std::vector<uint64_t> wait_values;
+  for (const SemaphoreWait& wait : waits) {
+    wait_semaphores.push_back(wait.semaphore);
+    wait_values.push_back(wait.value);
+  }
+  const std::vector<VkPipelineStageFlags> wait_stages(waits.size(),
+                                                      VK_PIPELINE_STAGE_ALL_COMMANDS_BIT);
   VkTimelineSemaphoreSubmitInfo timeline_info{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+  timeline_info.waitSemaphoreValueCount = static_cast<uint32_t>(wait_values.size());
+  timeline_info.pWaitSemaphoreValues = wait_values.data();
   timeline_info.signalSemaphoreValueCount = 1;
   timeline_info.pSignalSemaphoreValues = &signal_value;
   VkSubmitInfo submit_info{VK_STRUCTURE_TYPE_SUBMIT_INFO};
@@ -63,7 +93,14 @@ absl::StatusOr<uint64_t> MeshDevice::Submit(VkCommandBuffer command_buffer) {
   submit_info.pCommandBuffers = &command_buffer;
   submit_info.signalSemaphoreCount = 1;
   submit_info.pSignalSemaphores = &timeline_;
-  VkResult result = device_.functions().vkQueueSubmit(queue_, 1, &submit_info, VK_NULL_HANDLE);
+  submit_info.waitSemaphoreCount = static_cast<uint32_t>(wait_semaphores.size());
+  submit_info.pWaitSemaphores = wait_semaphores.data();
+  submit_info.pWaitDstStageMask = wait_stages.data();
+  VkResult result;
+  {
+    std::lock_guard<std::mutex> queue_lock(QueueMutex(queue_));
+    result = device_.functions().vkQueueSubmit(queue_, 1, &submit_info, VK_NULL_HANDLE);
+  }
   if (result != VK_SUCCESS) {
     absl::Status status = VulkanStatus(result, "vkQueueSubmit", label_);
     // Whatever was submitted before may still run; a lost device keeps its objects.

@@ -8,12 +8,19 @@
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <span>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "src/runtime/logical_device.h"
 
 namespace vkspmd::runtime {
+
+// A submission waits until `semaphore` (a timeline of the same VkDevice) reaches `value`.
+struct SemaphoreWait {
+  VkSemaphore semaphore = VK_NULL_HANDLE;
+  uint64_t value = 0;
+};
 
 class MeshDevice {
  public:
@@ -32,7 +39,12 @@ class MeshDevice {
   const std::string& label() const { return label_; }
 
   // Submits a recorded command buffer and returns the timeline value that marks its completion.
-  absl::StatusOr<uint64_t> Submit(VkCommandBuffer command_buffer);
+  // The work starts once every wait in `waits` is reached (timelines of mesh devices on the same
+  // VkDevice: device-side collectives order the queues with them, no host wait between).
+  absl::StatusOr<uint64_t> Submit(VkCommandBuffer command_buffer,
+                                  std::span<const SemaphoreWait> waits = {});
+  // The timeline the submissions signal, for other queues of the same VkDevice to wait on.
+  VkSemaphore timeline() const { return timeline_; }
   // Waits until the timeline reaches `value`: DEADLINE_EXCEEDED after `timeout` (the device is
   // then marked failed), UNAVAILABLE if the device was lost.
   absl::Status Wait(uint64_t value, std::chrono::milliseconds timeout);

@@ -92,7 +92,7 @@ absl::StatusOr<std::vector<const PhysicalDeviceInfo*>> SelectPhysicalDevices(
 
 absl::StatusOr<std::vector<MeshDeviceSlot>> PlanMeshDevices(
     const std::vector<const PhysicalDeviceInfo*>& physical_devices, int count,
-    bool separate_logical_devices) {
+    bool separate_logical_devices, bool shared_queues) {
   if (physical_devices.empty())
     return absl::NotFoundError("no physical device to place mesh devices on");
   if (count == 0) count = static_cast<int>(physical_devices.size());
@@ -120,6 +120,16 @@ absl::StatusOr<std::vector<MeshDeviceSlot>> PlanMeshDevices(
     for (const PhysicalDeviceInfo* device : physical_devices) {
       if (static_cast<int>(slots.size()) < count && queue < device->compute_queue_count) {
         add(*device, 0, queue);
+      }
+    }
+  }
+  // Round 3 when queues are shared: further mesh devices on the first VkDevice's queues.
+  if (shared_queues && !separate_logical_devices) {
+    for (uint32_t round = 0; static_cast<int>(slots.size()) < count; ++round) {
+      for (const PhysicalDeviceInfo* device : physical_devices) {
+        if (static_cast<int>(slots.size()) < count) {
+          add(*device, 0, round % std::max<uint32_t>(device->compute_queue_count, 1));
+        }
       }
     }
   }

@@ -31,9 +31,10 @@ absl::StatusOr<std::vector<const PhysicalDeviceInfo*>> SelectPhysicalDevices(
 
 // Assigns `count` mesh devices (0: one per physical device) to the selected physical devices.
 // With `separate_logical_devices` the second round (further queues) is skipped: every mesh device
-// gets a VkDevice of its own.
+// gets a VkDevice of its own. With `shared_queues` (and not separate) the third round shares the
+// first VkDevice's queues round-robin instead of creating further VkDevices.
 absl::StatusOr<std::vector<MeshDeviceSlot>> PlanMeshDevices(
     const std::vector<const PhysicalDeviceInfo*>& physical_devices, int count,
-    bool separate_logical_devices = false);
+    bool separate_logical_devices = false, bool shared_queues = false);
 
 }  // namespace vkspmd::runtime

@@ -66,6 +66,7 @@ absl::StatusOr<RuntimeConfig> RuntimeConfig::FromEnvironment() {
   VKSPMD_ASSIGN_OR_RETURN(config.force_staging, BoolFromEnvironment("VKSPMD_FORCE_STAGING"));
   VKSPMD_ASSIGN_OR_RETURN(config.separate_logical_devices,
                           BoolFromEnvironment("VKSPMD_SEPARATE_LOGICAL_DEVICES"));
+  VKSPMD_ASSIGN_OR_RETURN(config.shared_queues, BoolFromEnvironment("VKSPMD_SHARED_QUEUES"));
   if (std::optional<std::string> budget = EnvironmentValue("VKSPMD_DEVICE_MEMORY_BUDGET");
       budget && !budget->empty()) {
     absl::StatusOr<uint64_t> bytes = ParseByteSize(*budget);
@@ -91,7 +92,7 @@ std::string RuntimeConfig::Describe() const {
       " visible=", visible_devices ? absl::StrJoin(*visible_devices, ",") : "all",
       " allow_cpu=", allow_cpu_devices, " validation=", validation,
       " sync_validation=", synchronization_validation, " force_staging=", force_staging,
-      " separate_logical_devices=", separate_logical_devices,
+      " separate_logical_devices=", separate_logical_devices, " shared_queues=", shared_queues,
       " budget=", device_memory_budget ? absl::StrCat(*device_memory_budget) : "heap",
       " submit_timeout_ms=", submit_timeout_ms);
 }

@@ -31,6 +31,11 @@ struct RuntimeConfig {
   // queues of a shared one, so that a device loss, a submit timeout or the memory budget of one
   // mesh device never touches another (what lavapipe always gives: it has one queue).
   bool separate_logical_devices = false;
+  // VKSPMD_SHARED_QUEUES=1: once the compute queues are used up, further mesh devices share the
+  // queues of the first VkDevice (round-robin) instead of getting VkDevices of their own, so that
+  // every mesh device of a physical device is on one VkDevice (device-side collectives) even on
+  // lavapipe's single queue. Ignored with separate_logical_devices.
+  bool shared_queues = false;
   // VKSPMD_DEVICE_MEMORY_BUDGET: bytes each logical device may allocate (suffixes K, M, G allowed).
   // Unset: the size of the device's largest device-local heap.
   std::optional<uint64_t> device_memory_budget;

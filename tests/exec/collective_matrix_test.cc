@@ -5,7 +5,8 @@
 // groups of 3 out of 6, with 1 and 7 elements per chunk. f16 and bf16 reduce in f32 with one
 // rounding per step in group order on both sides, so they match bit for bit too. 16 MiB per rank
 // runs for a sample in CI and for every layout and type under the `slow` label
-// (VKSPMD_FULL_COLLECTIVE_MATRIX=1).
+// (VKSPMD_FULL_COLLECTIVE_MATRIX=1). With VKSPMD_DEVICE_COLLECTIVES=1 and VKSPMD_SHARED_QUEUES=1
+// (ctest exec_device_collectives*) the same matrix runs the device-side collectives.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -108,6 +109,13 @@ std::vector<std::pair<std::string, std::string>> ReducersFor(const std::string& 
   return {{"sum", "add"}, {"product", "multiply"}, {"min", "minimum"}, {"max", "maximum"}};
 }
 
+bool SharedVkDevice(const std::vector<runtime::MeshDevice*>& devices) {
+  for (runtime::MeshDevice* device : devices) {
+    if (device->handle() != devices[0]->handle()) return false;
+  }
+  return true;
+}
+
 class CollectiveMatrixTest : public DeviceTest {
  protected:
   void SetUp() override { OpenDevices(8); }
@@ -135,6 +143,14 @@ class CollectiveMatrixTest : public DeviceTest {
     absl::StatusOr<std::unique_ptr<exec::MeshExecutable>> executable =
         exec::MeshExecutable::Compile(**module, devices);
     ASSERT_TRUE(executable.ok()) << executable.status();
+    if ((*executable)->device_collectives() && SharedVkDevice(devices)) {
+      // VKSPMD_DEVICE_COLLECTIVES with every device on one VkDevice: the 4-byte reductions
+      // (all-reduces, reduce-scatter) and the movements (all along dim 0) run on the devices,
+      // 16-bit and byte reductions through the host.
+      const bool four_byte = type == "f32" || type == "s32" || type == "u32";
+      EXPECT_EQ((*executable)->executable(0).device_collective_count(),
+                (four_byte ? reducers.size() : 0) + (movement ? (four_byte ? 4 : 3) : 0));
+    }
     absl::StatusOr<std::vector<ir::Literal>> results = (*executable)->Run(arguments);
     ASSERT_TRUE(results.ok()) << results.status();
     for (int d = 0; d < layout.devices; ++d) {
