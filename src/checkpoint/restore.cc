@@ -6,6 +6,7 @@
 #include "src/base/status_macros.h"
 #include "src/debug/metrics.h"
 #include "src/debug/trace_writer.h"
+#include "src/lazy/distributed.h"
 #include "src/lazy/engine.h"
 #include "src/spmd/axis_sharding.h"
 
@@ -64,7 +65,15 @@ absl::Status ReadShards(const StepReader& reader, TensorPlan& plan) {
   std::vector<Box> boxes;
   std::vector<size_t> unique_of_device;
   std::vector<ir::Literal> unique;
+  // In a job of several processes only this process's devices are filled (the others' shards
+  // are read there): a checkpoint saved by this process alone holds them.
+  const lazy::DistributedState* job = lazy::Distributed();
+  constexpr size_t kRemote = ~size_t{0};
   for (int64_t d = 0; d < mesh.device_count(); ++d) {
+    if (job != nullptr && plan.placement->is_mesh && !job->IsLocal(plan.placement->devices[d])) {
+      unique_of_device.push_back(kRemote);
+      continue;
+    }
     Box box;
     if (plan.sharding.maximal_device.has_value()) {
       box = Box::Whole(plan.shape.dimensions());
@@ -90,8 +99,14 @@ absl::Status ReadShards(const StepReader& reader, TensorPlan& plan) {
   VKSPMD_RETURN_IF_ERROR(reader.Fill(*plan.saved, targets));
   // The last device of each box takes its buffer; replicas before it take copies.
   std::vector<size_t> uses(unique.size(), 0);
-  for (size_t index : unique_of_device) ++uses[index];
   for (size_t index : unique_of_device) {
+    if (index != kRemote) ++uses[index];
+  }
+  for (size_t index : unique_of_device) {
+    if (index == kRemote) {
+      plan.shards.emplace_back();  // Not uploaded here (FromHostShards skips null devices).
+      continue;
+    }
     plan.shards.push_back(--uses[index] == 0 ? std::move(unique[index]) : unique[index]);
   }
   return absl::OkStatus();

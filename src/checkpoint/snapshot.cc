@@ -78,6 +78,8 @@ absl::Status StageDeviceTensor(const lazy::DeviceValue& value, TensorSnapshot& t
   for (size_t d = 0; d < buffer->shard_count(); ++d) {
     const int64_t device = static_cast<int64_t>(d);
     if (sharding.maximal_device.has_value() && *sharding.maximal_device != device) continue;
+    // Another process's device (a job of several processes): that process saves its shards.
+    if (!buffer->donated() && !buffer->addressable(d)) continue;
     Box box = DeviceBox(shape, sharding, placement.local_mesh, device);
     auto known = std::find(seen.begin(), seen.end(), box);
     if (known != seen.end()) {

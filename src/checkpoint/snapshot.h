@@ -1,8 +1,9 @@
 // Staging a state for saving: every named tensor's distinct shards copied from the devices to
 // host memory (a shard several devices hold, by replication, is copied once, from the first of
 // them), with what the manifest says about the tensor. Nothing is gathered: each shard comes
-// straight from its device. Once staged, later changes to the tensors do not change what is
-// written, so the write may run in the background.
+// straight from its device; in a job of several processes, only from this process's devices.
+// Once staged, later changes to the tensors do not change what is written, so the write may run
+// in the background.
 #pragma once
 
 #include <cstdint>

@@ -2,13 +2,8 @@
 # `vkspmd train` dp+tp on 2 processes x 2 devices (issue 20), started by `vkspmd launch` and by
 # Open MPI's mpirun when installed, equals 1 process x 4 devices bit for bit: loss.csv of every
 # process and the final parameters' digest. Usage: launch_train.sh VKSPMD WORKDIR
-set -eu
-vkspmd=$1
-work=$2
-rm -rf "$work"
-mkdir -p "$work"
+. "$(dirname "$0")/launch_common.sh"
 args="train --steps 4 --log-every 1 --parameter-digest"
-digest() { sed -n 's/.*parameter digest: \([0-9a-f]*\).*/\1/p' "$1" | sort -u; }
 same() {  # same NAME: the run's curves and digest equal the 1 x 4 run's.
   cmp "$work/one/loss.csv" "$work/$1/loss.csv"
   cmp "$work/one/loss.csv" "$work/$1/process-1/loss.csv"

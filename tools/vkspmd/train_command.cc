@@ -5,15 +5,18 @@
 // A progress bar (or log lines), a summary, and the loss curve as CSV and SVG.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <memory>
 #include <optional>
 
 #include "fmt/format.h"
+#include "src/checkpoint/step_directory.h"
 #include "src/spmd/mesh.h"
 #include "tools/train/loss_curve.h"
 #include "tools/train/progress.h"
@@ -257,6 +260,31 @@ void CheckOptions(const TrainOptions& options) {
   }
 }
 
+// The latest step that every process of the job committed in its --checkpoint-dir/process-<p>
+// (a process that died mid-save leaves the others a step ahead). Reading the other processes'
+// directories needs a filesystem all of them see (one host, or a shared one).
+std::optional<int64_t> CommonStep(const std::string& directory, int processes) {
+  std::optional<std::vector<int64_t>> common;
+  for (int process = 0; process < processes; ++process) {
+    const std::string path = fmt::format("{}/process-{}", directory, process);
+    absl::StatusOr<std::vector<int64_t>> steps = checkpoint::ListCommittedSteps(path);
+    if (!steps.ok()) {
+      throw Error(static_cast<ErrorCode>(steps.status().code()),
+                  std::string(steps.status().message()));
+    }
+    if (!common.has_value()) {
+      common = *steps;
+      continue;
+    }
+    std::vector<int64_t> both;
+    std::set_intersection(common->begin(), common->end(), steps->begin(), steps->end(),
+                          std::back_inserter(both));
+    common = std::move(both);
+  }
+  if (!common.has_value() || common->empty()) return std::nullopt;
+  return common->back();
+}
+
 int Train(const TrainOptions& options) {
   const WaitForDevicesOnReturn wait_for_devices;
   if (options.model != "transformer" && options.model != "mlp") {
@@ -271,11 +299,13 @@ int Train(const TrainOptions& options) {
   // Started by torchrun, mpirun or `vkspmd launch`: one job whose mesh spans every process's
   // devices (a job of this process alone otherwise).
   distributed::initialize();
-  if (distributed::process_count() > 1 && !options.checkpoint_dir.empty()) {
-    throw Error(ErrorCode::kUnimplemented,
-                "--checkpoint-dir in a job of several processes: checkpoints that each process "
-                "writes only its own shards of are not implemented yet");
-  }
+  const int processes = distributed::process_count();
+  // In a job of several processes each saves the shards of its own devices in its own
+  // directory, --checkpoint-dir/process-<p>.
+  const std::string checkpoint_dir =
+      processes > 1 && !options.checkpoint_dir.empty()
+          ? fmt::format("{}/process-{}", options.checkpoint_dir, distributed::process_index())
+          : options.checkpoint_dir;
   const DType compute_dtype = PrecisionDType(options.precision);
   // Opening the checkpoint directory removes what a killed run left there; with --resume the
   // latest committed step is where this run starts.
@@ -283,10 +313,10 @@ int Train(const TrainOptions& options) {
   std::optional<int64_t> resume_step;
   if (!options.checkpoint_dir.empty()) {
     checkpoints = std::make_unique<CheckpointManager>(
-        options.checkpoint_dir,
-        CheckpointOptions{.max_to_keep = options.keep, .save_on_preemption = true});
+        checkpoint_dir, CheckpointOptions{.max_to_keep = options.keep, .save_on_preemption = true});
     if (options.resume) {
-      resume_step = checkpoints->latest_step();
+      resume_step = processes > 1 ? CommonStep(options.checkpoint_dir, processes)
+                                  : checkpoints->latest_step();
     } else if (std::optional<int64_t> latest = checkpoints->latest_step()) {
       // Steps are never overwritten: a fresh run would fail at its first save.
       throw Error(ErrorCode::kAlreadyExists,
@@ -400,6 +430,12 @@ int Train(const TrainOptions& options) {
     if (scaler != nullptr) {
       checkpoint_state.metadata[kLossScaleKey] =
           fmt::format("{} {}", scaler->get_scale(), scaler->growth_tracker());
+    }
+    if (processes > 1) {
+      // This process committed the step in an attempt that then failed before every process
+      // had: it holds the same values (the runs are deterministic), so it is kept as it is.
+      const std::vector<int64_t> saved = checkpoints->all_steps();
+      if (std::find(saved.begin(), saved.end(), done) != saved.end()) return;
     }
     if (options.async_save) {
       checkpoints->save_async(done, checkpoint_state, force);
