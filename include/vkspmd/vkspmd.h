@@ -12,6 +12,7 @@
 #include "vkspmd/error.h"
 #include "vkspmd/host_tensor.h"
 #include "vkspmd/lazy.h"
+#include "vkspmd/manual.h"
 #include "vkspmd/mesh.h"
 #include "vkspmd/nn.h"
 #include "vkspmd/ops.h"

@@ -16,23 +16,8 @@ namespace vkspmd {
 namespace {
 
 using lazy::NodePtr;
+using lazy::ToSpmdSpec;
 using lazy::Unwrap;
-
-spmd::PartitionSpec ToSpmdSpec(const PartitionSpec& spec) {
-  std::vector<std::vector<spmd::AxisRef>> dims;
-  for (const SpecEntry& entry : spec) {
-    std::vector<spmd::AxisRef> axes;
-    for (const AxisName& axis : entry.axes()) {
-      if (const int64_t* index = std::get_if<int64_t>(&axis.value())) {
-        axes.emplace_back(*index);
-      } else {
-        axes.emplace_back(std::get<std::string>(axis.value()));
-      }
-    }
-    dims.push_back(std::move(axes));
-  }
-  return spmd::PartitionSpec(std::move(dims));
-}
 
 // Moves a leaf's value (host data or device data anywhere) onto `placement` with `sharding`:
 // queued on the engine, not waited for, so a step's batch need not wait for the step running now.

@@ -78,6 +78,22 @@ spmd::Mesh ToSpmdMesh(const Mesh& mesh) {
   return Unwrap(spmd::Mesh::Create(mesh.shape(), mesh.device_ids(), mesh.axis_names()));
 }
 
+spmd::PartitionSpec ToSpmdSpec(const PartitionSpec& spec) {
+  std::vector<std::vector<spmd::AxisRef>> dims;
+  for (const SpecEntry& entry : spec) {
+    std::vector<spmd::AxisRef> axes;
+    for (const AxisName& axis : entry.axes()) {
+      if (const int64_t* index = std::get_if<int64_t>(&axis.value())) {
+        axes.emplace_back(*index);
+      } else {
+        axes.emplace_back(std::get<std::string>(axis.value()));
+      }
+    }
+    dims.push_back(std::move(axes));
+  }
+  return spmd::PartitionSpec(std::move(dims));
+}
+
 PlacementPtr PlacementOf(const Mesh& mesh) {
   static std::mutex mutex;
   static auto* placements = new std::map<std::string, PlacementPtr>();

@@ -10,9 +10,11 @@
 #include "src/lazy/public_types.h"
 #include "src/lazy/tensor_state.h"
 #include "src/spmd/mesh.h"
+#include "src/spmd/partition_spec.h"
 #include "vkspmd/dtype.h"
 #include "vkspmd/mesh.h"
 #include "vkspmd/scalar.h"
+#include "vkspmd/sharding.h"
 #include "vkspmd/tensor.h"
 
 namespace vkspmd::lazy {
@@ -40,6 +42,8 @@ NodePtr ScalarFor(Scalar value, ir::DType tensor_type);
 int64_t NormalizeDim(int64_t dim, int64_t rank, const char* op);
 
 spmd::Mesh ToSpmdMesh(const Mesh& mesh);
+// A public partition spec as the partitioner's (axes by index or name, resolved later).
+spmd::PartitionSpec ToSpmdSpec(const PartitionSpec& spec);
 // One shared placement per distinct mesh.
 PlacementPtr PlacementOf(const Mesh& mesh);
 

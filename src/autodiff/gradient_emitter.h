@@ -22,6 +22,8 @@ class GradientEmitter {
       : builder_(builder), module_(module) {}
 
   ir::ComputationBuilder& builder() { return builder_; }
+  // The module's partition count: the devices a replicated value is on (manual regions).
+  int64_t partition_count() const { return module_.partition_count(); }
 
   // `value` of `type` as an array of `shape`'s dimensions (one cached broadcast per shape).
   absl::StatusOr<ir::Instruction*> Full(double value, const ir::Shape& shape);

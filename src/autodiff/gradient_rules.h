@@ -30,6 +30,11 @@ absl::StatusOr<OperandAdjoints> ElementwiseGradient(const RuleInput& input, Grad
 absl::StatusOr<OperandAdjoints> StructuralGradient(const RuleInput& input, GradientEmitter& emit);
 // gather and scatter (gradient_rules_indexing.cc).
 absl::StatusOr<OperandAdjoints> IndexingGradient(const RuleInput& input, GradientEmitter& emit);
+// Collectives and the SPMDFullToShardShape / SPMDShardToFullShape boundaries of manual regions
+// (gradient_rules_collectives.cc).
+absl::StatusOr<OperandAdjoints> CollectiveGradient(const RuleInput& input, GradientEmitter& emit);
+absl::StatusOr<OperandAdjoints> ManualBoundaryGradient(const RuleInput& input,
+                                                       GradientEmitter& emit);
 
 // Ops whose derivative is zero wherever it exists (floor, sign, ...): the gradient stops there.
 bool HasZeroGradient(ir::Opcode opcode);

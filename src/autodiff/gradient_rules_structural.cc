@@ -368,9 +368,7 @@ absl::StatusOr<OperandAdjoints> StructuralGradient(const RuleInput& input, Gradi
 static absl::StatusOr<OperandAdjoints> CustomCallGradient(const RuleInput& input,
                                                           GradientEmitter& emit) {
   const std::string& target = input.forward.attributes().custom_call_target;
-  if (target != "Sharding") {
-    return absl::UnimplementedError("no gradient rule for custom-call \"" + target + "\"");
-  }
+  if (target != "Sharding") return ManualBoundaryGradient(input, emit);
   if (!input.wanted[0]) return OperandAdjoints{nullptr};
   ir::InstructionAttributes attributes;
   attributes.custom_call_target = "Sharding";
@@ -403,11 +401,6 @@ bool HasZeroGradient(Opcode opcode) {
 bool HasGradientRule(Opcode opcode) {
   if (HasZeroGradient(opcode)) return true;
   switch (opcode) {
-    case Opcode::kAllReduce:
-    case Opcode::kAllGather:
-    case Opcode::kReduceScatter:
-    case Opcode::kAllToAll:
-    case Opcode::kCollectivePermute:
     case Opcode::kCustomCall:
     case Opcode::kAnd:
     case Opcode::kOr:
@@ -428,6 +421,11 @@ absl::StatusOr<OperandAdjoints> ApplyGradientRule(const RuleInput& input, Gradie
     return absl::UnimplementedError("no gradient rule for " + std::string(ir::OpcodeName(opcode)));
   }
   if (HasZeroGradient(opcode)) return OperandAdjoints(input.forward.operand_count(), nullptr);
+  if (opcode == Opcode::kAllReduce || opcode == Opcode::kAllGather ||
+      opcode == Opcode::kReduceScatter || opcode == Opcode::kAllToAll ||
+      opcode == Opcode::kCollectivePermute) {
+    return CollectiveGradient(input, emit);
+  }
   if (ir::IsElementwiseUnary(opcode) || ir::IsElementwiseBinary(opcode) ||
       opcode == Opcode::kSelect || opcode == Opcode::kClamp || opcode == Opcode::kConvert ||
       opcode == Opcode::kCopy) {

@@ -125,6 +125,11 @@ std::vector<std::shared_ptr<TensorState>> Context::LiveTensors() {
 absl::Status Context::SyncAll(SyncCause cause, const std::source_location& where) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::shared_ptr<TensorState>> states = LiveTensorsLocked();
+  // A tensor inside a manual region has no whole value to keep: it stays pending, and the graph
+  // that leaves the region computes it.
+  std::erase_if(states, [](const std::shared_ptr<TensorState>& state) {
+    return state->node->manual && !state->node->is_leaf();
+  });
   std::vector<NodePtr> outputs;
   for (const std::shared_ptr<TensorState>& state : states) outputs.push_back(state->node);
   // Every live tensor's value is an output of this sync, so an old value that is no tensor's
@@ -156,7 +161,16 @@ absl::Status Context::Sync(const std::vector<std::shared_ptr<TensorState>>& tens
                            SyncCause cause, const std::source_location& where) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<NodePtr> outputs;
-  for (const std::shared_ptr<TensorState>& state : tensors) outputs.push_back(state->node);
+  for (const std::shared_ptr<TensorState>& state : tensors) {
+    if (state->node->manual && !state->node->is_leaf()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "a ", ShapeText(state->node),
+          " tensor inside a manual sharding region has one value per device and no whole value "
+          "to read; leave the region with disable_manual_sharding (or return it from shard_map) "
+          "first"));
+    }
+    outputs.push_back(state->node);
+  }
   // Other tensors' pending values may still read an old value: nothing is donated here.
   return SyncNodes(std::move(outputs), {}, cause, where);
 }

@@ -123,8 +123,11 @@ void HashOp(Node& node) {
 class Lowering {
  public:
   Lowering(PlacementPtr placement, const absl::flat_hash_set<const Node*>& variables)
-      : builder_("main"), variables_(variables) {
+      : builder_("main", {1, placement->is_mesh ? placement->mesh.device_count() : 1}),
+        variables_(variables) {
     graph_.module = std::make_unique<ir::Module>("lazy_graph");
+    // Collectives of manual regions name partition ids, and their gradients need the count.
+    if (placement->is_mesh) graph_.module->set_partition_count(placement->mesh.device_count());
     graph_.placement = std::move(placement);
   }
 

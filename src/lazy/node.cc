@@ -38,7 +38,16 @@ absl::StatusOr<NodePtr> MakeOp(ir::Opcode opcode, std::vector<NodePtr> operands,
   node->proto = std::make_unique<ir::Instruction>(opcode, declared.value_or(ir::Shape()),
                                                   std::move(operand_protos));
   node->proto->attributes() = std::move(attributes);
-  absl::StatusOr<ir::Shape> shape = ir::InferShape(*node->proto);
+  for (const NodePtr& operand : operands) node->manual = node->manual || operand->manual;
+  if (opcode == ir::Opcode::kCustomCall) {
+    const std::string& target = node->proto->attributes().custom_call_target;
+    if (target == "SPMDFullToShardShape") node->manual = true;
+    if (target == "SPMDShardToFullShape") node->manual = false;
+  }
+  // Collectives name partition ids of the mesh: their groups are checked against its size.
+  ir::ShapeInferenceContext context;
+  if (node->placement != nullptr) context.partition_count = node->placement->mesh.device_count();
+  absl::StatusOr<ir::Shape> shape = ir::InferShape(*node->proto, context);
   if (!shape.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(std::string(ir::OpcodeName(opcode)), " of (",
                                                    absl::StrJoin(operand_shapes, ", "),

@@ -28,6 +28,9 @@ struct Node : std::enable_shared_from_this<Node> {
   std::vector<NodePtr> operands;
   // The mesh the value is computed on; null for single-device values (device 0).
   PlacementPtr placement;
+  // Inside a manual region (after SPMDFullToShardShape, before SPMDShardToFullShape): the shape
+  // is one device's shard and the value differs per device, so it is never a graph output.
+  bool manual = false;
   std::optional<ir::Literal> host_value;
   std::shared_ptr<DeviceValue> device_value;
   // Hash of the op (opcode, shape, attributes, sharding constraint), computed by the first
@@ -42,7 +45,8 @@ struct Node : std::enable_shared_from_this<Node> {
 };
 
 // An op node; its shape is inferred (or checked against `declared`) now, so shape errors surface
-// at the call. Operands on different meshes are an error.
+// at the call. Operands on different meshes are an error. The node is manual when an operand is,
+// or when it is SPMDFullToShardShape (SPMDShardToFullShape leaves the region).
 absl::StatusOr<NodePtr> MakeOp(ir::Opcode opcode, std::vector<NodePtr> operands,
                                ir::InstructionAttributes attributes = {},
                                std::optional<ir::Shape> declared = std::nullopt);

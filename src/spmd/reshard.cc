@@ -314,6 +314,11 @@ absl::StatusOr<Instruction*> EmitSlices(SpmdBuilder& builder, const PartitionedV
 absl::StatusOr<PartitionedValue> Reshard(SpmdBuilder& builder, const PartitionedValue& value,
                                          const AxisSharding& to) {
   const Mesh& mesh = builder.mesh();
+  // A replicated value is the same on every device, so it is each device's own value as well
+  // (a gradient that is zero, or a constant, entering a manual region's backward pass).
+  if (to.manual && !value.sharding.manual && value.sharding.IsReplicated()) {
+    return PartitionedValue{value.local, value.global, to};
+  }
   if (value.sharding.manual != to.manual) {
     return absl::InvalidArgumentError(
         fmt::format("a {} value cannot become {}: manual regions are entered and left only through "

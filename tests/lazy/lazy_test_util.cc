@@ -25,11 +25,13 @@ class ValidationEnvironment : public ::testing::Environment {
 
 }  // namespace
 
-ir::Literal ReferenceValue(const Tensor& tensor) {
+namespace {
+
+ir::Literal ReferenceOn(const Tensor& tensor, lazy::PlacementPtr placement) {
   lazy::NodePtr node = lazy::NodeOf(tensor);
   if (node->host_value.has_value()) return *node->host_value;
   if (node->is_leaf()) return lazy::ReadValue(tensor, std::source_location::current());
-  absl::StatusOr<lazy::LoweredGraph> graph = lazy::Lower({node}, lazy::SingleDevicePlacement());
+  absl::StatusOr<lazy::LoweredGraph> graph = lazy::Lower({node}, std::move(placement));
   EXPECT_TRUE(graph.ok()) << graph.status();
   if (!graph.ok()) return ir::Literal();
   std::vector<ir::Literal> arguments;
@@ -37,10 +39,22 @@ ir::Literal ReferenceValue(const Tensor& tensor) {
     arguments.push_back(ReferenceValue(
         Tensor(std::make_shared<lazy::TensorState>(lazy::TensorState{parameter, std::nullopt}))));
   }
-  // The custom-calls of sharding constraints mean nothing here and the lowering drops them.
+  // One device: the custom-calls of sharding constraints mean nothing and the lowering drops
+  // them. A mesh: the evaluator runs one emulated device per partition (device 0's value).
   absl::StatusOr<ir::Literal> value = interp::Evaluate(*graph->module, arguments);
   EXPECT_TRUE(value.ok()) << value.status();
   return value.ok() ? std::move(*value) : ir::Literal();
+}
+
+}  // namespace
+
+ir::Literal ReferenceValue(const Tensor& tensor) {
+  return ReferenceOn(tensor, lazy::SingleDevicePlacement());
+}
+
+ir::Literal MeshReferenceValue(const Tensor& tensor) {
+  lazy::NodePtr node = lazy::NodeOf(tensor);
+  return ReferenceOn(tensor, node->placement ? node->placement : lazy::SingleDevicePlacement());
 }
 
 std::string CompareWithReference(const HostTensor& actual, const ir::Literal& reference,

@@ -17,6 +17,9 @@ namespace vkspmd::testing {
 // The tensor's value as the reference evaluator computes its graph (before any sync: call this
 // first, then read the tensor from the devices).
 ir::Literal ReferenceValue(const Tensor& tensor);
+// The same on the mesh the tensor is computed on, each partition an emulated device (what a
+// graph with manual regions and explicit collectives needs); device 0's value.
+ir::Literal MeshReferenceValue(const Tensor& tensor);
 
 // Every element within `relative` of the reference (relative to max(1, |reference|)); exact for
 // integers and booleans. "" when equal, else the first difference.

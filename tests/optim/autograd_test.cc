@@ -248,13 +248,15 @@ TEST(GradTest, Errors) {
             std::string::npos);
   EXPECT_NE(ThrownMessage([&] { backward(w.sum()); }).find("no tensor with requires_grad"),
             std::string::npos);
-  // An op without a gradient rule is named (no public op lacks one: an all-reduce made here).
+  // An op without a gradient rule is named (no public op lacks one: an all-reduce taking the
+  // maximum made here; the sum has a rule).
   ir::InstructionAttributes attributes;
-  attributes.to_apply = lazy::TraceReducer(ir::Opcode::kAdd, ir::DType::kF32);
+  attributes.to_apply = lazy::TraceReducer(ir::Opcode::kMaximum, ir::DType::kF32);
   Tensor reduced = lazy::Wrap(lazy::MakeOp(ir::Opcode::kAllReduce, {lazy::NodeOf(w)}, attributes));
-  EXPECT_NE(
-      ThrownMessage([&] { grad(reduced.sum(), {w}); }).find("no gradient rule for all-reduce"),
-      std::string::npos)
+  EXPECT_NE(ThrownMessage([&] {
+              grad(reduced.sum(), {w});
+            }).find("all-reduce with maximum has no gradient rule"),
+            std::string::npos)
       << ThrownMessage([&] { grad(reduced.sum(), {w}); });
 }
 

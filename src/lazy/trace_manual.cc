@@ -1,0 +1,224 @@
+// Manual-region boundaries and user collectives as trace nodes (see trace_manual.h).
+#include "src/lazy/trace_manual.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "src/base/status_macros.h"
+#include "src/lazy/trace_ops.h"
+
+namespace vkspmd::lazy::trace {
+namespace {
+
+absl::StatusOr<NodePtr> CustomCall(const NodePtr& x, const std::string& target,
+                                   const ir::Sharding& sharding, const ir::Shape& shape,
+                                   PlacementPtr placement) {
+  ir::InstructionAttributes attributes;
+  attributes.custom_call_target = target;
+  VKSPMD_ASSIGN_OR_RETURN(NodePtr node, MakeOp(ir::Opcode::kCustomCall, {x}, attributes, shape));
+  node->proto->set_sharding(sharding);
+  node->placement = std::move(placement);
+  return node;
+}
+
+absl::Status CheckManual(const NodePtr& x, const std::string& op) {
+  if (!x->manual || x->placement == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        op, ": the ", ShapeText(x),
+        " operand is not inside a manual sharding region; collectives over mesh axes take the "
+        "per-device values of enable_manual_sharding or shard_map"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckDim(const NodePtr& x, int64_t dim, const std::string& op) {
+  if (dim < 0 || dim >= x->shape().rank()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": dim ", dim, " is outside the ", ShapeText(x), " operand"));
+  }
+  return absl::OkStatus();
+}
+
+// The collective `opcode` over the groups along `axes` (partition ids of the local mesh).
+absl::StatusOr<NodePtr> Collective(ir::Opcode opcode, const NodePtr& x,
+                                   const std::vector<int64_t>& axes,
+                                   ir::InstructionAttributes attributes) {
+  const spmd::Mesh& mesh = x->placement->local_mesh;
+  attributes.channel_id = 1;
+  attributes.use_global_device_ids = opcode != ir::Opcode::kAllToAll;
+  attributes.replica_groups.groups = mesh.GroupsAlong(axes);
+  return MakeOp(opcode, {x}, std::move(attributes));
+}
+
+absl::Status CheckDivisible(const NodePtr& x, int64_t dim, int64_t parts, const std::string& op,
+                            const std::vector<int64_t>& axes) {
+  VKSPMD_RETURN_IF_ERROR(CheckDim(x, dim, op));
+  if (x->shape().dimensions()[dim] % parts != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": dim ", dim, " of the ", ShapeText(x), " operand does not split into ",
+                     parts, " equal pieces over mesh axes ",
+                     x->placement->local_mesh.AxesLabel(axes), "; uneven pieces are refused"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<NodePtr> EnterManual(const NodePtr& x, const spmd::AxisSharding& sharding,
+                                    PlacementPtr placement) {
+  if (x->manual) {
+    return absl::FailedPreconditionError(absl::StrCat("enable_manual_sharding: the ", ShapeText(x),
+                                                      " tensor is already inside a manual region"));
+  }
+  const spmd::Mesh& mesh = placement->local_mesh;
+  for (int64_t d = 0; d < x->shape().rank(); ++d) {
+    const int64_t tiles = sharding.TilesOn(d, mesh);
+    if (x->shape().dimensions()[d] % tiles != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("enable_manual_sharding: dim ", d, " of the ", ShapeText(x),
+                       " tensor does not split into ", tiles, " equal shards over mesh axes ",
+                       mesh.AxesLabel(sharding.dims[d]), "; manual regions need even shards"));
+    }
+  }
+  VKSPMD_ASSIGN_OR_RETURN(NodePtr constrained,
+                          ShardingConstraint(x, spmd::ToHloSharding(sharding, mesh), placement));
+  return CustomCall(constrained, "SPMDFullToShardShape", ir::Sharding::Manual(),
+                    spmd::ShardShape(x->shape(), sharding, mesh), std::move(placement));
+}
+
+absl::StatusOr<NodePtr> LeaveManual(const NodePtr& x, const spmd::AxisSharding& sharding,
+                                    const std::vector<int64_t>& full_dims) {
+  VKSPMD_RETURN_IF_ERROR(CheckManual(x, "disable_manual_sharding"));
+  const spmd::Mesh& mesh = x->placement->local_mesh;
+  const ir::Shape full(x->shape().dtype(), full_dims);
+  if (full.rank() != x->shape().rank() || spmd::ShardShape(full, sharding, mesh) != x->shape()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "disable_manual_sharding: the per-device ", ShapeText(x), " is not the shard shape of ",
+        full.ToString(), " under ", sharding.ToString(mesh)));
+  }
+  for (int64_t d = 0; d < full.rank(); ++d) {
+    if (full_dims[d] % sharding.TilesOn(d, mesh) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "disable_manual_sharding: dim ", d, " of ", full.ToString(), " does not split into ",
+          sharding.TilesOn(d, mesh), " equal shards over mesh axes ",
+          mesh.AxesLabel(sharding.dims[d]), "; manual regions need even shards"));
+    }
+  }
+  VKSPMD_ASSIGN_OR_RETURN(NodePtr constrained, CustomCall(x, "Sharding", ir::Sharding::Manual(),
+                                                          x->shape(), x->placement));
+  return CustomCall(constrained, "SPMDShardToFullShape", spmd::ToHloSharding(sharding, mesh), full,
+                    x->placement);
+}
+
+absl::StatusOr<std::vector<int64_t>> ManualAxes(const NodePtr& x,
+                                                const std::vector<std::string>& names,
+                                                const std::string& op) {
+  VKSPMD_RETURN_IF_ERROR(CheckManual(x, op));
+  const spmd::Mesh& mesh = x->placement->mesh;
+  if (names.empty()) return absl::InvalidArgumentError(op + ": no mesh axis given");
+  std::vector<int64_t> axes;
+  for (const std::string& name : names) {
+    absl::StatusOr<int64_t> axis = mesh.AxisIndex(name);
+    if (!axis.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(op, ": ", axis.status().message()));
+    }
+    if (std::find(axes.begin(), axes.end(), *axis) != axes.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(op, ": mesh axis \"", name, "\" twice"));
+    }
+    axes.push_back(*axis);
+  }
+  return axes;
+}
+
+absl::StatusOr<NodePtr> AllReduce(const NodePtr& x, const std::vector<int64_t>& axes,
+                                  ir::Opcode reducer) {
+  VKSPMD_RETURN_IF_ERROR(CheckManual(x, "all_reduce"));
+  ir::InstructionAttributes attributes;
+  attributes.to_apply = TraceReducer(reducer, x->shape().dtype());
+  return Collective(ir::Opcode::kAllReduce, x, axes, std::move(attributes));
+}
+
+absl::StatusOr<NodePtr> AllGather(const NodePtr& x, const std::vector<int64_t>& axes, int64_t dim) {
+  VKSPMD_RETURN_IF_ERROR(CheckManual(x, "all_gather"));
+  VKSPMD_RETURN_IF_ERROR(CheckDim(x, dim, "all_gather"));
+  ir::InstructionAttributes attributes;
+  attributes.dimensions = {dim};
+  return Collective(ir::Opcode::kAllGather, x, axes, std::move(attributes));
+}
+
+absl::StatusOr<NodePtr> ReduceScatter(const NodePtr& x, const std::vector<int64_t>& axes,
+                                      int64_t dim) {
+  VKSPMD_RETURN_IF_ERROR(CheckManual(x, "reduce_scatter"));
+  VKSPMD_RETURN_IF_ERROR(
+      CheckDivisible(x, dim, x->placement->local_mesh.SizeOf(axes), "reduce_scatter", axes));
+  ir::InstructionAttributes attributes;
+  attributes.dimensions = {dim};
+  attributes.to_apply = TraceReducer(ir::Opcode::kAdd, x->shape().dtype());
+  return Collective(ir::Opcode::kReduceScatter, x, axes, std::move(attributes));
+}
+
+absl::StatusOr<NodePtr> AllToAll(const NodePtr& x, const std::vector<int64_t>& axes,
+                                 int64_t split_dim, int64_t concat_dim) {
+  VKSPMD_RETURN_IF_ERROR(CheckManual(x, "all_to_all"));
+  const int64_t size = x->placement->local_mesh.SizeOf(axes);
+  VKSPMD_RETURN_IF_ERROR(CheckDivisible(x, split_dim, size, "all_to_all", axes));
+  VKSPMD_RETURN_IF_ERROR(CheckDim(x, concat_dim, "all_to_all"));
+  // The IR's all-to-all splits and concatenates one dim. Split `split_dim` into [size, rest],
+  // move the size-`size` dim just before `concat_dim`, exchange along it (it then counts
+  // senders), and merge it into `concat_dim` sender-major.
+  const std::vector<int64_t>& dims = x->shape().dimensions();
+  std::vector<int64_t> split = dims;
+  split[split_dim] = dims[split_dim] / size;
+  split.insert(split.begin() + split_dim, size);
+  VKSPMD_ASSIGN_OR_RETURN(NodePtr pieces, Reshape(x, split));
+  // Positions in `split`: the piece dim is split_dim; dims after it moved up by one.
+  const int64_t concat = concat_dim >= split_dim ? concat_dim + 1 : concat_dim;
+  std::vector<int64_t> order;
+  for (int64_t d = 0; d < static_cast<int64_t>(split.size()); ++d) {
+    if (d == split_dim) continue;
+    if (d == concat) order.push_back(split_dim);
+    order.push_back(d);
+  }
+  VKSPMD_ASSIGN_OR_RETURN(NodePtr moved, Transpose(pieces, order));
+  const int64_t piece_dim = std::find(order.begin(), order.end(), split_dim) - order.begin();
+  ir::InstructionAttributes attributes;
+  attributes.dimensions = {piece_dim};
+  VKSPMD_ASSIGN_OR_RETURN(NodePtr exchanged,
+                          Collective(ir::Opcode::kAllToAll, moved, axes, std::move(attributes)));
+  std::vector<int64_t> merged = exchanged->shape().dimensions();
+  merged[piece_dim + 1] *= size;
+  merged.erase(merged.begin() + piece_dim);
+  return Reshape(exchanged, merged);
+}
+
+absl::StatusOr<NodePtr> Permute(const NodePtr& x, int64_t axis,
+                                const std::vector<std::pair<int64_t, int64_t>>& pairs) {
+  VKSPMD_RETURN_IF_ERROR(CheckManual(x, "ppermute"));
+  const spmd::Mesh& mesh = x->placement->local_mesh;
+  const int64_t size = mesh.axis_size(axis);
+  std::vector<bool> source_seen(size, false), target_seen(size, false);
+  for (const auto& [source, target] : pairs) {
+    if (source < 0 || source >= size || target < 0 || target >= size) {
+      return absl::InvalidArgumentError(absl::StrCat("ppermute: the pair (", source, ", ", target,
+                                                     ") is outside mesh axis ",
+                                                     mesh.AxisLabel(axis), " of size ", size));
+    }
+    if (source_seen[source] || target_seen[target]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ppermute: position ", source_seen[source] ? source : target, " of mesh axis ",
+          mesh.AxisLabel(axis), " is a source or a target twice; a permutation is one-to-one"));
+    }
+    source_seen[source] = target_seen[target] = true;
+  }
+  ir::InstructionAttributes attributes;
+  attributes.channel_id = 1;
+  for (const std::vector<int64_t>& group : mesh.GroupsAlong({axis})) {
+    for (const auto& [source, target] : pairs) {
+      attributes.source_target_pairs.emplace_back(group[source], group[target]);
+    }
+  }
+  return MakeOp(ir::Opcode::kCollectivePermute, {x}, std::move(attributes));
+}
+
+}  // namespace vkspmd::lazy::trace
