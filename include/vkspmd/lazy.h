@@ -15,6 +15,11 @@ namespace vkspmd {
 // Compiles (or finds in the graph cache) and launches everything pending, and returns without
 // waiting for the devices; reading a value waits.
 void sync(std::source_location where = std::source_location::current());
+// Launches the graph computing `tensors` (only what they need, exactly as reading one of them
+// would) and returns without waiting; a read afterwards only waits for the devices. The Python
+// package calls it before a read so that the wait, done in slices, can be interrupted.
+void sync(const std::vector<Tensor>& tensors,
+          std::source_location where = std::source_location::current());
 // The end of a training step: the same as sync, reported as a step marker.
 void mark_step(std::source_location where = std::source_location::current());
 // Blocks until every launched graph has finished.

@@ -32,7 +32,10 @@ void BindDTensor(py::module_& module);
 // between slices: Ctrl-C (Python runs its handler only between calls) raises KeyboardInterrupt
 // (py::error_already_set) and the graphs run on. Called with the GIL held, before reads.
 void WaitDeviceOpsInterruptibly();
-// t.to_host() after that wait, with the GIL released: what numpy(), np.asarray and DLPack read.
+// Launches the graph computing `t` if it is pending (sync({t}), as a read would; compiling is
+// not interruptible), then that wait. What every read does first.
+void LaunchAndWaitInterruptibly(const Tensor& t);
+// t.to_host() after that, with the GIL released: what numpy(), np.asarray and DLPack read.
 HostTensor ReadInterruptibly(const Tensor& t);
 
 // A Python (or numpy) bool, int or float as a vkspmd scalar (an int stays an integer scalar);

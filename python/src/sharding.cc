@@ -26,8 +26,17 @@ void WaitDeviceOpsInterruptibly() {
   }
 }
 
-HostTensor ReadInterruptibly(const Tensor& t) {
+void LaunchAndWaitInterruptibly(const Tensor& t) {
+  {
+    // Compiling is not interruptible (the worker compiles a new graph before Launch returns).
+    py::gil_scoped_release release;
+    sync(std::vector<Tensor>{t});
+  }
   WaitDeviceOpsInterruptibly();
+}
+
+HostTensor ReadInterruptibly(const Tensor& t) {
+  LaunchAndWaitInterruptibly(t);
   py::gil_scoped_release release;
   return t.to_host();
 }
@@ -133,12 +142,12 @@ void BindShardedTensor(py::module_& module) {
       .def_property_readonly(
           "local_shards",
           [](const ShardedTensor& t) {
-            WaitDeviceOpsInterruptibly();
+            LaunchAndWaitInterruptibly(t);
             py::gil_scoped_release release;
             return t.local_shards();
           },
           "Per mesh device its Shard (runs what is pending and reads the shards; Ctrl-C "
-          "interrupts the wait for launched graphs).")
+          "interrupts the wait for the devices).")
       .def_property_readonly("sharding_spec", &ShardedTensor::sharding_spec, Release(),
                              "The HLO sharding text, e.g. '{devices=[2,4]<=[8]}'.")
       .def_property_readonly("sharding_type", &ShardedTensor::sharding_type, Release())

@@ -91,9 +91,9 @@ void BindQueries(py::class_<Tensor>& cls) {
   cls.def("numel", &Tensor::numel, "The number of elements.");
   cls.def_property_readonly("dtype", &Tensor::dtype);
   cls.def("__len__", [](const Tensor& t) { return t.size(0); });
-  // The wait comes first, in slices, so that Ctrl-C interrupts it (see WaitDeviceOpsInterruptibly).
+  // The wait comes first, in slices, so that Ctrl-C interrupts it (LaunchAndWaitInterruptibly).
   const auto item = [](const Tensor& t) {
-    WaitDeviceOpsInterruptibly();
+    LaunchAndWaitInterruptibly(t);
     py::gil_scoped_release release;
     return t.item();
   };
@@ -104,14 +104,14 @@ void BindQueries(py::class_<Tensor>& cls) {
   cls.def("__bool__", [item](const Tensor& t) { return item(t) != 0; });
   // Reads that wait first in slices, as item() (Ctrl-C interrupts the wait).
   cls.def("__repr__", [](const Tensor& t) {
-    WaitDeviceOpsInterruptibly();
+    LaunchAndWaitInterruptibly(t);
     py::gil_scoped_release release;
     return t.to_string();
   });
   cls.def(
       "to_npy",
       [](const Tensor& t, const std::string& path) {
-        WaitDeviceOpsInterruptibly();
+        LaunchAndWaitInterruptibly(t);
         py::gil_scoped_release release;
         t.to_npy(path);
       },

@@ -15,6 +15,17 @@ void sync(std::source_location where) {
   lazy::ThrowIfError(lazy::Context::Get().SyncAll(lazy::SyncCause::kUserSync, where));
 }
 
+void sync(const std::vector<Tensor>& tensors, std::source_location where) {
+  std::vector<std::shared_ptr<lazy::TensorState>> pending;
+  for (const Tensor& tensor : tensors) {
+    lazy::NodePtr node = lazy::NodeOf(tensor, "sync");
+    if (!node->host_value.has_value() && !node->is_leaf()) pending.push_back(tensor.state());
+  }
+  if (pending.empty()) return;
+  // The cause a read would give, so the metrics and VKSPMD_DEBUG read as before.
+  lazy::ThrowIfError(lazy::Context::Get().Sync(pending, lazy::SyncCause::kValueRead, where));
+}
+
 void mark_step(std::source_location where) {
   lazy::ThrowIfError(lazy::Context::Get().SyncAll(lazy::SyncCause::kStepMarker, where));
 }

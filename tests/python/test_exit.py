@@ -76,8 +76,10 @@ def test_ctrl_c_interrupts_wait_device_ops():
     assert "interrupted after 0." in output and "graph finished (1024, 1024)" in output, output
 
 
-# Reading a value waits for the graph that computes it: numpy(), np.asarray, item() and DLPack
-# wait in slices like wait_device_ops, so Ctrl-C interrupts them too; the value is read after.
+# Reading a value waits for the graph that computes it: numpy(), np.asarray, item(), DLPack, repr
+# and local_shards wait in slices like wait_device_ops, so Ctrl-C interrupts them too; the value is
+# read after. A read of a graph still pending (no mark_step) launches it first (vkspmd.sync of the
+# tensor) and waits the same way.
 INTERRUPTED_READ = r"""
 import signal, threading, time
 import numpy as np
@@ -87,8 +89,7 @@ for _ in range(12):
     a = vkspmd.tanh(a @ a)
 s = a.sum()
 {MARK}
-vkspmd.mark_step()
-assert not vkspmd.wait_device_ops_for(0.0)  # Still running.
+{LAUNCH}
 threading.Timer(0.3, lambda: signal.raise_signal(signal.SIGINT)).start()
 start = time.perf_counter()
 try:
@@ -108,11 +109,17 @@ SHARDED = "a = vkspmd.mark_sharding(a, vkspmd.get_1d_mesh(), (0, None))"
 SHARDS = "np.concatenate([shard.data for shard in a.local_shards])"
 
 
-@pytest.mark.parametrize("read,mark", [
-    ("a.numpy()", ""), ("np.asarray(a)", ""), ("s.item()", ""), ("np.from_dlpack(a)", ""),
-    ("float(repr(s)[len('tensor('):].split(',')[0].rstrip(')'))", ""), (SHARDS, SHARDED)])
-def test_ctrl_c_interrupts_reads(read, mark):
-    program = INTERRUPTED_READ.replace("{READ}", read).replace("{MARK}", mark)
+LAUNCHED = "vkspmd.mark_step()\nassert not vkspmd.wait_device_ops_for(0.0)  # Still running."
+
+
+@pytest.mark.parametrize("read,mark,launch", [
+    ("a.numpy()", "", LAUNCHED), ("np.asarray(a)", "", LAUNCHED), ("s.item()", "", LAUNCHED),
+    ("np.from_dlpack(a)", "", LAUNCHED),
+    ("float(repr(s)[len('tensor('):].split(',')[0].rstrip(')'))", "", LAUNCHED),
+    (SHARDS, SHARDED, LAUNCHED), ("s.item()", "", "")])
+def test_ctrl_c_interrupts_reads(read, mark, launch):
+    program = (INTERRUPTED_READ.replace("{READ}", read).replace("{MARK}", mark)
+               .replace("{LAUNCH}", launch))
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                             timeout=120, env=os.environ)
     output = result.stdout + result.stderr
