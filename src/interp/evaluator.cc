@@ -46,10 +46,18 @@ absl::Status CheckArguments(const ir::Computation& computation,
   return absl::OkStatus();
 }
 
+// The branch a conditional's selector picks: a pred's true_computation is branch 0; an index
+// outside 0..N-1 runs the last branch, as XLA does.
+int64_t BranchIndex(const Instruction& conditional, const Literal& selector) {
+  const int64_t branch_count = static_cast<int64_t>(conditional.attributes().called.size());
+  const int64_t index = selector.GetAsInt64(0);
+  if (selector.dtype() == ir::DType::kPred) return index != 0 ? 0 : 1;
+  return index < 0 || index >= branch_count ? branch_count - 1 : index;
+}
+
 // while: runs body= on the state until condition= returns false; conditional: runs the branch
-// the selector picks (pred: true_computation is branch 0; s32: an index outside 0..N-1 runs the
-// last branch, as XLA does). The called computations run as the same device; a collective in
-// them is refused by EvaluateComputation.
+// the selector picks. The called computations run as the same device (a collective in them
+// makes the whole instruction run on every device in lock step: EvaluateEverywhere).
 absl::StatusOr<Literal> EvaluateControlFlow(const Instruction& instruction,
                                             const std::vector<const Literal*>& operands,
                                             DeviceContext device) {
@@ -62,13 +70,7 @@ absl::StatusOr<Literal> EvaluateControlFlow(const Instruction& instruction,
       VKSPMD_ASSIGN_OR_RETURN(state, EvaluateComputation(*called[1], {std::move(state)}, device));
     }
   }
-  const int64_t branch_count = static_cast<int64_t>(called.size());
-  int64_t branch = operands[0]->GetAsInt64(0);
-  if (operands[0]->dtype() == ir::DType::kPred) {
-    branch = branch != 0 ? 0 : 1;
-  } else if (branch < 0 || branch >= branch_count) {
-    branch = branch_count - 1;
-  }
+  const int64_t branch = BranchIndex(instruction, *operands[0]);
   return EvaluateComputation(*called[branch], {*operands[branch + 1]}, device);
 }
 
@@ -194,10 +196,136 @@ absl::Status CheckValueSizes(const ir::Module& module) {
   return absl::OkStatus();
 }
 
+bool NeedsAllDevices(const Instruction& instruction);
+
+// Whether `computation` holds an op that needs every device.
+bool HoldsCollectives(const ir::Computation& computation) {
+  for (const auto& instruction : computation.instructions()) {
+    if (NeedsAllDevices(*instruction)) return true;
+  }
+  return false;
+}
+
+// Collectives, and the while and conditional that hold some in their called computations.
 bool NeedsAllDevices(const Instruction& instruction) {
-  return ir::IsCollective(instruction.opcode()) ||
-         (instruction.opcode() == Opcode::kCustomCall &&
+  const Opcode opcode = instruction.opcode();
+  if (opcode == Opcode::kWhile || opcode == Opcode::kConditional) {
+    for (const ir::Computation* called : instruction.attributes().called) {
+      if (HoldsCollectives(*called)) return true;
+    }
+    return false;
+  }
+  return ir::IsCollective(opcode) ||
+         (opcode == Opcode::kCustomCall &&
           instruction.attributes().custom_call_target == "SPMDShardToFullShape");
+}
+
+struct DeviceGrid {
+  int64_t replica_count = 1;
+  int64_t partition_count = 1;
+  int64_t size() const { return replica_count * partition_count; }
+};
+
+absl::StatusOr<std::vector<Literal>> EvaluateEverywhere(
+    const ir::Computation& computation, const std::vector<std::vector<Literal>>& arguments,
+    DeviceGrid grid);
+
+// Every device's value, one argument list each.
+std::vector<std::vector<Literal>> OnePerDevice(std::vector<Literal> values) {
+  std::vector<std::vector<Literal>> arguments;
+  for (Literal& value : values) arguments.push_back({std::move(value)});
+  return arguments;
+}
+
+// A while or conditional whose called computations hold collectives, on every device in lock
+// step: every device must take the same path (as on real devices, where a collective that some
+// devices skip never completes), else an error naming the instruction.
+absl::StatusOr<std::vector<Literal>> EvaluateControlFlowEverywhere(
+    const Instruction& instruction, const std::vector<std::vector<const Literal*>>& operands,
+    DeviceGrid grid) {
+  const std::vector<ir::Computation*>& called = instruction.attributes().called;
+  auto disagree = [&](int64_t d, const char* what) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: devices 0 and {} disagree on its {}; a {} holding collectives must take the same "
+        "path on every device",
+        instruction.Describe(), d, what, ir::OpcodeName(instruction.opcode())));
+  };
+  if (instruction.opcode() == Opcode::kWhile) {
+    std::vector<Literal> states;
+    for (const auto& device_operands : operands) states.push_back(*device_operands[0]);
+    while (true) {
+      std::vector<Literal> copies = states;
+      VKSPMD_ASSIGN_OR_RETURN(
+          std::vector<Literal> conditions,
+          EvaluateEverywhere(*called[0], OnePerDevice(std::move(copies)), grid));
+      const bool taken = conditions[0].GetAsInt64(0) != 0;
+      for (int64_t d = 1; d < grid.size(); ++d) {
+        if ((conditions[d].GetAsInt64(0) != 0) != taken) return disagree(d, "condition");
+      }
+      if (!taken) return states;
+      VKSPMD_ASSIGN_OR_RETURN(
+          states, EvaluateEverywhere(*called[1], OnePerDevice(std::move(states)), grid));
+    }
+  }
+  const int64_t branch = BranchIndex(instruction, *operands[0][0]);
+  std::vector<Literal> branch_operands;
+  for (int64_t d = 0; d < grid.size(); ++d) {
+    if (BranchIndex(instruction, *operands[d][0]) != branch) return disagree(d, "branch");
+    branch_operands.push_back(*operands[d][branch + 1]);
+  }
+  return EvaluateEverywhere(*called[branch], OnePerDevice(std::move(branch_operands)), grid);
+}
+
+// `computation` on every device of `grid` in lock step: each instruction for all devices before
+// the next one, so collectives see every device's operand.
+absl::StatusOr<std::vector<Literal>> EvaluateEverywhere(
+    const ir::Computation& computation, const std::vector<std::vector<Literal>>& arguments,
+    DeviceGrid grid) {
+  for (const auto& device_arguments : arguments) {
+    VKSPMD_RETURN_IF_ERROR(CheckArguments(computation, device_arguments));
+  }
+  const int64_t device_count = grid.size();
+  std::vector<Values> values(device_count);
+  for (const auto& instruction : computation.instructions()) {
+    std::vector<std::vector<const Literal*>> operands(device_count);
+    for (int64_t d = 0; d < device_count; ++d) {
+      for (const Instruction* operand : instruction->operands()) {
+        operands[d].push_back(&values[d].at(operand));
+      }
+    }
+    if (NeedsAllDevices(*instruction)) {
+      const Opcode opcode = instruction->opcode();
+      absl::StatusOr<std::vector<Literal>> results;
+      if (opcode == Opcode::kWhile || opcode == Opcode::kConditional) {
+        results = EvaluateControlFlowEverywhere(*instruction, operands, grid);
+        if (!results.ok()) return results.status();
+      } else {
+        std::vector<const Literal*> first_operands;
+        for (int64_t d = 0; d < device_count; ++d) first_operands.push_back(operands[d][0]);
+        results = opcode == Opcode::kCustomCall
+                      ? EvaluateShardToFull(*instruction, first_operands, grid.partition_count)
+                      : EvaluateCollective(*instruction, first_operands, grid.replica_count,
+                                           grid.partition_count, EvaluateCallee);
+        if (!results.ok()) {
+          return absl::InvalidArgumentError(fmt::format("{}: {}", instruction->Describe(),
+                                                        std::string(results.status().message())));
+        }
+      }
+      for (int64_t d = 0; d < device_count; ++d)
+        values[d][instruction.get()] = std::move((*results)[d]);
+      continue;
+    }
+    for (int64_t d = 0; d < device_count; ++d) {
+      const DeviceContext device{d / grid.partition_count, d % grid.partition_count};
+      VKSPMD_ASSIGN_OR_RETURN(Literal value,
+                              EvaluateLocal(*instruction, operands[d], arguments[d], device));
+      values[d][instruction.get()] = std::move(value);
+    }
+  }
+  std::vector<Literal> results;
+  for (int64_t d = 0; d < device_count; ++d)
+    results.push_back(std::move(values[d].at(computation.root())));
+  return results;
 }
 
 }  // namespace
@@ -241,45 +369,8 @@ absl::StatusOr<std::vector<Literal>> EvaluateOnDevices(
         device_count, module.replica_count(), partition_count, arguments.size()));
   }
   VKSPMD_RETURN_IF_ERROR(CheckValueSizes(module));
-  const ir::Computation& entry = *module.entry();
-  for (const auto& device_arguments : arguments) {
-    VKSPMD_RETURN_IF_ERROR(CheckArguments(entry, device_arguments));
-  }
-  std::vector<Values> values(device_count);
-  for (const auto& instruction : entry.instructions()) {
-    std::vector<std::vector<const Literal*>> operands(device_count);
-    for (int64_t d = 0; d < device_count; ++d) {
-      for (const Instruction* operand : instruction->operands()) {
-        operands[d].push_back(&values[d].at(operand));
-      }
-    }
-    if (NeedsAllDevices(*instruction)) {
-      std::vector<const Literal*> first_operands;
-      for (int64_t d = 0; d < device_count; ++d) first_operands.push_back(operands[d][0]);
-      absl::StatusOr<std::vector<Literal>> results =
-          instruction->opcode() == Opcode::kCustomCall
-              ? EvaluateShardToFull(*instruction, first_operands, partition_count)
-              : EvaluateCollective(*instruction, first_operands, module.replica_count(),
-                                   partition_count, EvaluateCallee);
-      if (!results.ok()) {
-        return absl::InvalidArgumentError(fmt::format("{}: {}", instruction->Describe(),
-                                                      std::string(results.status().message())));
-      }
-      for (int64_t d = 0; d < device_count; ++d)
-        values[d][instruction.get()] = std::move((*results)[d]);
-      continue;
-    }
-    for (int64_t d = 0; d < device_count; ++d) {
-      const DeviceContext device{d / partition_count, d % partition_count};
-      VKSPMD_ASSIGN_OR_RETURN(Literal value,
-                              EvaluateLocal(*instruction, operands[d], arguments[d], device));
-      values[d][instruction.get()] = std::move(value);
-    }
-  }
-  std::vector<Literal> results;
-  for (int64_t d = 0; d < device_count; ++d)
-    results.push_back(std::move(values[d].at(entry.root())));
-  return results;
+  return EvaluateEverywhere(*module.entry(), arguments,
+                            DeviceGrid{module.replica_count(), partition_count});
 }
 
 }  // namespace vkspmd::interp

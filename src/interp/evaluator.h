@@ -22,11 +22,14 @@ absl::StatusOr<ir::Literal> Evaluate(const ir::Module& module,
 
 // Runs the module on replica_count x num_partitions emulated devices in lock step;
 // `arguments[d]` are device d's arguments (d = replica * num_partitions + partition) and the
-// result has one literal per device.
+// result has one literal per device. A while or conditional whose called computations hold
+// collectives runs in lock step too; devices that would take different paths through it (a
+// condition or branch that differs) are an error naming it.
 absl::StatusOr<std::vector<ir::Literal>> EvaluateOnDevices(
     const ir::Module& module, const std::vector<std::vector<ir::Literal>>& arguments);
 
-// Evaluates one computation (no collectives) as the given device.
+// Evaluates one computation (no collectives, nor loops or branches holding some) as the given
+// device.
 absl::StatusOr<ir::Literal> EvaluateComputation(const ir::Computation& computation,
                                                 std::vector<ir::Literal> arguments,
                                                 DeviceContext device = {});

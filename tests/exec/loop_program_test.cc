@@ -7,13 +7,11 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "src/interp/evaluator.h"
 #include "src/ir/control_flow_lowering.h"
 #include "src/ir/parser.h"
 #include "tests/exec/literal_compare.h"
+#include "tests/support/control_flow_programs.h"
 #include "tests/support/device_test.h"
 
 namespace vkspmd::testing {
@@ -22,16 +20,9 @@ namespace {
 using ir::DType;
 using ir::Literal;
 
-// tests/testdata/control_flow: grow.hlo (|x| grows until its largest element reaches 100 times a
-// limit; the count depends on the data) and nested_while.hlo (n % 5 outer iterations, each doubling
+// tests/testdata/control_flow: grow (|x| grows until its largest element reaches 100 times a
+// limit; the count depends on the data) and nested_while (n % 5 outer iterations, each doubling
 // v until its sum reaches 100: an inner loop whose count depends on v).
-std::string ReadTestdata(const std::string& name) {
-  std::ifstream file(std::string(VKSPMD_TESTDATA_DIR) + "/control_flow/" + name);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
 struct MeshCase {
   std::vector<int64_t> shape;
   std::string shard;  // The split parameters' sharding.
@@ -55,7 +46,8 @@ class LoopProgramTest : public DeviceTest {
                                    const MeshCase& mesh_case, const std::vector<Literal>& arguments,
                                    int64_t* iterations = nullptr) {
     collectives_ = -1;
-    absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseModule(ReadTestdata(name));
+    absl::StatusOr<std::unique_ptr<ir::Module>> module =
+        ir::ParseModule(ControlFlowProgramText(name));
     if (!module.ok()) return "parse: " + module.status().ToString();
     absl::StatusOr<ir::Sharding> sharding = ir::ParseSharding("{" + mesh_case.shard + "}");
     if (!sharding.ok()) return sharding.status().ToString();
@@ -104,8 +96,7 @@ TEST_F(LoopProgramTest, DataDependentLoopsMatchTheReferenceOnEveryMesh) {
     // limit 0.4 * 100: 3 -> 4.75 -> 7.375 -> 11.31 -> 17.22 -> 26.08 -> 39.37 -> 59.3: 7
     // iterations.
     int64_t iterations = -1;
-    EXPECT_EQ(DiffersFromReference("grow.hlo", {0, 2}, mesh_case, {x, F32(0.4f), y}, &iterations),
-              "")
+    EXPECT_EQ(DiffersFromReference("grow", {0, 2}, mesh_case, {x, F32(0.4f), y}, &iterations), "")
         << mesh_case.shard;
     EXPECT_EQ(iterations, 7) << mesh_case.shard;
     // Split over several devices, the condition's largest element is all-reduced.
@@ -113,8 +104,7 @@ TEST_F(LoopProgramTest, DataDependentLoopsMatchTheReferenceOnEveryMesh) {
       EXPECT_GT(collectives_, 0) << mesh_case.shard;
     }
     // The condition fails at once: the body never runs, the state passes through.
-    EXPECT_EQ(DiffersFromReference("grow.hlo", {0, 2}, mesh_case, {x, F32(-0.05f), y}, &iterations),
-              "")
+    EXPECT_EQ(DiffersFromReference("grow", {0, 2}, mesh_case, {x, F32(-0.05f), y}, &iterations), "")
         << mesh_case.shard;
     EXPECT_EQ(iterations, 0) << mesh_case.shard;
   }
@@ -126,10 +116,10 @@ TEST_F(LoopProgramTest, TheWhilesShardingSplitsTheState) {
   const Literal x = Vector({0.5f, -1, 2, 0.25f, 1.5f, -3});
   const Literal y = Vector({1, 2, 3, 4, 5, 6});
   const MeshCase four = {{4}, "replicated"};
-  EXPECT_EQ(DiffersFromReference("grow.hlo", {}, four, {x, F32(0.4f), y}), "");
+  EXPECT_EQ(DiffersFromReference("grow", {}, four, {x, F32(0.4f), y}), "");
   EXPECT_EQ(collectives_, 0);
   loop_sharding_ = "{{replicated}, {devices=[4]3,2,1,0}, {replicated}}";
-  EXPECT_EQ(DiffersFromReference("grow.hlo", {}, four, {x, F32(0.4f), y}), "");
+  EXPECT_EQ(DiffersFromReference("grow", {}, four, {x, F32(0.4f), y}), "");
   EXPECT_GT(collectives_, 0);
 }
 
@@ -138,7 +128,7 @@ TEST_F(LoopProgramTest, NestedLoopsMatchTheReferenceOnEveryMesh) {
   for (const MeshCase& mesh_case : Meshes()) {
     for (int32_t n : {0, 3}) {
       int64_t iterations = -1;
-      EXPECT_EQ(DiffersFromReference("nested_while.hlo", {0}, mesh_case,
+      EXPECT_EQ(DiffersFromReference("nested_while", {0}, mesh_case,
                                      {v, Literal::Create(DType::kS32, {}, std::vector<int32_t>{n})},
                                      &iterations),
                 "")

@@ -65,39 +65,8 @@ TEST_F(ControlFlowDeviceTest, ConditionalsTakeTheBranchTheReferenceTakes) {
   }
 }
 
-// A per-device program whose loop body all-reduces (the CPU reference evaluates no collective
-// inside a called computation, so the oracle is the loop unrolled by hand).
-constexpr char kAllReduceLoop[] = R"(HloModule all_reduce_loop, num_partitions=2
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
-}
-%cond (s: (s32[], f32[4])) -> pred[] {
-  %s = (s32[], f32[4]) parameter(0)
-  %i = s32[] get-tuple-element(%s), index=0
-  %n = s32[] constant(3)
-  ROOT %lt = pred[] compare(%i, %n), direction=LT
-}
-%body (t: (s32[], f32[4])) -> (s32[], f32[4]) {
-  %t = (s32[], f32[4]) parameter(0)
-  %i = s32[] get-tuple-element(%t), index=0
-  %v = f32[4] get-tuple-element(%t), index=1
-  %r = f32[4] all-reduce(%v), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=%add
-  %half = f32[4] constant({0.5, -1, 2, 0.25})
-  %m = f32[4] multiply(%r, %half)
-  %one = s32[] constant(1)
-  %i1 = s32[] add(%i, %one)
-  ROOT %o = (s32[], f32[4]) tuple(%i1, %m)
-}
-ENTRY %main (x: f32[4]) -> f32[4] {
-  %x = f32[4] parameter(0)
-  %zero = s32[] constant(0)
-  %init = (s32[], f32[4]) tuple(%zero, %x)
-  %loop = (s32[], f32[4]) while(%init), condition=%cond, body=%body
-  ROOT %y = f32[4] get-tuple-element(%loop), index=1
-}
-)";
+// A per-device program whose loop body all-reduces (all_reduce_loop.hlo): the oracle is the loop
+// unrolled by hand, and the CPU reference running the loop in lock step on both devices.
 
 constexpr char kAllReduceUnrolled[] = R"(HloModule all_reduce_unrolled, num_partitions=2
 %add (a: f32[], b: f32[]) -> f32[] {
@@ -118,7 +87,7 @@ ENTRY %main (x: f32[4]) -> f32[4] {
 )";
 
 TEST_F(ControlFlowDeviceTest, LoopWithACollectiveInAPerDeviceProgramMatchesItsUnrolledText) {
-  std::unique_ptr<ir::Module> loop = ParseVerified(kAllReduceLoop);
+  std::unique_ptr<ir::Module> loop = ReadProgram("all_reduce_loop");
   std::unique_ptr<ir::Module> unrolled = ParseVerified(kAllReduceUnrolled);
   ASSERT_NE(loop, nullptr);
   ASSERT_NE(unrolled, nullptr);
@@ -127,6 +96,8 @@ TEST_F(ControlFlowDeviceTest, LoopWithACollectiveInAPerDeviceProgramMatchesItsUn
       {Literal::Create(DType::kF32, {4}, std::vector<float>{0.25f, 4, -1, 2})}};
   absl::StatusOr<std::vector<Literal>> expected = interp::EvaluateOnDevices(*unrolled, arguments);
   ASSERT_TRUE(expected.ok()) << expected.status();
+  absl::StatusOr<std::vector<Literal>> reference = interp::EvaluateOnDevices(*loop, arguments);
+  ASSERT_TRUE(reference.ok()) << reference.status();
   absl::StatusOr<std::unique_ptr<exec::MeshExecutable>> mesh =
       exec::MeshExecutable::Compile(*loop, {&device(0), &device(1)});
   ASSERT_TRUE(mesh.ok()) << mesh.status();
@@ -134,6 +105,7 @@ TEST_F(ControlFlowDeviceTest, LoopWithACollectiveInAPerDeviceProgramMatchesItsUn
   ASSERT_TRUE(results.ok()) << results.status();
   for (int d = 0; d < 2; ++d) {
     EXPECT_EQ(CompareLiterals((*results)[d], (*expected)[d], 1e-6), "") << "device " << d;
+    EXPECT_EQ(CompareLiterals((*results)[d], (*reference)[d], 1e-6), "") << "device " << d;
   }
 }
 
