@@ -41,7 +41,14 @@ class Fusion {
           auto found = writer_.find(input);
           if (found == writer_.end()) continue;
           const size_t p = found->second;
-          if (p >= k || removed_[p] || kernels[p].kind != KernelKind::kMap) continue;
+          if (p >= k || removed_[p]) continue;
+          // A row kernel's results are complete per row once its reductions ran, so a map kernel
+          // reading them at its own index can compute them itself, row by row (layer norm's
+          // variance and its rsqrt; softmax's sum and the division by it). Only one such
+          // producer, and into a plain map kernel: the merged kernel is a row kernel.
+          const bool rows = kernels[p].kind == KernelKind::kRows;
+          if (kernels[k].kind != KernelKind::kMap) break;
+          if (kernels[p].kind != KernelKind::kMap && !rows) continue;
           if (TryMerge(p, k)) {
             merged = true;
             ++removed;
@@ -108,6 +115,14 @@ class Fusion {
       }
     }
     KernelReads reads(plan_.materialized);
+    const bool rows = producer.kind == KernelKind::kRows;
+    if (rows) {
+      for (const Instruction* reduce : producer.row.reductions) {
+        reads.Hold(reduce);
+        reads.Read(reduce->operand(0));
+        reads.Read(reduce->operand(1));
+      }
+    }
     for (const Instruction* value : here) reads.ComputeHere(value);
     reads.Compute(consumer.root);
     for (const Instruction* value : stores) reads.Compute(value);
@@ -118,6 +133,12 @@ class Fusion {
     if (bindings > target_.max_storage_buffers_per_stage) return false;
 
     consumer.inputs = reads.inputs();
+    if (rows) {
+      consumer.kind = KernelKind::kRows;
+      consumer.row = producer.row;
+      consumer.invocations = producer.invocations;
+      consumer.local_size = producer.local_size;
+    }
     consumer.also_stores = std::move(stores);
     consumer.also_outputs = std::move(store_buffers);
     removed_[p] = true;

@@ -1,5 +1,5 @@
-// Multi-output fusion, a pass over a planned program: a map kernel absorbs the map kernels whose
-// results it reads at the index it computes, and stores their results too. One kernel then
+// Multi-output fusion, a pass over a planned program: a map kernel absorbs the map kernels (or one
+// row kernel) whose results it reads at the index it computes, and stores their results too. One kernel then
 // computes what several did (an optimizer's update of a parameter and both its moments; a chain
 // of activations each also kept for the backward pass), reading their shared inputs once.
 #pragma once
@@ -11,7 +11,8 @@
 
 namespace vkspmd::codegen {
 
-// Folds kernel P into a later kernel K when both are kMap kernels over the same dimensions, K
+// Folds kernel P into a later kernel K when both are kMap kernels over the same dimensions (or P
+// is a kRows kernel and K a plain kMap kernel, which then becomes a kRows kernel), K
 // reads each value P stores only at K's own index (through elementwise ops), and no kernel
 // between them reads what P stores. A folded value no later kernel reads and the program does
 // not return loses its buffer (it is computed inline only). Kernels stay within the target's

@@ -189,6 +189,29 @@ TEST_F(ExecutableTest, MultiOutputFusionMatchesTheReferenceInOneDispatch) {
       << "the update and both moments in one multi-output kernel";
 }
 
+TEST_F(ExecutableTest, ARowKernelFoldedIntoItsMapReaderMatchesTheReference) {
+  // Layer norm's variance (rows of 40: 5 per lane of 8) kept for later, as a training step keeps
+  // it for the backward pass, and its rsqrt: r's kernel computes the variance row by row and
+  // stores both, then y. 3 dispatches with the variance's kernel of its own.
+  const std::string variance = TestdataText("fusion/variance_rsqrt");
+  ExpectMatchesReference(variance);
+  EXPECT_EQ(DispatchesOfCompiling(device(0), variance), 2);
+  // Softmax with the exponentials and the broadcast sum kept (rows of 19, not a multiple of the
+  // lanes): ex, then sm summing each row and storing sb too. 3 with sb's kernel of its own.
+  const std::string softmax = TestdataText("fusion/softmax_kept");
+  ExpectMatchesReference(softmax);
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(softmax);
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<std::unique_ptr<exec::Executable>> executable =
+      exec::Executable::Compile(**module, device(0));
+  ASSERT_TRUE(executable.ok()) << executable.status();
+  const codegen::ProgramPlan& plan = (*executable)->plan();
+  ASSERT_EQ(plan.kernels.size(), 2u);
+  EXPECT_EQ(plan.kernels[1].kind, codegen::KernelKind::kRows);
+  EXPECT_EQ(plan.kernels[1].root->name(), "sm");
+  EXPECT_EQ(DispatchesOfCompiling(device(0), softmax), 2);
+}
+
 TEST_F(ExecutableTest, AFoldedReductionMatchesTheReferenceInOneDispatch) {
   // A bias update with its gradient (a sum over 37 rows, and a max over them) computed by the
   // update's own invocations; the zero pad maps nothing, as autodiff emits it.
