@@ -50,6 +50,9 @@ class Optimizer {
   Optimizer(std::vector<Tensor> params, double lr);
   // Updates parameter i with `grad` at its `step`-th step (1 the first).
   virtual void Update(size_t i, const Tensor& grad, int64_t step) = 0;
+  // Called once a step's parameters were all updated: per-step state kept while updating them
+  // can be dropped here.
+  virtual void FinishStep() {}
   // A zero tensor shaped and sharded like parameter i.
   Tensor ZerosLikeParam(size_t i) const;
 
@@ -97,6 +100,9 @@ class AdamW : public Optimizer {
 
  private:
   void Update(size_t i, const Tensor& grad, int64_t step) override;
+  // Drops the step's scalars: they are lazy slices of one host tensor, and a live one at
+  // mark_step would be computed by a graph of its own.
+  void FinishStep() override { step_scalars_.clear(); }
   // The update's host numbers at `step` as 0-d tensors of `dtype`, the same tensors for every
   // parameter at that step (weight decay factor, 1 - beta1, beta2, 1 - beta2, sqrt of the second
   // bias correction, eps, step size).

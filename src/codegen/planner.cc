@@ -100,14 +100,21 @@ absl::Status Check(const ir::Computation& entry, const TargetInfo& target) {
   return absl::OkStatus();
 }
 
-// Values every user may recompute instead of reading a buffer: constants, iota, and broadcasts
-// or reshapes of a parameter, a constant or an iota (one read or one expression per element).
+// Values every user may recompute instead of reading a buffer: constants, iota, and broadcasts,
+// reshapes or slices of a parameter, a constant or an iota, through any chain of those (one read
+// or one expression per element; AdamW's step scalars are slices of one host tensor).
 bool CheapToRecompute(const Instruction& instruction) {
+  auto index_only = [](Opcode opcode) {
+    return opcode == Opcode::kBroadcast || opcode == Opcode::kReshape || opcode == Opcode::kSlice;
+  };
   const Opcode opcode = instruction.opcode();
   if (opcode == Opcode::kConstant || opcode == Opcode::kIota) return true;
-  if (opcode != Opcode::kBroadcast && opcode != Opcode::kReshape) return false;
-  const Opcode source = instruction.operand(0)->opcode();
-  return source == Opcode::kParameter || source == Opcode::kConstant || source == Opcode::kIota;
+  if (!index_only(opcode)) return false;
+  const Instruction* source = instruction.operand(0);
+  while (index_only(source->opcode())) source = source->operand(0);
+  const Opcode source_opcode = source->opcode();
+  return source_opcode == Opcode::kParameter || source_opcode == Opcode::kConstant ||
+         source_opcode == Opcode::kIota;
 }
 
 // Gives a buffer to every instruction that would otherwise be the kMaxFusedInstructions-th

@@ -54,8 +54,20 @@ const std::vector<Tensor>& AdamW::StepScalars(int64_t step, DType dtype) {
   });
   if (found != step_scalars_.end()) return found->tensors;
   if (step_scalars_.size() >= 4) step_scalars_.erase(step_scalars_.begin());
+  // One host tensor holding all seven, each scalar a slice of it: a kernel updating several
+  // parameters binds one buffer for them instead of seven, which leaves room under a device's
+  // binding limit (32 on lavapipe) for four parameters' updates per kernel instead of three.
+  // Other dtypes keep a tensor per value, each rounded once from the double (as scalar() does).
   ScalarsEntry entry{step, dtype, values, {}};
-  for (double value : values) entry.tensors.push_back(scalar(value, dtype));
+  if (dtype == float32) {
+    const std::vector<float> narrowed(values.begin(), values.end());
+    const Tensor all = tensor(narrowed, {static_cast<int64_t>(values.size())}, dtype);
+    for (int64_t k = 0; k < static_cast<int64_t>(values.size()); ++k) {
+      entry.tensors.push_back(all.narrow(0, k, 1).reshape({}));
+    }
+  } else {
+    for (double value : values) entry.tensors.push_back(scalar(value, dtype));
+  }
   step_scalars_.push_back(std::move(entry));
   return step_scalars_.back().tensors;
 }
@@ -64,9 +76,9 @@ void AdamW::Update(size_t i, const Tensor& grad, int64_t step) {
   Tensor param = params()[i];
   Tensor& exp_avg = exp_avg_[i];
   Tensor& exp_avg_sq = exp_avg_sq_[i];
-  // The step count enters only through these host numbers, which are graph parameters. Every
-  // parameter of a step reads the same scalar tensors: one graph parameter each instead of seven
-  // per parameter, so the device kernels updating several parameters bind them once.
+  // The step count enters only through these host numbers, one graph parameter. Every parameter
+  // of a step reads the same scalar tensors (slices of it) instead of seven of its own, so the
+  // device kernels updating several parameters bind them once.
   const std::vector<Tensor>& s = StepScalars(step, param.dtype());
   param.assign(param * s[0]);
   exp_avg.assign(exp_avg + (grad - exp_avg) * s[1]);  // lerp_(grad, 1 - beta1)

@@ -94,6 +94,7 @@ void Optimizer::step(const std::vector<Tensor>& grads) {
   for (size_t i = 0; i < grads.size(); ++i) {
     if (grads[i].defined()) Update(i, grads[i], ++steps_[i]);
   }
+  FinishStep();
 }
 
 void Optimizer::step() {

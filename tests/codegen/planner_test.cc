@@ -299,6 +299,26 @@ ENTRY e {
   EXPECT_THAT(plan.kernels[0].inputs, ElementsAre(0, 1));
 }
 
+TEST_F(PlannerTest, SlicesOfAParameterUsedTwiceAreRecomputed) {
+  // AdamW's step scalars: slices of one parameter, each read by several kernels (a dot between
+  // keeps x and y apart). Each reader reads s itself: no buffer and no kernel for r0.
+  ProgramPlan plan = Plan(R"(HloModule step_scalars
+ENTRY e {
+  s = f32[7] parameter(0)
+  a = f32[4,4] parameter(1)
+  s3 = f32[1] slice(s), slice={[3:4]}
+  r0 = f32[] reshape(s3)
+  b0 = f32[4,4] broadcast(r0), dimensions={}
+  x = f32[4,4] multiply(a, b0)
+  d = f32[4,4] dot(x, a), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  y = f32[4,4] multiply(d, b0)
+  ROOT t = (f32[4,4], f32[4,4]) tuple(x, y)
+})");
+  EXPECT_THAT(BufferNames(plan), ElementsAre("s", "a", "x", "d", "y"));
+  EXPECT_THAT(KernelNames(plan), ElementsAre("x", "d", "y"));
+  EXPECT_THAT(plan.kernels[2].inputs, ::testing::UnorderedElementsAre(0, 3));  // s and d.
+}
+
 TEST_F(PlannerTest, AReshapeOfABufferReadsThatBufferWithoutAKernel) {
   // flat, read by two kernels, would need a buffer; as a reshape of e's buffer it reads that one
   // (no kernel, no buffer of its own). The output reshape keeps its own buffer and kernel.
@@ -344,6 +364,38 @@ TEST_F(PlannerTest, LayerNormIsOneRowFusedKernel) {
   EXPECT_EQ(plan.kernels[0].kind, KernelKind::kRows);
   EXPECT_EQ(plan.kernels[0].row.reductions.size(), 2u);  // sum, square_sum.
   EXPECT_THAT(plan.kernels[0].inputs, ElementsAre(0, 1, 2));
+}
+
+TEST_F(PlannerTest, AMapKernelReadingARowKernelAtItsOwnIndexComputesItRowByRow) {
+  // Layer norm's variance ve (a row kernel: its reduction inside), kept for later, and its rsqrt
+  // r read at its own index: r's kernel computes ve row by row and stores both.
+  ProgramPlan plan = PlanFile("fusion/variance_rsqrt");
+  ASSERT_THAT(KernelNames(plan), ElementsAre("r", "y"));  // ve's own kernel is gone.
+  const KernelPlan& kernel = plan.kernels[0];
+  EXPECT_EQ(kernel.kind, KernelKind::kRows);
+  EXPECT_EQ(kernel.row.rows, 6);
+  ASSERT_EQ(kernel.row.reductions.size(), 1u);
+  EXPECT_EQ(kernel.row.reductions[0]->name(), "s");
+  ASSERT_EQ(kernel.also_stores.size(), 1u);  // ve is returned, so still stored.
+  EXPECT_EQ(kernel.also_stores[0]->name(), "ve");
+  EXPECT_THAT(kernel.inputs, ElementsAre(0));            // x only.
+  EXPECT_EQ(kernel.invocations, 6u * kernel.row.lanes);  // The row kernel's invocations.
+}
+
+TEST_F(PlannerTest, ARowKernelReadElsewhereBeforeItsReaderKeepsItsKernel) {
+  // w reads ve reversed (other indices) before r's kernel would compute ve: ve keeps its kernel.
+  const std::string text =
+      absl::StrReplaceAll(TestdataProgram("fusion/variance_rsqrt"),
+                          {{"  r = f32[6] rsqrt(ve)\n",
+                            "  rv = f32[6] reverse(ve), dimensions={0}\n"
+                            "  w = f32[6] multiply(rv, rv)\n  r = f32[6] rsqrt(ve)\n"},
+                           {"(f32[6], f32[6], f32[6,40]) tuple(ve, r, y)",
+                            "(f32[6], f32[6], f32[6,40], f32[6]) tuple(ve, r, y, w)"}});
+  ProgramPlan plan = Plan(text);
+  ASSERT_GE(plan.kernels.size(), 3u);
+  EXPECT_EQ(plan.kernels[0].name, "ve");
+  EXPECT_EQ(plan.kernels[0].kind, KernelKind::kRows);
+  for (const KernelPlan& kernel : plan.kernels) EXPECT_TRUE(kernel.also_stores.empty());
 }
 
 TEST_F(PlannerTest, WithoutShufflesRowsAreOneInvocationEach) {
