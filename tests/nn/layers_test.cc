@@ -140,6 +140,36 @@ TEST(LayersTest, ParameterNamesOrderAndCount) {
   EXPECT_EQ(model.parameters()[0].sum().item(), 0);
 }
 
+// Modules assembled at run time (Python's nn.Module subclasses): owned parameters and children
+// by name, replaced in place, and the names refused.
+TEST(LayersTest, AddParameterAndModuleAtRunTime) {
+  manual_seed(9);
+  nn::Module model;
+  const Tensor w = ones({2, 3});
+  model.add_parameter("w", w);
+  nn::Linear head(3, 1);
+  model.add_module("head", &head);
+  std::vector<std::string> names;
+  for (const auto& [name, tensor] : model.named_parameters()) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"w", "head.weight", "head.bias"}));
+  EXPECT_EQ(model.parameter_count(), 6 + 3 + 1);
+  EXPECT_TRUE(model.parameters()[0].is_same(w));  // The module keeps the handle itself.
+  model.add_parameter("w", zeros({4}));           // Replaced in place: still first.
+  EXPECT_EQ(model.named_parameters()[0].first, "w");
+  EXPECT_EQ(model.parameters()[0].shape(), (std::vector<int64_t>{4}));
+  nn::Linear other(3, 2);
+  model.add_module("head", &other);
+  EXPECT_EQ(model.parameter_count(), 4 + 6 + 2);
+  ASSERT_EQ(model.named_modules().size(), 1u);
+  EXPECT_EQ(model.named_modules()[0].second, &other);
+  for (const char* bad : {"", "a.b", "head"}) {
+    EXPECT_THROW(model.add_parameter(bad, w), Error) << bad;
+  }
+  EXPECT_THROW(model.add_module("w", &other), Error);
+  EXPECT_THROW(model.add_module("self", &model), Error);
+  EXPECT_THROW(model.add_parameter("undefined", Tensor()), Error);
+}
+
 TEST(LayersTest, SaveAndLoadNpyByName) {
   const std::string directory =
       ::testing::TempDir() + "/nn_layers_npy_" + std::to_string(::getpid());
