@@ -18,8 +18,10 @@ struct ColwiseParallel {};
 // Linear: the weight as Shard(1) (input features split), the bias replicated (added after the
 // partial sums are all-reduced); Embedding: the table as Shard(0) (vocabulary split).
 struct RowwiseParallel {};
-// PyTorch's SequenceParallel (activations split on the sequence dim around LayerNorm): not yet,
-// since vkspmd modules have no input/output hooks; parallelize_module throws for it.
+// PyTorch's SequenceParallel for LayerNorm: its input and output [batch, sequence, ...] have the
+// sequence dim (1) split over the axis, its weight and bias replicated; the partitioner reshards
+// between it and the Rowwise/Colwise layers around it (Megatron sequence parallelism). vkspmd
+// has no Dropout module, so LayerNorm is the only type it takes.
 struct SequenceParallel {};
 using ParallelStyle = std::variant<ColwiseParallel, RowwiseParallel, SequenceParallel>;
 
@@ -32,7 +34,7 @@ using ParallelizePlan = std::vector<std::pair<std::string, ParallelStyle>>;
 // Activations follow by sharding propagation (Colwise then Rowwise keeps the hidden activation
 // split and ends with one all-reduce, as Megatron). Call it on a freshly built model, before its
 // first forward. Throws for an unknown module name, a style the module's type has no rule for,
-// an axis the mesh lacks, or SequenceParallel.
+// or an axis the mesh lacks.
 void parallelize_module(nn::Module& module, const DeviceMesh& mesh, const ParallelizePlan& plan,
                         const std::string& axis = "");
 

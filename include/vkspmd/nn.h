@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -113,6 +114,14 @@ class Module {
   // the data axis. Throws when that dim is not divisible by the data axis size (no padding).
   Tensor shard_input(const Tensor& x) const;
 
+  // PyTorch's SequenceParallel, as parallelize_module sets it: forward takes its input with dim
+  // `dim` (the sequence) split over mesh axis `axis` and returns its output split the same way,
+  // so a LayerNorm between Rowwise and Colwise layers runs on a slice of the sequence.
+  void set_sequence_parallel(const Mesh& mesh, int64_t axis, int64_t dim = 1);
+  // `x` split as set_sequence_parallel says (unchanged when it was not called). Throws when `x`
+  // has no dim `dim` before its last (feature) dim.
+  Tensor shard_sequence(const Tensor& x) const;
+
  protected:
   // `tensor` must be a member of the derived module (registered by address).
   void register_parameter(const std::string& name, Tensor* tensor,
@@ -140,6 +149,12 @@ class Module {
   std::deque<Tensor> owned_parameters_;
   std::vector<std::pair<std::string, Module*>> children_;
   std::shared_ptr<const ParallelPlan> plan_;
+  struct SequenceSplit {
+    Mesh mesh;
+    int64_t axis;
+    int64_t dim;
+  };
+  std::optional<SequenceSplit> sequence_;
   DType compute_dtype_ = float32;
 };
 

@@ -47,9 +47,12 @@ PartitionSpec SpecOf(const Placements& placements, int64_t rank) {
 std::map<std::string, int64_t> SplitDims(const std::string& name, const nn::Module& module,
                                          const ParallelStyle& style) {
   if (std::holds_alternative<SequenceParallel>(style)) {
-    throw Error(ErrorCode::kUnimplemented,
-                absl::StrCat("parallelize_module: SequenceParallel on \"", name,
-                             "\" is not supported yet (vkspmd modules have no activation hooks)"));
+    if (dynamic_cast<const nn::LayerNorm*>(&module) == nullptr) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  absl::StrCat("parallelize_module: SequenceParallel applies to LayerNorm; \"",
+                               name, "\" is not one"));
+    }
+    return {};  // The weight and bias stay replicated.
   }
   const bool colwise = std::holds_alternative<ColwiseParallel>(style);
   if (dynamic_cast<const nn::Linear*>(&module) != nullptr) {
@@ -84,6 +87,11 @@ void parallelize_module(nn::Module& module, const DeviceMesh& mesh, const Parall
     }
     for (const auto& [parameter, dim] : SplitDims(name, *found->second, style)) {
       split[absl::StrCat(name, ".", parameter)] = dim;
+    }
+  }
+  for (const auto& [name, style] : plan) {
+    if (std::holds_alternative<SequenceParallel>(style)) {
+      modules.at(name)->set_sequence_parallel(mesh.mesh(), model_axis, /*dim=*/1);
     }
   }
   for (const auto& [name, tensor] : module.named_parameters()) {

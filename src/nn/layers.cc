@@ -53,8 +53,9 @@ LayerNorm::LayerNorm(int64_t dim, double eps) : dim_(dim), eps_(eps) {
 }
 
 // In float32 under mixed precision too (its statistics need the range and the digits).
+// Under SequenceParallel the statistics of each position stay on the device holding it.
 Tensor LayerNorm::forward(const Tensor& x) const {
-  return layer_norm(x.to(float32), {dim_}, weight_, bias_, eps_);
+  return shard_sequence(layer_norm(shard_sequence(x).to(float32), {dim_}, weight_, bias_, eps_));
 }
 
 Tensor GELU::forward(const Tensor& x) const { return gelu(x, "none"); }

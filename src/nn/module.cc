@@ -279,6 +279,27 @@ Tensor Module::to_compute_dtype(const Tensor& x) const {
   return x.to(compute_dtype_);
 }
 
+void Module::set_sequence_parallel(const Mesh& mesh, int64_t axis, int64_t dim) {
+  if (axis < 0 || axis >= static_cast<int64_t>(mesh.shape().size())) {
+    throw Error(ErrorCode::kInvalidArgument,
+                absl::StrCat("set_sequence_parallel: ", mesh.to_string(), " has no axis ", axis));
+  }
+  sequence_ = SequenceSplit{mesh, axis, dim};
+}
+
+Tensor Module::shard_sequence(const Tensor& x) const {
+  if (!sequence_.has_value()) return x;
+  if (sequence_->dim < 0 || sequence_->dim + 1 >= x.dim()) {
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        absl::StrCat("SequenceParallel: the input ", ShapeText(x.shape()), " has no sequence dim ",
+                     sequence_->dim, " before its last (feature) dim"));
+  }
+  PartitionSpec spec(static_cast<size_t>(x.dim()), None);
+  spec[sequence_->dim] = sequence_->axis;
+  return mark_sharding(x, sequence_->mesh, spec);
+}
+
 Tensor Module::constrain(const Tensor& x, Activation kind) const {
   if (plan_ == nullptr) return x;
   PartitionSpec spec(static_cast<size_t>(x.dim()), None);

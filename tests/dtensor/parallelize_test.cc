@@ -1,6 +1,7 @@
 // parallelize_module on lavapipe devices with validation: a Megatron MLP built with
 // ColwiseParallel/RowwiseParallel equals nn::tensor_parallel (shardings and outputs) and the
-// unsharded model; an attention block's projections on a permuted mesh; misuse errors.
+// unsharded model; an attention block's projections on a permuted mesh; SequenceParallel
+// LayerNorms in a transformer block equal the unsharded block, forward and backward; misuse errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -91,6 +92,56 @@ TEST_F(ParallelizeTest, PermutedMeshAndSecondAxis) {
   }
 }
 
+// The output of a block and every parameter's gradient, read as host values.
+std::vector<std::vector<float>> BlockRun(nn::TransformerBlock& block) {
+  manual_seed(7);
+  Tensor x = randn({2, 4, 8});
+  Tensor y = block(x);
+  std::vector<std::vector<float>> run = {y.to_vector<float>()};
+  const std::vector<Tensor> grads = grad(sum(y * y), block.parameters());
+  for (const Tensor& g : grads) run.push_back(g.to_vector<float>());
+  return run;
+}
+
+TEST_F(ParallelizeTest, SequenceParallelLayerNormsEqualTheUnshardedBlock) {
+  manual_seed(kSeed);
+  nn::TransformerBlock plain(8, 2);
+  const std::vector<std::vector<float>> reference = BlockRun(plain);
+
+  manual_seed(kSeed);
+  nn::TransformerBlock block(8, 2);
+  parallelize_module(block, DeviceMesh({0, 1}, {2}, {"tp"}),
+                     {{"ln1", SequenceParallel{}},
+                      {"ln2", SequenceParallel{}},
+                      {"mlp.fc1", ColwiseParallel{}},
+                      {"mlp.fc2", RowwiseParallel{}}});
+  const std::vector<std::vector<float>> run = BlockRun(block);
+  ASSERT_EQ(run.size(), reference.size());
+  for (size_t t = 0; t < run.size(); ++t) {
+    ASSERT_EQ(run[t].size(), reference[t].size()) << t;
+    for (size_t i = 0; i < run[t].size(); ++i) {
+      EXPECT_NEAR(run[t][i], reference[t][i], 1e-4) << "tensor " << t << " element " << i;
+    }
+  }
+
+  // The LayerNorm's input and output are split along the sequence (dim 1), its parameters not.
+  nn::LayerNorm norm(8);
+  struct Holder : nn::Module {
+    explicit Holder(nn::LayerNorm* child) { register_module("norm", child); }
+  } holder(&norm);
+  parallelize_module(holder, DeviceMesh({0, 1}, {2}, {"tp"}), {{"norm", SequenceParallel{}}});
+  Tensor x = randn({2, 4, 8});
+  Tensor y = norm(x);
+  EXPECT_EQ(sharding_spec(x), "{devices=[1,2,1]<=[2]}");
+  EXPECT_EQ(sharding_spec(y), "{devices=[1,2,1]<=[2]}");
+  EXPECT_EQ(sharding_spec(norm.weight()), "{replicated}");
+  EXPECT_THAT(ThrownMessage([&] {
+                (void)norm(randn({4, 8}));
+              }),
+              HasSubstr("SequenceParallel: the input [4,8] has no sequence dim 1 before its "
+                        "last (feature) dim"));
+}
+
 TEST_F(ParallelizeTest, MisuseIsAClearError) {
   const DeviceMesh mesh({0, 1}, {2}, {"tp"});
   std::unique_ptr<nn::MLP> mlp = Build();
@@ -107,9 +158,9 @@ TEST_F(ParallelizeTest, MisuseIsAClearError) {
               }),
               HasSubstr("RowwiseParallel applies to Linear and Embedding; \"ln1\" is neither"));
   EXPECT_THAT(ThrownMessage([&] {
-                parallelize_module(block, mesh, {{"ln1", SequenceParallel{}}});
+                parallelize_module(block, mesh, {{"mlp.fc1", SequenceParallel{}}});
               }),
-              HasSubstr("SequenceParallel on \"ln1\" is not supported yet"));
+              HasSubstr("SequenceParallel applies to LayerNorm; \"mlp.fc1\" is not one"));
   EXPECT_THAT(ThrownMessage([&] {
                 parallelize_module(*mlp, DeviceMesh({0, 1, 2, 3}, {2, 2}), {});
               }),
