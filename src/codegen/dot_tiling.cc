@@ -168,6 +168,7 @@ DotTiling TileDot(const ir::Instruction& dot, const DotOperands& operands, const
     tiling.matrix_n = target.cooperative_matrix_f16.n;
     tiling.matrix_k = target.cooperative_matrix_f16.k;
     tiling.subgroup_size = target.subgroup_size;
+    tiling.matrix_emulated = target.cooperative_matrix_emulated;
     tiling.depth = std::max(kMatrixDepth, tiling.matrix_k);
     // Large: twice the subgroups along N and twice the fragments along M, where the result has
     // enough such tiles and their shared memory fits.

@@ -95,6 +95,7 @@ struct DotTiling {
   int64_t warps_m = 1, warps_n = 1, frags_m = 1, frags_n = 1;
   int64_t depth = 0;
   int64_t subgroup_size = 0;
+  bool matrix_emulated = false;  // TargetInfo::cooperative_matrix_emulated.
   // Subgroup size when the uniform side is read `subgroup` contraction steps at a time, one step
   // per lane, and handed to every lane by subgroup shuffles (0: each lane reads each value). On
   // llvmpipe every lane's load costs the same whether or not the lanes share the address.

@@ -673,11 +673,12 @@ absl::StatusOr<std::string> KernelWriter::Finish(const std::string& main_body) {
                     "#extension GL_KHR_shader_subgroup_shuffle : require\n");
   }
   if (cooperative_matrix_) {
-    absl::StrAppend(&extensions,
-                    subgroups_ ? "" : "#extension GL_KHR_shader_subgroup_basic : require\n",
-                    "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n",
-                    "#extension GL_KHR_memory_scope_semantics : require\n",
-                    "#extension GL_NV_cooperative_matrix : require\n");
+    absl::StrAppend(
+        &extensions, subgroups_ ? "" : "#extension GL_KHR_shader_subgroup_basic : require\n",
+        "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n",
+        cooperative_matrix_emulated_ ? ""
+                                     : "#extension GL_KHR_memory_scope_semantics : require\n"
+                                       "#extension GL_NV_cooperative_matrix : require\n");
   }
   return absl::StrCat("#version 460\n", extensions, "layout(local_size_x = ", local_size, ") in;\n",
                       declarations, preamble, store, functions_, "void main() {\n",

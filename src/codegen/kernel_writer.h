@@ -61,8 +61,12 @@ class KernelWriter {
   static constexpr size_t kMaxPushedSizes = 8;
   // The kernel uses subgroup shuffles (the caller checked TargetInfo::subgroup_shuffle).
   void RequireSubgroups() { subgroups_ = true; }
-  // The kernel uses GL_NV_cooperative_matrix with f16 values (TargetInfo::cooperative_matrix_f16).
-  void RequireCooperativeMatrix() { cooperative_matrix_ = true; }
+  // The kernel uses GL_NV_cooperative_matrix with f16 values (TargetInfo::cooperative_matrix_f16);
+  // emulated: only f16 values and subgroups.
+  void RequireCooperativeMatrix(bool emulated) {
+    cooperative_matrix_ = true;
+    cooperative_matrix_emulated_ = emulated;
+  }
   // The kernel computes with values of `type` (64-bit types need extensions and helpers).
   void UseType(ir::DType type) { types_.insert(type); }
 
@@ -84,6 +88,7 @@ class KernelWriter {
   int next_variable_ = 0;
   bool subgroups_ = false;
   bool cooperative_matrix_ = false;
+  bool cooperative_matrix_emulated_ = false;
   std::set<ir::DType> types_;
   std::vector<uint32_t> sizes_;
 };

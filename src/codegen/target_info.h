@@ -39,6 +39,10 @@ struct TargetInfo {
     uint32_t m = 0, n = 0, k = 0;
   };
   MatrixShape cooperative_matrix_f16;
+  // The cooperative-matrix kernel with its fragment loads, products and stores done by ordinary
+  // code (one fragment's elements spread over the subgroup's lanes): tests its tiling, staging and
+  // edges on devices without cooperative matrices (VKSPMD_DOT_KERNEL=cooperative_matrix_emulated).
+  bool cooperative_matrix_emulated = false;
 };
 
 }  // namespace vkspmd::codegen

@@ -181,6 +181,23 @@ codegen::TargetInfo TargetFor(const runtime::MeshDevice& device) {
     target.cooperative_matrix_f16 = {};
   }
   // cooperative_matrix: the device's choice, which Executable::Compile checks includes it.
+  // cooperative_matrix_emulated[_MxNxK]: the kernel on ordinary code, for tests on any device with
+  // f16 arithmetic, 16-bit buffers and subgroups (16x16x16 unless given).
+  constexpr absl::string_view kEmulated = "cooperative_matrix_emulated";
+  if (absl::string_view(dot_kernel).substr(0, kEmulated.size()) == kEmulated) {
+    target.cooperative_matrix_f16 = {};
+    uint32_t m = 16, n = 16, k = 16;
+    if (dot_kernel.size() > kEmulated.size() &&
+        std::sscanf(dot_kernel.c_str() + kEmulated.size(), "_%ux%ux%u", &m, &n, &k) != 3) {
+      m = 0;
+    }
+    if (info.shader_float16 && info.storage_buffer_16bit && info.shader_int16 &&
+        info.subgroup_shuffle) {
+      target.cooperative_matrix_f16 = {m, n, k};
+      target.cooperative_matrix_emulated = true;
+      target.shared_memory_dot = true;
+    }
+  }
   return target;
 }
 
@@ -190,10 +207,21 @@ absl::Status CheckDotKernelOverride(const codegen::TargetInfo& target,
   if (dot_kernel.empty() || dot_kernel == "shared_memory" || dot_kernel == "registers") {
     return absl::OkStatus();
   }
-  if (dot_kernel != "cooperative_matrix") {
+  const bool emulated = dot_kernel.rfind("cooperative_matrix_emulated", 0) == 0;
+  if (dot_kernel != "cooperative_matrix" && !emulated) {
     return absl::InvalidArgumentError(
         absl::StrCat("VKSPMD_DOT_KERNEL=", dot_kernel,
-                     ": expected shared_memory, registers or cooperative_matrix"));
+                     ": expected shared_memory, registers, cooperative_matrix or "
+                     "cooperative_matrix_emulated[_MxNxK] (M, N, K of 8, 16 or 32)"));
+  }
+  if (emulated) {
+    const auto usable = [](uint32_t side) { return side == 8 || side == 16 || side == 32; };
+    const codegen::TargetInfo::MatrixShape& shape = target.cooperative_matrix_f16;
+    if (usable(shape.m) && usable(shape.n) && usable(shape.k)) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "VKSPMD_DOT_KERNEL=", dot_kernel, ": ", device.label(),
+        " lacks shaderFloat16, 16-bit storage or subgroups, or the shape is not MxNxK with "
+        "sides of 8, 16 or 32"));
   }
   if (target.cooperative_matrix_f16.m == 0) {
     const runtime::PhysicalDeviceInfo& info = device.device().physical_device();

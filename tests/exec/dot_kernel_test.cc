@@ -215,12 +215,16 @@ INSTANTIATE_TEST_SUITE_P(Variants, DotKernelTest, ::testing::Values("registers",
                            return param.param;
                          });
 
-// The cooperative-matrix (tensor core) kernel for f16 dots, where the device offers
-// VK_NV_cooperative_matrix (NVIDIA GPUs); skipped, saying so, elsewhere (lavapipe).
-class CooperativeMatrixDotTest : public DeviceTest {
+// The cooperative-matrix (tensor core) kernel for f16 dots: on the device's cooperative matrices
+// where it offers VK_NV_cooperative_matrix (NVIDIA GPUs; skipped, saying so, elsewhere), and with
+// the fragments emulated by ordinary code (VKSPMD_DOT_KERNEL=cooperative_matrix_emulated[_MxNxK])
+// on any device with f16 arithmetic and subgroups, lavapipe included: the tiling, staging, edges
+// and the results' way out are the real kernel's.
+class CooperativeMatrixDotTest : public DeviceTest,
+                                 public ::testing::WithParamInterface<std::string> {
  protected:
   void SetUp() override {
-    setenv("VKSPMD_DOT_KERNEL", "cooperative_matrix", 1);
+    setenv("VKSPMD_DOT_KERNEL", GetParam().c_str(), 1);
     OpenDevices(1);
   }
   void TearDown() override { unsetenv("VKSPMD_DOT_KERNEL"); }
@@ -257,24 +261,30 @@ class CooperativeMatrixDotTest : public DeviceTest {
   }
 };
 
-#define SKIP_WITHOUT_COOPERATIVE_MATRIX()                                                      \
-  if (!HasCooperativeMatrix()) {                                                               \
-    GTEST_SKIP() << device(0).device().physical_device().name                                  \
-                 << " has no VK_NV_cooperative_matrix with f16 x f16 -> f32 subgroup shapes, " \
-                    "so no dot runs on cooperative matrices here";                             \
+// Without the extension (or, emulated, without f16 arithmetic and subgroups) the test is skipped
+// with a message saying so.
+#define SKIP_WITHOUT_COOPERATIVE_MATRIX()                                                     \
+  if (!HasCooperativeMatrix()) {                                                              \
+    GTEST_SKIP() << "VKSPMD_DOT_KERNEL=" << GetParam() << ": "                                \
+                 << device(0).device().physical_device().name                                 \
+                 << (GetParam() == "cooperative_matrix"                                       \
+                         ? " has no VK_NV_cooperative_matrix with f16 x f16 -> f32 subgroup " \
+                           "shapes, so no dot runs on cooperative matrices here"              \
+                         : " lacks shaderFloat16, 16-bit storage or subgroups");              \
   }
 
-TEST_F(CooperativeMatrixDotTest, F16MatricesOfOddSizesInEveryOperandOrder) {
+TEST_P(CooperativeMatrixDotTest, F16MatricesOfOddSizesInEveryOperandOrder) {
   SKIP_WITHOUT_COOPERATIVE_MATRIX();
   const codegen::TargetInfo::MatrixShape shape = exec::TargetFor(device(0)).cooperative_matrix_f16;
-  std::printf("cooperative matrix shape %ux%ux%u (f16 x f16 -> f32, subgroup %u)\n", shape.m,
-              shape.n, shape.k, exec::TargetFor(device(0)).subgroup_size);
+  std::printf("%s: cooperative matrix shape %ux%ux%u (f16 x f16 -> f32, subgroup %u)\n",
+              GetParam().c_str(), shape.m, shape.n, shape.k,
+              exec::TargetFor(device(0)).subgroup_size);
   struct Size {
     int64_t m, n, k;
   };
-  // Exact tiles, primes, one fragment, large tiles (128 x 128 from 128 of them), long contraction.
-  const std::vector<Size> sizes = {{16, 16, 16},   {17, 19, 23},     {63, 65, 127}, {127, 131, 37},
-                                   {64, 64, 1031}, {2048, 2053, 40}, {33, 16, 16}};
+  // Exact tiles, primes, one fragment, long contraction (large tiles: F16BatchedSplitAndFused).
+  const std::vector<Size> sizes = {{16, 16, 16},   {17, 19, 23},   {63, 65, 127},
+                                   {127, 131, 37}, {64, 64, 1031}, {33, 16, 16}};
   for (const Size& s : sizes) {
     for (const std::string& text : EveryOperandOrder("f16", s.m, s.n, s.k)) {
       EXPECT_EQ(Check(text, s.k), "");
@@ -282,8 +292,14 @@ TEST_F(CooperativeMatrixDotTest, F16MatricesOfOddSizesInEveryOperandOrder) {
   }
 }
 
-TEST_F(CooperativeMatrixDotTest, F16BatchedSplitAndFused) {
+TEST_P(CooperativeMatrixDotTest, F16BatchedSplitAndFused) {
   SKIP_WITHOUT_COOPERATIVE_MATRIX();
+  // Large tiles (128 x 128: 32 batches of 2 x 2 such tiles, partly past the edges).
+  EXPECT_EQ(Check(DotModule("f16", {32, 129, 24}, {32, 24, 131}, {32, 129, 131},
+                            "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, "
+                            "rhs_contracting_dims={1}"),
+                  24),
+            "");
   // Attention-like batches, a batch dim in the middle, two contracting dims.
   EXPECT_EQ(Check(DotModule("f16", {5, 33, 64}, {5, 64, 31}, {5, 33, 31},
                             "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, "
@@ -322,7 +338,7 @@ TEST_F(CooperativeMatrixDotTest, F16BatchedSplitAndFused) {
 
 // VK_NV_cooperative_matrix has no bf16 type: bf16 dots keep the shared-memory kernel, within one
 // bf16 ulp of the reference (2^-7 relative) plus 1e-4.
-TEST_F(CooperativeMatrixDotTest, Bf16KeepsTheSharedMemoryKernel) {
+TEST_P(CooperativeMatrixDotTest, Bf16KeepsTheSharedMemoryKernel) {
   SKIP_WITHOUT_COOPERATIVE_MATRIX();
   const std::string text = DotModule("bf16", {65, 63}, {63, 67}, {65, 67},
                                      "lhs_contracting_dims={1}, rhs_contracting_dims={0}");
@@ -345,9 +361,24 @@ TEST_F(CooperativeMatrixDotTest, Bf16KeepsTheSharedMemoryKernel) {
   }
 }
 
+INSTANTIATE_TEST_SUITE_P(Kernels, CooperativeMatrixDotTest,
+                         ::testing::Values("cooperative_matrix", "cooperative_matrix_emulated",
+                                           "cooperative_matrix_emulated_16x8x8"),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           return param.param;
+                         });
+
 // Asking for cooperative matrices on a device without them is an error naming the device.
-TEST_F(CooperativeMatrixDotTest, OverrideWithoutThemFailsClearly) {
-  if (HasCooperativeMatrix()) GTEST_SKIP() << "the device has cooperative matrices";
+class CooperativeMatrixOverrideTest : public DeviceTest {
+ protected:
+  void SetUp() override { OpenDevices(1); }
+  void TearDown() override { unsetenv("VKSPMD_DOT_KERNEL"); }
+};
+
+TEST_F(CooperativeMatrixOverrideTest, WithoutThemFailsClearly) {
+  setenv("VKSPMD_DOT_KERNEL", "cooperative_matrix", 1);
+  if (exec::TargetFor(device(0)).cooperative_matrix_f16.m > 0)
+    GTEST_SKIP() << "the device has cooperative matrices";
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(DotModule(
       "f16", {16, 16}, {16, 16}, {16, 16}, "lhs_contracting_dims={1}, rhs_contracting_dims={0}"));
   ASSERT_TRUE(module.ok());
@@ -359,7 +390,8 @@ TEST_F(CooperativeMatrixDotTest, OverrideWithoutThemFailsClearly) {
   setenv("VKSPMD_DOT_KERNEL", "tensor_cores", 1);
   status = exec::Executable::Compile(**module, device(0)).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
-  EXPECT_NE(status.message().find("expected shared_memory, registers or cooperative_matrix"),
+  EXPECT_NE(status.message().find("expected shared_memory, registers, cooperative_matrix or "
+                                  "cooperative_matrix_emulated"),
             std::string::npos)
       << status;
 }

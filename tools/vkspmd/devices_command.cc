@@ -29,6 +29,16 @@ std::string QueueFlagsText(VkQueueFlags flags) {
   return text;
 }
 
+// "16x16x16 16x8x16": the f16 x f16 -> f32 cooperative-matrix shapes; "none" without the extension.
+std::string MatrixShapesText(const runtime::PhysicalDeviceInfo& device) {
+  if (!device.cooperative_matrix_nv) return "none";
+  std::string text;
+  for (const runtime::PhysicalDeviceInfo::MatrixShape& shape : device.cooperative_matrix_f16_f32) {
+    text += fmt::format("{}{}x{}x{}", text.empty() ? "" : " ", shape.m, shape.n, shape.k);
+  }
+  return text.empty() ? "no f16 x f16 -> f32 subgroup shape" : text;
+}
+
 nlohmann::json DeviceJson(const runtime::PhysicalDeviceInfo& device) {
   nlohmann::json heaps = nlohmann::json::array();
   for (const runtime::MemoryHeapInfo& heap : device.memory_heaps) {
@@ -49,6 +59,7 @@ nlohmann::json DeviceJson(const runtime::PhysicalDeviceInfo& device) {
           {"uuid", device.device_uuid},
           {"subgroup_size", device.subgroup_size},
           {"max_shared_memory_bytes", device.max_shared_memory_bytes},
+          {"cooperative_matrix_f16_f32", MatrixShapesText(device)},
           {"max_storage_buffer_range", device.max_storage_buffer_range},
           {"memory_heaps", heaps},
           {"queue_families", families},
@@ -65,6 +76,8 @@ void PrintDevice(const runtime::PhysicalDeviceInfo& device) {
   fmt::print(
       "    subgroup size {}, max shared memory {} bytes, max storage buffer range {} bytes\n",
       device.subgroup_size, device.max_shared_memory_bytes, device.max_storage_buffer_range);
+  fmt::print("    cooperative matrices (VK_NV_cooperative_matrix, f16 x f16 -> f32): {}\n",
+             MatrixShapesText(device));
   for (size_t heap = 0; heap < device.memory_heaps.size(); ++heap) {
     fmt::print("    memory heap {}: {:.1f} MiB{}\n", heap,
                device.memory_heaps[heap].size / 1048576.0,
