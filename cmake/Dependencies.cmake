@@ -26,6 +26,14 @@ vkspmd_require(SPIRV-Tools spirv-tools CONFIG)
 vkspmd_require(CLI11 libcli11-dev CONFIG)
 # Collectives between processes and hosts (TCP pairs, per-operation timeouts).
 vkspmd_require(Gloo libgloo-dev CONFIG)
+# Auto-sharding's integer linear program (src/spmd/ilp_solver.cc): GLPK's C library, which ships
+# neither a CMake package nor a pkg-config file.
+find_path(VKSPMD_GLPK_INCLUDE_DIR glpk.h)
+find_library(VKSPMD_GLPK_LIBRARY glpk)
+if(NOT VKSPMD_GLPK_INCLUDE_DIR OR NOT VKSPMD_GLPK_LIBRARY)
+  message(FATAL_ERROR "vkspmd needs GLPK (auto-sharding's ILP solver): install the Debian "
+                      "package 'libglpk-dev' (or run tools/setup.sh as root)")
+endif()
 find_program(VKSPMD_GLSLANG_VALIDATOR glslangValidator REQUIRED)
 find_program(VKSPMD_SPIRV_VAL spirv-val REQUIRED)
 if(VKSPMD_BUILD_TESTS)

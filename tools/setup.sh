@@ -10,7 +10,7 @@ packages=(
   libabsl-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev libbenchmark-tools
   libcli11-dev nlohmann-json3-dev libxxhash-dev libgloo-dev
   python3-numpy python3-torch libopenblas-dev libclang-rt-14-dev
-  python3-dev pybind11-dev python3-pytest
+  python3-dev pybind11-dev python3-pytest libglpk-dev
 )
 
 missing=()

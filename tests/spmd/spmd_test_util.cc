@@ -179,12 +179,14 @@ absl::StatusOr<std::unique_ptr<ir::Module>> AnnotatedModule(
 }
 
 absl::StatusOr<EquivalenceOutcome> RunEquivalence(const ir::Module& module, const Mesh& given_mesh,
-                                                  uint64_t seed, const DeviceRunner& run) {
+                                                  uint64_t seed, const DeviceRunner& run,
+                                                  const std::vector<ir::Literal>* given) {
   EquivalenceOutcome outcome;
   VKSPMD_ASSIGN_OR_RETURN(outcome.partition, Partition(module, given_mesh));
   // The shardings refer to the partitioner's mesh (the given one, refined where needed).
   const Mesh& mesh = outcome.partition.mesh;
-  const std::vector<ir::Literal> arguments = RandomArguments(*module.entry(), seed);
+  const std::vector<ir::Literal> arguments =
+      given != nullptr ? *given : RandomArguments(*module.entry(), seed);
   VKSPMD_ASSIGN_OR_RETURN(ir::Literal expected, interp::Evaluate(module, arguments));
   std::vector<std::vector<ir::Literal>> per_device(mesh.device_count());
   for (int64_t device = 0; device < mesh.device_count(); ++device) {

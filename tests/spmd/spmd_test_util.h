@@ -52,9 +52,10 @@ using DeviceRunner = std::function<absl::StatusOr<std::vector<ir::Literal>>(
     const ir::Module& partitioned, const std::vector<std::vector<ir::Literal>>& per_device)>;
 
 // Partitions, evaluates on the mesh's devices and compares with the unpartitioned evaluation.
-absl::StatusOr<EquivalenceOutcome> RunEquivalence(const ir::Module& module, const Mesh& mesh,
-                                                  uint64_t seed = 1,
-                                                  const DeviceRunner& run = nullptr);
+// `arguments` replaces the random ones (seed) where a program needs values in its domain.
+absl::StatusOr<EquivalenceOutcome> RunEquivalence(
+    const ir::Module& module, const Mesh& mesh, uint64_t seed = 1,
+    const DeviceRunner& run = nullptr, const std::vector<ir::Literal>* arguments = nullptr);
 
 // A program's partition spec (over mesh axes 0, 1, 2 by number) for `mesh`: axes the mesh lacks
 // are dropped, and named meshes get their axis names.

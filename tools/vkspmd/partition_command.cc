@@ -1,13 +1,14 @@
 // `vkspmd partition FILE.hlo [--mesh 2x2[:x,y]] [--spec NAME=SPEC ...] [--print
-// propagated|partitioned]`: propagates the module's shardings over a mesh and partitions it into
-// the per-device program; prints the propagated or partitioned module, then the collectives
-// (kind, mesh axes, elements, bytes sent per device), the total bytes per device and every
-// fallback to replication.
+// propagated|partitioned] [--auto ...]`: optionally auto-shards (spmd/auto_sharding.h), propagates
+// the module's shardings over a mesh and partitions it into the per-device program; prints the
+// propagated or partitioned module, then the collectives (kind, mesh axes, elements, bytes sent per
+// device), the total bytes per device and every fallback to replication.
 #include <string>
 #include <vector>
 
 #include "fmt/format.h"
 #include "src/ir/printer.h"
+#include "src/spmd/auto_sharding.h"
 #include "src/spmd/mesh_search.h"
 #include "src/spmd/partition_spec.h"
 #include "src/spmd/partitioner.h"
@@ -22,6 +23,10 @@ struct PartitionOptions {
   std::string mesh;
   std::vector<std::string> specs;
   std::string print = "partitioned";
+  bool auto_shard = false;
+  double memory_limit_mib = 0;  // 0: none
+  double time_limit_s = 30;
+  std::string cost_model;  // a file in CostModel::Serialize's format; empty: the defaults
 };
 
 int Fail(int code, std::string_view message) {
@@ -44,6 +49,35 @@ void PrintReport(const spmd::PartitionResult& result, const spmd::Mesh& mesh) {
   for (const spmd::FallbackRecord& fallback : result.fallbacks) {
     fmt::print("  %{}: {}\n", fallback.instruction, fallback.description);
   }
+}
+
+// Chooses every instruction's sharding by auto-sharding's ILP, writes them as sharding= and
+// prints the plan and its modelled cost on stderr.
+absl::Status AutoShardModule(ir::Module& module, const spmd::Mesh& mesh,
+                             const PartitionOptions& options) {
+  spmd::CostModel model = spmd::CostModel::Default(mesh);
+  if (!options.cost_model.empty()) {
+    absl::StatusOr<std::string> text = ReadInputFile(options.cost_model, 1 << 20);
+    if (!text.ok()) return text.status();
+    absl::StatusOr<spmd::CostModel> parsed = spmd::CostModel::Parse(*text, mesh);
+    if (!parsed.ok()) return parsed.status();
+    model = *std::move(parsed);
+  }
+  spmd::AutoShardingOptions auto_options;
+  auto_options.time_limit_seconds = options.time_limit_s;
+  if (options.memory_limit_mib > 0) {
+    auto_options.memory_limit_bytes = static_cast<int64_t>(options.memory_limit_mib * 1048576.0);
+  }
+  absl::StatusOr<spmd::AutoShardingPlan> plan = spmd::AutoShard(module, mesh, model, auto_options);
+  if (!plan.ok()) return plan.status();
+  spmd::AnnotateModule(module, plan->shardings, mesh);
+  fmt::print(stderr,
+             "auto-sharding on {}: {} instructions in {} choice groups, {} variables, {} "
+             "rows, solved in {:.3f} s{}\n{}",
+             mesh.ToString(), plan->instructions, plan->choice_groups, plan->variables, plan->rows,
+             plan->solve_seconds, plan->optimal ? "" : " (time limit: best plan found)",
+             plan->Report(module, mesh));
+  return absl::OkStatus();
 }
 
 int RunPartition(const PartitionOptions& options) {
@@ -70,6 +104,10 @@ int RunPartition(const PartitionOptions& options) {
   for (const spmd::Mesh& mesh : meshes) {
     absl::Status applied = ApplySpecs(**module, options.specs, mesh);
     if (!applied.ok()) return Fail(kExitUsageError, std::string(applied.message()));
+    if (options.auto_shard) {
+      absl::Status planned = AutoShardModule(**module, mesh, options);
+      if (!planned.ok()) return Fail(kExitRuntimeError, std::string(planned.message()));
+    }
     absl::StatusOr<spmd::PartitionResult> result = spmd::Partition(**module, mesh);
     if (!result.ok()) {
       last = result.status();
@@ -108,6 +146,16 @@ void RegisterPartitionCommand(CLI::App& app) {
                       "NAME=SPEC: shard instruction NAME by a partition spec, e.g. "
                       "x=\"(dp, None)\"");
   command->add_option("--print", options->print, "propagated or partitioned (default)");
+  command->add_flag("--auto", options->auto_shard,
+                    "choose every instruction's sharding by auto-sharding's ILP (GLPK) before "
+                    "partitioning; the plan and its modelled cost go to stderr");
+  command->add_option("--memory-limit-mib", options->memory_limit_mib,
+                      "--auto: bytes per device the live values may hold, in MiB");
+  command->add_option("--time-limit", options->time_limit_s, "--auto: solver time limit, s")
+      ->capture_default_str();
+  command->add_option("--cost-model", options->cost_model,
+                      "--auto: a cost model file (as `vkspmd devices --collective-costs` "
+                      "writes); default: unmeasured defaults");
   command->callback([options] { CommandExitCode() = RunPartition(*options); });
 }
 

@@ -1,0 +1,59 @@
+// Auto-sharding (GSPMD-NOTES 5, Alpa's intra-op ILP): one sharding per instruction chosen by an
+// integer linear program over the factor rules' strategies, minimising modelled step time.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "src/ir/module.h"
+#include "src/spmd/auto_sharding_cost.h"
+#include "src/spmd/mesh.h"
+#include "src/spmd/propagation.h"
+
+namespace vkspmd::spmd {
+
+struct AutoShardingOptions {
+  // Bytes per device the live values may hold at the program's fullest points (none: no limit).
+  std::optional<int64_t> memory_limit_bytes;
+  double time_limit_seconds = 30;  // the solver's; the best plan found by then is taken
+};
+
+struct AutoShardingPlan {
+  ShardingMap shardings;  // per array-valued entry instruction (tuples are left to propagation)
+  // Modelled seconds per step: the ops' compute, their all-reduces, and resharding on edges.
+  double compute = 0, communication = 0, resharding = 0;
+  double cost() const { return compute + communication + resharding; }
+  // Modelled bytes per device at the fullest checked point (parameters and live values).
+  int64_t peak_memory_bytes = 0;
+  int64_t instructions = 0;   // with a choice (array values)
+  int64_t choice_groups = 0;  // after elementwise ops follow their operand
+  int64_t variables = 0, rows = 0;
+  double solve_seconds = 0;
+  // false: solved in several windows (a program too large for one ILP: not proven optimal) or
+  // stopped by the time limit at a feasible plan.
+  bool optimal = false;
+  int64_t windows = 1;  // ILPs solved one after the other (program order), in the last round
+  // "%dot.3  [{dp}, {}]" per instruction in entry order, then the costs; what `vkspmd partition
+  // --auto` prints and the golden files hold.
+  std::string Report(const ir::Module& module, const Mesh& mesh) const;
+};
+
+// Chooses every instruction's sharding. Instructions with sharding= in the input keep it (the
+// ILP costs the rest around them). Errors: an op without a rule (as the partitioner's), a memory
+// limit no plan meets (FAILED_PRECONDITION), or no plan within the time limit.
+absl::StatusOr<AutoShardingPlan> AutoShard(const ir::Module& module, const Mesh& mesh,
+                                           const CostModel& model,
+                                           const AutoShardingOptions& options = {});
+
+// The modelled cost of given shardings (a hand strategy's propagation result): the same ILP
+// with each instruction's result fixed to its sharding in `fixed`, the op's best way to produce
+// it still chosen.
+absl::StatusOr<AutoShardingPlan> CostOfShardings(const ir::Module& module, const Mesh& mesh,
+                                                 const CostModel& model, const ShardingMap& fixed,
+                                                 const AutoShardingOptions& options = {});
+
+// AnnotateModule(module, plan.shardings, mesh) writes a plan as sharding= for Partition.
+
+}  // namespace vkspmd::spmd

@@ -1,0 +1,114 @@
+// Enumerating an instruction's strategies from its factor rule and costing each.
+#include "src/spmd/auto_sharding_strategies.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace vkspmd::spmd {
+namespace {
+
+// The op's iteration space: the product of its factors (a dot's 2·M·N·K counts the multiply and
+// the add), the work a device does when no factor is split.
+double Work(const ir::Instruction& instruction, const OpRule& rule) {
+  double work = instruction.opcode() == ir::Opcode::kDot ? 2.0 : 1.0;
+  for (const Factor& factor : rule.factors) work *= static_cast<double>(factor.size);
+  return work;
+}
+
+// Fills in a strategy's shardings and costs from its factor axes.
+Strategy Costed(const ir::Instruction& instruction, const OpRule& rule, FactorAxes factors,
+                const Mesh& mesh, const CostModel& model) {
+  Strategy strategy;
+  strategy.factors = std::move(factors);
+  strategy.result = ProjectToTensor(rule, rule.result_dims[0], strategy.factors, mesh);
+  for (const DimFactors& dims : rule.operand_dims) {
+    strategy.operands.push_back(ProjectToTensor(rule, dims, strategy.factors, mesh));
+  }
+  int64_t split = 1;
+  for (const std::vector<int64_t>& axes : strategy.factors) split *= mesh.SizeOf(axes);
+  strategy.compute = Work(instruction, rule) / static_cast<double>(split) / model.flops_per_second;
+  const int64_t result_bytes =
+      ByteSize(instruction.shape()) / std::max<int64_t>(1, strategy.result.NumTiles(mesh));
+  strategy.memory = result_bytes;
+  for (size_t f = 0; f < rule.factors.size(); ++f) {
+    if (rule.factors[f].kind != FactorKind::kReduction) continue;
+    for (int64_t axis : strategy.factors[f]) {
+      strategy.communication +=
+          model.Collective(CollectiveKind::kAllReduce, axis, result_bytes, mesh);
+    }
+  }
+  return strategy;
+}
+
+bool Valid(const OpRule& rule, const FactorAxes& factors, const Mesh& mesh) {
+  for (size_t f = 0; f < factors.size(); ++f) {
+    if (factors[f].empty()) continue;
+    if (NeedsWhole(rule.factors[f].kind)) return false;
+    if (rule.factors[f].size % mesh.SizeOf(factors[f]) != 0) return false;
+  }
+  return MakeRepresentable(rule, factors, mesh) == factors;
+}
+
+}  // namespace
+
+std::vector<Strategy> EnumerateStrategies(const ir::Instruction& instruction, const OpRule& rule,
+                                          const Mesh& mesh, const CostModel& model) {
+  const int64_t axes = mesh.axis_count();
+  const int64_t choices = static_cast<int64_t>(rule.factors.size()) + 1;  // a factor, or none
+  int64_t combinations = 1;
+  for (int64_t a = 0; a < axes; ++a) combinations *= choices;
+  // Keyed by the shardings, so that assignments differing only in how they split factors the
+  // tensors do not show (none here, but reshape rules may) stay one strategy: the cheapest.
+  std::map<std::tuple<std::string, std::vector<std::string>>, Strategy> distinct;
+  for (int64_t code = 0; code < combinations; ++code) {
+    FactorAxes factors(rule.factors.size());
+    int64_t rest = code;
+    for (int64_t a = 0; a < axes; ++a) {
+      const int64_t choice = rest % choices;
+      rest /= choices;
+      if (choice > 0) factors[choice - 1].push_back(a);  // axes ascending: mesh-major first
+    }
+    if (!Valid(rule, factors, mesh)) continue;
+    Strategy strategy = Costed(instruction, rule, std::move(factors), mesh, model);
+    std::vector<std::string> operands;
+    for (const AxisSharding& operand : strategy.operands)
+      operands.push_back(operand.ToString(mesh));
+    auto key = std::make_tuple(strategy.result.ToString(mesh), std::move(operands));
+    auto found = distinct.find(key);
+    const double cost = strategy.compute + strategy.communication;
+    if (found == distinct.end()) {
+      distinct.emplace(std::move(key), std::move(strategy));
+    } else if (cost < found->second.compute + found->second.communication) {
+      found->second = std::move(strategy);
+    }
+  }
+  std::vector<Strategy> strategies;
+  for (auto& [key, strategy] : distinct) strategies.push_back(std::move(strategy));
+  return strategies;
+}
+
+Strategy StrategyFor(const ir::Instruction& instruction, const OpRule& rule,
+                     const std::vector<Strategy>& strategies, const AxisSharding& result,
+                     const Mesh& mesh, const CostModel& model) {
+  const Strategy* best = nullptr;
+  for (const Strategy& strategy : strategies) {
+    if (strategy.result != result) continue;
+    if (best == nullptr ||
+        strategy.compute + strategy.communication < best->compute + best->communication) {
+      best = &strategy;
+    }
+  }
+  if (best != nullptr) return *best;
+  Strategy projected = Costed(
+      instruction, rule,
+      MakeRepresentable(rule, ProjectToFactors(rule, rule.result_dims[0], result, mesh), mesh),
+      mesh, model);
+  // The value keeps the annotation even where the factors cannot carry all of it (an uneven
+  // split of a compound dim): the partitioner reshards what the op produces.
+  projected.result = result;
+  projected.memory = ByteSize(instruction.shape()) / std::max<int64_t>(1, result.NumTiles(mesh));
+  return projected;
+}
+
+}  // namespace vkspmd::spmd
