@@ -209,6 +209,22 @@ def test_parallelize_module_matches_tensor_parallel():
     hidden = 0.5 * hidden * (1 + np.vectorize(math.erf)(hidden / math.sqrt(2)))  # Exact GELU.
     np.testing.assert_allclose(net(vkspmd.tensor(x_np)).numpy(),
                                hidden @ w["down.weight"].T + w["down.bias"], rtol=1e-4, atol=1e-5)
+    # SequenceParallel on a LayerNorm: its input and output split on the sequence dim (1).
+    class Normed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = nn.LayerNorm(8)
+
+        def forward(self, x):
+            return self.norm(x)
+
+    h_np = np.random.default_rng(6).standard_normal((2, 4, 8)).astype(np.float32)
+    normed = parallelize_module(Normed(), mesh, {"norm": SequenceParallel()})
+    out = normed(vkspmd.tensor(h_np))
+    assert vkspmd.sharding_spec(out) == "{devices=[1,2,1]<=[2]}"
+    centered = h_np - h_np.mean(-1, keepdims=True)
+    np.testing.assert_allclose(out.numpy(), centered / np.sqrt((centered**2).mean(-1, keepdims=True)
+                                                               + 1e-5), rtol=1e-4, atol=1e-5)
     with pytest.raises(vkspmd.Error, match="SequenceParallel"):  # Not for a Linear.
         parallelize_module(nn.MLP(8, 16, 8), mesh, {"fc1": SequenceParallel()})
     with pytest.raises(ValueError, match="fc3"):
