@@ -102,9 +102,26 @@ absl::StatusOr<bool> LoopProgram::NeedsHostLoop(const ir::Module& module) {
 
 absl::StatusOr<std::unique_ptr<LoopProgram>> LoopProgram::Partition(const ir::Module& module,
                                                                     const spmd::Mesh& mesh) {
+  return Create(module, mesh, /*per_device=*/false);
+}
+
+absl::StatusOr<std::unique_ptr<LoopProgram>> LoopProgram::FromPerDeviceModule(
+    const ir::Module& module, const spmd::Mesh& mesh) {
+  if (module.replica_count() * module.partition_count() != mesh.device_count()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "the per-device program runs on {} replica(s) x {} partition(s); the mesh has {} devices",
+        module.replica_count(), module.partition_count(), mesh.device_count()));
+  }
+  return Create(module, mesh, /*per_device=*/true);
+}
+
+absl::StatusOr<std::unique_ptr<LoopProgram>> LoopProgram::Create(const ir::Module& module,
+                                                                 const spmd::Mesh& mesh,
+                                                                 bool per_device) {
   if (module.entry() == nullptr) return absl::InvalidArgumentError("the module has no entry");
   std::unique_ptr<LoopProgram> program(new LoopProgram());
   program->mesh_ = mesh;
+  program->per_device_ = per_device;
   program->tuple_result_ = module.entry()->root()->shape().IsTuple();
   VKSPMD_ASSIGN_OR_RETURN(program->root_, program->Build(module, nullptr, nullptr));
   Stage* first = program->root_.get();
@@ -119,6 +136,15 @@ absl::StatusOr<std::unique_ptr<LoopProgram::Stage>> LoopProgram::Build(
   VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<ir::Module> lowered, LowerKeepingLoops(module));
   auto stage = std::make_unique<Stage>();
   const ir::Instruction* loop = ir::FirstEntryLoop(*lowered);
+  if (loop == nullptr && per_device_) {
+    stage->program = MeshProgram::FromPerDeviceModule(std::move(lowered), mesh_);
+    stage->parameter_shardings.assign(stage->program->parameter_shardings().size(),
+                                      ir::Sharding::Replicated());
+    stage->result_shardings.assign(stage->program->result_shardings().size(),
+                                   ir::Sharding::Replicated());
+    ++program_count_;
+    return stage;
+  }
   if (loop == nullptr) {
     Annotate(*lowered, parameters, results);
     VKSPMD_ASSIGN_OR_RETURN(stage->program, MeshProgram::Partition(*lowered, mesh_));
@@ -165,6 +191,7 @@ absl::Status LoopProgram::Compile(std::vector<runtime::MeshDevice*> devices,
     VKSPMD_ASSIGN_OR_RETURN(
         options.world, collectives::InProcessWorld::Create(static_cast<int>(mesh_.device_count())));
   }
+  devices_ = devices;
   return CompileStage(*root_, devices, options);
 }
 
@@ -211,6 +238,47 @@ absl::StatusOr<std::vector<std::unique_ptr<ShardedBuffer>>> LoopProgram::RunStag
     state.push_back(std::move(outputs[i]));
   }
   return RunStage(*stage.after, Pointers(state), std::vector<bool>(state.size(), true));
+}
+
+absl::StatusOr<std::vector<ir::Literal>> LoopProgram::RunPerDevice(
+    const std::vector<std::vector<ir::Literal>>& per_device) {
+  const auto devices = static_cast<size_t>(mesh_.device_count());
+  if (devices_.empty()) return absl::FailedPreconditionError("the loop program is not compiled");
+  if (per_device.size() != devices) {
+    return absl::InvalidArgumentError(
+        fmt::format("{} argument lists for {} devices", per_device.size(), devices));
+  }
+  std::vector<std::unique_ptr<ShardedBuffer>> arguments;
+  for (size_t p = 0; p < per_device[0].size(); ++p) {
+    std::vector<ir::Literal> shards;
+    for (const std::vector<ir::Literal>& device_arguments : per_device) {
+      shards.push_back(device_arguments.at(p));
+    }
+    if (p >= entry_->parameter_shardings().size()) {
+      return absl::InvalidArgumentError(
+          fmt::format("the program has {} parameters", entry_->parameter_shardings().size()));
+    }
+    // Replicated in form: device d's shard is its own argument.
+    VKSPMD_ASSIGN_OR_RETURN(
+        std::unique_ptr<ShardedBuffer> value,
+        ShardedBuffer::FromHostShards(shards[0].shape(), entry_->parameter_shardings()[p],
+                                      entry_->mesh(), devices_, shards));
+    arguments.push_back(std::move(value));
+  }
+  std::vector<const ShardedBuffer*> pointers;
+  for (const auto& value : arguments) pointers.push_back(value.get());
+  VKSPMD_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<ShardedBuffer>> results, Run(pointers));
+  std::vector<ir::Literal> outputs;
+  for (size_t d = 0; d < devices; ++d) {
+    std::vector<ir::Literal> leaves;
+    for (const auto& result : results) {
+      VKSPMD_ASSIGN_OR_RETURN(ir::Literal leaf, result->DownloadShard(d));
+      leaves.push_back(std::move(leaf));
+    }
+    outputs.push_back(tuple_result_ ? ir::Literal::Tuple(std::move(leaves))
+                                    : std::move(leaves.at(0)));
+  }
+  return outputs;
 }
 
 absl::StatusOr<ir::Literal> LoopProgram::Run(const std::vector<ir::Literal>& arguments) {

@@ -30,6 +30,11 @@ class LoopProgram {
   // predicate is replicated, so every device takes the same branch.
   static absl::StatusOr<std::unique_ptr<LoopProgram>> Partition(const ir::Module& module,
                                                                 const spmd::Mesh& mesh);
+  // `module` already is the per-device program of `mesh`'s devices (as JAX's compiled dumps
+  // are): every piece runs as it is, every value replicated in form (each device its own). The
+  // devices must agree on every condition (an error naming the loop otherwise).
+  static absl::StatusOr<std::unique_ptr<LoopProgram>> FromPerDeviceModule(const ir::Module& module,
+                                                                          const spmd::Mesh& mesh);
   ~LoopProgram();
 
   // Compiles every piece on `devices` (devices[d] runs mesh device d; borrowed), with one
@@ -44,6 +49,11 @@ class LoopProgram {
   // entry's root is one).
   absl::StatusOr<ir::Literal> Run(const std::vector<ir::Literal>& arguments);
 
+  // Per device: `per_device[d]` are device d's arguments; device d's result (a tuple when the
+  // entry's root is one) at index d.
+  absl::StatusOr<std::vector<ir::Literal>> RunPerDevice(
+      const std::vector<std::vector<ir::Literal>>& per_device);
+
   const spmd::Mesh& mesh() const { return mesh_; }
   int64_t loop_count() const { return loop_count_; }        // Loops split, nested ones included.
   int64_t program_count() const { return program_count_; }  // Mesh programs compiled.
@@ -54,6 +64,9 @@ class LoopProgram {
  private:
   struct Stage;
   LoopProgram() = default;
+  static absl::StatusOr<std::unique_ptr<LoopProgram>> Create(const ir::Module& module,
+                                                             const spmd::Mesh& mesh,
+                                                             bool per_device);
   absl::StatusOr<std::unique_ptr<Stage>> Build(const ir::Module& module,
                                                const std::vector<ir::Sharding>* parameters,
                                                const std::vector<ir::Sharding>* results);
@@ -64,8 +77,10 @@ class LoopProgram {
 
   spmd::Mesh mesh_;
   std::unique_ptr<Stage> root_;
-  MeshProgram* entry_ = nullptr;  // The first piece: it takes the module's parameters.
+  std::vector<runtime::MeshDevice*> devices_;  // After Compile.
+  MeshProgram* entry_ = nullptr;               // The first piece: it takes the module's parameters.
   bool tuple_result_ = false;
+  bool per_device_ = false;  // FromPerDeviceModule: the pieces are not partitioned.
   int64_t loop_count_ = 0;
   int64_t program_count_ = 0;
   int64_t collective_count_ = 0;

@@ -218,5 +218,66 @@ ENTRY %main (p: pred[], n: s32[]) -> s32[] {
       << loops.status();
 }
 
+// A per-device program (as JAX's compiled dumps are) whose loop condition all-reduces: each
+// piece runs as it is on both devices, equal to the reference running the per-device program.
+TEST_F(LoopProgramTest, APerDeviceProgramsLoopMatchesTheReference) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module =
+      ir::ParseModule(ControlFlowProgramText("per_device_loop"));
+  ASSERT_TRUE(module.ok()) << module.status();
+  const std::vector<std::vector<Literal>> arguments = {{Vector({0.5f, -1, 2, 0.25f})},
+                                                       {Vector({3, 0.125f, -0.5f, 1})}};
+  absl::StatusOr<std::vector<Literal>> reference = interp::EvaluateOnDevices(**module, arguments);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  absl::StatusOr<std::unique_ptr<exec::LoopProgram>> loops =
+      exec::LoopProgram::FromPerDeviceModule(**module, *spmd::Mesh::Create({2}));
+  ASSERT_TRUE(loops.ok()) << loops.status();
+  ASSERT_TRUE((*loops)->Compile({&device(0), &device(1)}).ok());
+  absl::StatusOr<std::vector<Literal>> results = (*loops)->RunPerDevice(arguments);
+  ASSERT_TRUE(results.ok()) << results.status();
+  EXPECT_GT((*loops)->last_iterations(), 0);
+  for (int d = 0; d < 2; ++d) {
+    EXPECT_EQ(CompareLiterals((*results)[d], (*reference)[d], 1e-5), "") << "device " << d;
+  }
+}
+
+// Device d leaves the loop after d + 1 iterations: the host finds the devices disagree.
+TEST_F(LoopProgramTest, DevicesThatDisagreeOnAConditionAreAnErrorNamingTheLoop) {
+  constexpr char kDiverging[] = R"(HloModule diverging, num_partitions=2
+%cond (s: (s32[])) -> pred[] {
+  %s = (s32[]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %id = u32[] partition-id()
+  %signed = s32[] convert(%id)
+  %one = s32[] constant(1)
+  %limit = s32[] add(%signed, %one)
+  ROOT %lt = pred[] compare(%i, %limit), direction=LT
+}
+%body (t: (s32[])) -> (s32[]) {
+  %t = (s32[]) parameter(0)
+  %i = s32[] get-tuple-element(%t), index=0
+  %one = s32[] constant(1)
+  %i1 = s32[] add(%i, %one)
+  ROOT %next = (s32[]) tuple(%i1)
+}
+ENTRY %main (n: s32[]) -> (s32[]) {
+  %n = s32[] parameter(0)
+  %init = (s32[]) tuple(%n)
+  ROOT %loop = (s32[]) while(%init), condition=%cond, body=%body
+}
+)";
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseModule(kDiverging);
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<std::unique_ptr<exec::LoopProgram>> loops =
+      exec::LoopProgram::FromPerDeviceModule(**module, *spmd::Mesh::Create({2}));
+  ASSERT_TRUE(loops.ok()) << loops.status();
+  ASSERT_TRUE((*loops)->Compile({&device(0), &device(1)}).ok());
+  const Literal zero = Literal::Create(DType::kS32, {}, std::vector<int32_t>{0});
+  absl::StatusOr<std::vector<Literal>> results = (*loops)->RunPerDevice({{zero}, {zero}});
+  ASSERT_FALSE(results.ok());
+  EXPECT_NE(results.status().message().find("%loop: the devices disagree on its condition"),
+            std::string::npos)
+      << results.status();
+}
+
 }  // namespace
 }  // namespace vkspmd::testing

@@ -151,6 +151,45 @@ int Finish(const RunOptions& options, const std::vector<ir::Literal>& results,
   return ReportComparison(results, reference(), options);
 }
 
+// A per-device program with loops of unknown trip count: each piece as it is on every device,
+// the host reading the conditions back (every device must agree on them).
+int RunPerDeviceLoops(const RunOptions& options, const ir::Module& module, const spmd::Mesh& mesh,
+                      runtime::DeviceSet& devices,
+                      const std::vector<std::vector<ir::Literal>>& arguments) {
+  auto compile_start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::unique_ptr<exec::LoopProgram>> program =
+      exec::LoopProgram::FromPerDeviceModule(module, mesh);
+  if (!program.ok()) return Fail(kExitRuntimeError, program.status().message());
+  std::vector<runtime::MeshDevice*> mesh_devices;
+  for (int64_t d = 0; d < mesh.device_count(); ++d) {
+    mesh_devices.push_back(&devices.device(static_cast<int>(d)));
+  }
+  if (absl::Status compiled = (*program)->Compile(mesh_devices); !compiled.ok()) {
+    return Fail(ExitCodeFor(compiled.code()), compiled.message());
+  }
+  const double compile_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
+  std::vector<double> wall_ms;
+  absl::StatusOr<std::vector<ir::Literal>> results = absl::InternalError("not run");
+  for (int k = 0; k < options.repeat; ++k) {
+    auto start = std::chrono::steady_clock::now();
+    results = (*program)->RunPerDevice(arguments);
+    if (!results.ok())
+      return Fail(ExitCodeFor(results.status().code()), results.status().message());
+    wall_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  fmt::print(stderr,
+             "{}: per-device program on {} devices; {} loop(s) driven from the host; {} "
+             "program(s); {} iteration(s) in the last run; compiled in {:.3f} s; run (median of "
+             "{}): {:.3f} ms wall\n",
+             options.path, mesh.device_count(), (*program)->loop_count(),
+             (*program)->program_count(), (*program)->last_iterations(), compile_seconds,
+             options.repeat, Median(wall_ms));
+  return Finish(options, *results, [&] { return interp::EvaluateOnDevices(module, arguments); });
+}
+
 // A per-device program (num_partitions or replica_count above 1 and no tiled sharding, as the
 // partitioner or JAX writes them) runs as it is on that many devices, each with its own arguments
 // (--random-inputs draws device d's from SEED + d; --input files go to every device).
@@ -167,6 +206,9 @@ int RunPerDeviceProgram(const RunOptions& options, std::unique_ptr<ir::Module> o
   if (devices == nullptr) return exit_code;
   absl::StatusOr<spmd::Mesh> mesh = spmd::Mesh::Create({n});
   if (!mesh.ok()) return Fail(kExitUsageError, mesh.status().message());
+  absl::StatusOr<bool> host_loops = exec::LoopProgram::NeedsHostLoop(module);
+  if (!host_loops.ok()) return Fail(kExitRuntimeError, host_loops.status().message());
+  if (*host_loops) return RunPerDeviceLoops(options, module, *mesh, *devices, *arguments);
   std::unique_ptr<exec::MeshProgram> program =
       exec::MeshProgram::FromPerDeviceModule(std::move(owned), *mesh);
   absl::StatusOr<MeshRun> run = RunOnDevices(*program, *devices, *arguments, options.repeat,
