@@ -64,6 +64,26 @@ TEST(MeshPlanTest, SeparateLogicalDevicesSkipFurtherQueues) {
   EXPECT_EQ(Placement(*slots), expected);
 }
 
+TEST(MeshPlanTest, SharedQueuesKeepEveryMeshDeviceOnTheFirstLogicalDevice) {
+  // Lavapipe-like (one queue) and a GPU of 2 queues: the queues first, then round-robin over
+  // them, all on logical device 0; separate_logical_devices overrides.
+  PhysicalDeviceInfo cpu = Device(0, VK_PHYSICAL_DEVICE_TYPE_CPU, 1, "aa");
+  absl::StatusOr<std::vector<MeshDeviceSlot>> slots =
+      PlanMeshDevices({&cpu}, 3, /*separate_logical_devices=*/false, /*shared_queues=*/true);
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  std::vector<std::tuple<int, int, uint32_t>> expected = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+  EXPECT_EQ(Placement(*slots), expected);
+  PhysicalDeviceInfo gpu = Device(0, VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, 2, "bb");
+  slots = PlanMeshDevices({&gpu}, 5, false, true);
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  expected = {{0, 0, 0}, {0, 0, 1}, {0, 0, 0}, {0, 0, 1}, {0, 0, 0}};
+  EXPECT_EQ(Placement(*slots), expected);
+  slots = PlanMeshDevices({&gpu}, 3, /*separate_logical_devices=*/true, true);
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  expected = {{0, 0, 0}, {0, 1, 0}, {0, 2, 0}};
+  EXPECT_EQ(Placement(*slots), expected);
+}
+
 TEST(MeshPlanTest, ZeroMeansOnePerPhysicalDevice) {
   PhysicalDeviceInfo gpu0 = Device(0, VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, 4, "aa");
   PhysicalDeviceInfo gpu1 = Device(1, VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU, 1, "bb");
