@@ -1,7 +1,8 @@
 // Runtime costs: submit + wait of one dispatch, per-dispatch cost inside a recorded sequence of
-// 100, and host↔device bandwidth from 1 MiB to 256 MiB next to memcpy of the same sizes measured
-// in the same run. The device's name and type go into the JSON context, so a CPU device (lavapipe)
-// is never mistaken for a GPU figure.
+// 100 (with and without barriers between them, of 1 and 64 workgroups), and host↔device bandwidth
+// from 1 MiB to 256 MiB next to memcpy of the same sizes measured in the same run. The device's
+// name and type go into the JSON context, so a CPU device (lavapipe) is never mistaken for a GPU
+// figure.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -68,15 +69,27 @@ std::unique_ptr<ComputePipeline> AddPipeline(MeshDevice& device) {
   return Required(ComputePipeline::Create(device.device(), spec), "creating vector_add_f32");
 }
 
-// Submit + wait of a sequence of `dispatches` tiny dispatches (64 elements each, dependent).
-void RunDispatches(benchmark::State& state, int dispatches) {
+// Submit + wait of a sequence of `dispatches` tiny dispatches of `workgroups` workgroups (64
+// elements each). Dependent: each reads what the one before wrote (a barrier between each pair);
+// independent: each writes its own buffer, so the recorder puts no barrier between them. The
+// difference is what a barrier costs; with LP_NUM_THREADS=0 against the default, what llvmpipe's
+// hand-off of each grid to its compute threads costs (docs/performance.md).
+void RunDispatches(benchmark::State& state, int dispatches, bool dependent = true,
+                   uint32_t workgroups = 1) {
   MeshDevice& device = Devices(false).device(0);
   std::unique_ptr<ComputePipeline> add = AddPipeline(device);
-  auto a = Required(Buffer::Create(device, 256), "allocating a buffer");
-  auto b = Required(Buffer::Create(device, 256), "allocating a buffer");
+  const uint64_t bytes = 256 * workgroups;
+  auto a = Required(Buffer::Create(device, bytes), "allocating a buffer");
+  std::vector<std::unique_ptr<Buffer>> outputs;
+  for (int i = 0; i < (dependent ? 1 : dispatches); ++i) {
+    outputs.push_back(Required(Buffer::Create(device, bytes), "allocating a buffer"));
+  }
   CommandRecorder recorder(device);
   for (int i = 0; i < dispatches; ++i) {
-    recorder.Dispatch(*add, {{a.get()}, {b.get()}, {b.get()}}, CountPush{64}, {1, 1, 1});
+    Buffer* out = outputs[dependent ? 0 : i].get();
+    Buffer* in = dependent ? out : a.get();
+    recorder.Dispatch(*add, {{a.get()}, {in}, {out}}, CountPush{64 * workgroups},
+                      {workgroups, 1, 1});
   }
   auto sequence = recorder.Finish();
   if (!sequence.ok()) return Check(sequence.status(), state);
@@ -89,6 +102,15 @@ void RunDispatches(benchmark::State& state, int dispatches) {
 
 void BM_DispatchRoundTrip(benchmark::State& state) { RunDispatches(state, 1); }
 void BM_RecordedSequenceOf100Dispatches(benchmark::State& state) { RunDispatches(state, 100); }
+void BM_RecordedSequenceOf100IndependentDispatches(benchmark::State& state) {
+  RunDispatches(state, 100, false);
+}
+void BM_RecordedSequenceOf100Dispatches64Workgroups(benchmark::State& state) {
+  RunDispatches(state, 100, true, 64);
+}
+void BM_RecordedSequenceOf100IndependentDispatches64Workgroups(benchmark::State& state) {
+  RunDispatches(state, 100, false, 64);
+}
 
 // memcpy bandwidth (bytes/s) of `size` bytes between two host buffers, best of a few tries.
 double MemcpyBandwidth(size_t size) {
@@ -133,6 +155,15 @@ void BM_DeviceToHostStaging(benchmark::State& state) { RunTransfer(state, false,
 
 BENCHMARK(BM_DispatchRoundTrip)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RecordedSequenceOf100Dispatches)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RecordedSequenceOf100IndependentDispatches)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RecordedSequenceOf100Dispatches64Workgroups)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RecordedSequenceOf100IndependentDispatches64Workgroups)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_HostToDevice)
     ->RangeMultiplier(4)
     ->Range(1, 256)
