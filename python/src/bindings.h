@@ -7,12 +7,20 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "vkspmd/dtype.h"
 #include "vkspmd/host_tensor.h"
 #include "vkspmd/scalar.h"
+#include "vkspmd/sharding.h"
 #include "vkspmd/tensor.h"
+
+namespace vkspmd {
+// vkspmd/dtensor.h (not included: its DTensor overloads of matmul etc. would make &matmul
+// ambiguous in the binding files).
+enum class ReduceOp;
+}  // namespace vkspmd
 
 namespace vkspmd::python {
 
@@ -27,6 +35,7 @@ void BindSharding(py::module_& module);
 void BindTraining(py::module_& module);
 void BindCheckpoint(py::module_& module);
 void BindDTensor(py::module_& module);
+void BindManual(py::module_& module);
 
 // Waits for every launched graph in 50 ms slices with the GIL released, checking for signals
 // between slices: Ctrl-C (Python runs its handler only between calls) raises KeyboardInterrupt
@@ -47,6 +56,10 @@ Scalar ToScalar(py::handle value);
 std::vector<int64_t> DimsArgument(const py::handle& dim);
 // A shape given PyTorch's ways: f(2, 3), f((2, 3)), f([2, 3]) or f() (a scalar).
 std::vector<int64_t> ShapeArgument(const py::args& args);
+// A partition spec given as mark_sharding takes it: (0, None, ("dp", "tp")).
+PartitionSpec ToPartitionSpec(const py::handle& spec);
+// "sum", "avg", "max" or "min" as a ReduceOp; ValueError naming `what` for anything else.
+ReduceOp ToReduceOp(const std::string& name, const std::string& what);
 // The numpy dtype of a vkspmd dtype; bfloat16, which numpy lacks, raises TypeError.
 py::dtype NumpyDType(DType dtype);
 // A numpy array's values as a HostTensor (copied: vkspmd tensors never share host memory).

@@ -14,20 +14,24 @@
 namespace vkspmd::python {
 namespace {
 
-using Release = py::call_guard<py::gil_scoped_release>;
-
 constexpr std::pair<const char*, ReduceOp> kReduceOps[] = {{"sum", ReduceOp::kSum},
                                                            {"avg", ReduceOp::kAvg},
                                                            {"max", ReduceOp::kMax},
                                                            {"min", ReduceOp::kMin}};
 
-ReduceOp ToReduceOp(const std::string& name) {
+}  // namespace
+
+ReduceOp ToReduceOp(const std::string& name, const std::string& what) {
   for (const auto& [text, op] : kReduceOps) {
     if (name == text) return op;
   }
-  throw py::value_error("Partial: reduce_op must be \"sum\", \"avg\", \"max\" or \"min\", not \"" +
+  throw py::value_error(what + ": reduce_op must be \"sum\", \"avg\", \"max\" or \"min\", not \"" +
                         name + "\"");
 }
+
+namespace {
+
+using Release = py::call_guard<py::gil_scoped_release>;
 
 std::string ReduceOpName(ReduceOp op) {
   for (const auto& [text, value] : kReduceOps) {
@@ -165,7 +169,7 @@ void BindPlacements(py::module_& module) {
                       "Partial(reduce_op='sum'): every device of the mesh dim holds a tensor of "
                       "the full shape; the value is their reduction ('sum', 'avg', 'max' or "
                       "'min'), done by the next redistribute, full_tensor or op.")
-      .def(py::init([](const std::string& op) { return Partial{ToReduceOp(op)}; }),
+      .def(py::init([](const std::string& op) { return Partial{ToReduceOp(op, "Partial")}; }),
            py::arg("reduce_op") = "sum")
       .def_property_readonly("reduce_op", [](const Partial& p) { return ReduceOpName(p.op); })
       .def(

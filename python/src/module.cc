@@ -12,4 +12,5 @@ PYBIND11_MODULE(_C, module) {
   vkspmd::python::BindTraining(module);
   vkspmd::python::BindCheckpoint(module);
   vkspmd::python::BindDTensor(module);
+  vkspmd::python::BindManual(module);
 }

@@ -43,8 +43,6 @@ HostTensor ReadInterruptibly(const Tensor& t) {
 
 namespace {
 
-using Release = py::call_guard<py::gil_scoped_release>;
-
 AxisName ToAxis(py::handle axis) {
   if (py::isinstance<py::str>(axis)) return AxisName(axis.cast<std::string>());
   if (PyIndex_Check(axis.ptr()) && !PyBool_Check(axis.ptr())) {
@@ -56,7 +54,8 @@ AxisName ToAxis(py::handle axis) {
       py::repr(axis).cast<std::string>());
 }
 
-// (0, None, ("dp", "tp")) as a C++ PartitionSpec.
+}  // namespace
+
 PartitionSpec ToPartitionSpec(const py::handle& spec) {
   if (!py::isinstance<py::sequence>(spec) || py::isinstance<py::str>(spec)) {
     throw py::type_error("mark_sharding: partition_spec is a tuple with one entry per dim");
@@ -75,6 +74,10 @@ PartitionSpec ToPartitionSpec(const py::handle& spec) {
   }
   return result;
 }
+
+namespace {
+
+using Release = py::call_guard<py::gil_scoped_release>;
 
 std::vector<int64_t> IntList(const py::handle& values) {
   std::vector<int64_t> result;

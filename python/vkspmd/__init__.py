@@ -22,9 +22,9 @@ from ._C import (Error, InvalidArgumentError, OutOfRangeError, UnimplementedErro
                  DeadlineExceededError, Tensor, ShardedTensor, Mesh, Shard, ShardingType, dtype,
                  grad, backward)
 
-# The extension's nn, optim and dtensor submodules are re-exported by this package's own (below:
-# nn, optim, distributed.tensor).
-del nn, optim, dtensor  # noqa: F821
+# The extension's nn, optim, dtensor and collectives submodules are re-exported by this package's own (below:
+# nn, optim, distributed.tensor, collectives).
+del nn, optim, dtensor, collectives  # noqa: F821
 
 __version__ = "0.1.0"
 
@@ -88,4 +88,4 @@ def _tolist(self):
 
 Tensor.tolist = _tolist
 
-from . import distributed, nn, optim, spmd  # noqa: E402,F401  (spmd re-exports the above)
+from . import collectives, distributed, nn, optim, spmd  # noqa: E402,F401  (spmd re-exports the above)

@@ -3,7 +3,7 @@ from typing import Any, Optional
 
 from ._C import *  # noqa: F401,F403
 from ._C import Tensor, dtype
-from . import distributed as distributed, nn as nn, optim as optim, spmd as spmd
+from . import collectives as collectives, distributed as distributed, nn as nn, optim as optim, spmd as spmd
 
 __version__: str
 

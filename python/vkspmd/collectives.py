@@ -1,0 +1,7 @@
+"""Collectives over named mesh axes inside manual regions (vkspmd.enable_manual_sharding,
+vkspmd.shard_map), JAX's jax.lax collectives with vkspmd's names: all_reduce (psum/pmean/pmax/
+pmin), all_gather, reduce_scatter (psum_scatter), all_to_all and ppermute. Each is one call of
+the C++ API (vkspmd/manual.h, docs/manual_sharding.md)."""
+
+from ._C.collectives import (all_gather, all_reduce, all_to_all, ppermute,  # noqa: F401
+                             reduce_scatter)
