@@ -44,6 +44,8 @@ absl::StatusOr<std::unique_ptr<LogicalDevice>> LogicalDevice::Create(
   features12.shaderInt8 = physical_device.shader_int8;
   features12.shaderFloat16 = physical_device.shader_float16;
   features12.storageBuffer8BitAccess = physical_device.storage_buffer_8bit;
+  features12.vulkanMemoryModel = physical_device.vulkan_memory_model;
+  features12.vulkanMemoryModelDeviceScope = physical_device.vulkan_memory_model_device_scope;
   VkPhysicalDeviceVulkan11Features features11{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
   features11.pNext = &features12;

@@ -48,7 +48,8 @@ bool HasExtension(const InstanceFunctions& functions, VkPhysicalDevice handle, c
 // and D (what an f16 dot accumulating in f32 needs).
 void ReadCooperativeMatrix(const InstanceFunctions& functions, VkPhysicalDevice handle,
                            PhysicalDeviceInfo& info) {
-  if (functions.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV == nullptr ||
+  if (!info.vulkan_memory_model ||
+      functions.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV == nullptr ||
       !HasExtension(functions, handle, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
     return;
   }
@@ -168,6 +169,8 @@ PhysicalDeviceInfo ReadSnapshot(const InstanceFunctions& functions, VkPhysicalDe
     info.shader_float16 = features12.shaderFloat16;
     info.storage_buffer_8bit = features12.storageBuffer8BitAccess;
     info.storage_buffer_16bit = features11.storageBuffer16BitAccess;
+    info.vulkan_memory_model = features12.vulkanMemoryModel;
+    info.vulkan_memory_model_device_scope = features12.vulkanMemoryModelDeviceScope;
     info.shader_int64 = features.features.shaderInt64;
     info.shader_int16 = features.features.shaderInt16;
     info.shader_float64 = features.features.shaderFloat64;

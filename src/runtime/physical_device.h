@@ -88,6 +88,11 @@ struct PhysicalDeviceInfo {
   bool shader_float64 = false;
   bool storage_buffer_8bit = false;
   bool storage_buffer_16bit = false;
+  // The Vulkan memory model (Vulkan 1.2 features): the cooperative-matrix kernels need it, since
+  // GL_NV_cooperative_matrix requires GL_KHR_memory_scope_semantics, which declares the
+  // VulkanMemoryModel capability.
+  bool vulkan_memory_model = false;
+  bool vulkan_memory_model_device_scope = false;
   // VK_NV_cooperative_matrix (extension and cooperativeMatrix feature; enabled at device creation
   // when present), and the subgroup-scope shapes M x N x K it offers for f16 A and B with f32 C
   // and D (the tensor-core products a dot of f16 operands uses). The NV extension has no bf16.
