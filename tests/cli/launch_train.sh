@@ -1,7 +1,8 @@
 #!/bin/sh
-# `vkspmd train` dp+tp on 2 processes x 2 devices (issue 20), started by `vkspmd launch` and by
-# Open MPI's mpirun when installed, equals 1 process x 4 devices bit for bit: loss.csv of every
-# process and the final parameters' digest. Usage: launch_train.sh VKSPMD WORKDIR
+# `vkspmd train` dp+tp on 2 processes x 2 devices (issue 20), started by `vkspmd launch`, by
+# Open MPI's mpirun and by torchrun --no-python when installed, equals 1 process x 4 devices bit
+# for bit: loss.csv of every process and the final parameters' digest.
+# Usage: launch_train.sh VKSPMD WORKDIR
 . "$(dirname "$0")/launch_common.sh"
 args="train --steps 4 --log-every 1 --parameter-digest"
 same() {  # same NAME: the run's curves and digest equal the 1 x 4 run's.
@@ -21,4 +22,12 @@ if command -v mpirun > /dev/null; then
   mpirun --allow-run-as-root --oversubscribe -n 2 -x VKSPMD_DEVICES=2 \
     "$vkspmd" $args --out "$work/mpirun" > "$work/mpirun.txt"
   same mpirun
+fi
+# Debian's torch 1.13 torchrun needs -r/-t/--log_dir to start on Python 3.11; its agent holds
+# --master_port and vkspmd's store takes the next port.
+if command -v torchrun > /dev/null; then
+  VKSPMD_DEVICES=2 torchrun -r 1 -t 1 --log_dir "$work/torchrun-logs" --no_python \
+    --nproc_per_node 2 --master_port 29741 "$vkspmd" $args --out "$work/torchrun" \
+    > "$work/torchrun.txt" 2>&1
+  same torchrun
 fi
