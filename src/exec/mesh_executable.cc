@@ -21,6 +21,9 @@ absl::StatusOr<std::unique_ptr<MeshExecutable>> MeshExecutable::Compile(
   }
   std::unique_ptr<MeshExecutable> mesh(new MeshExecutable());
   const int ranks = static_cast<int>(devices.size());
+  // Device-side collectives replace only the world made here: an injected world (Gloo, a
+  // recording or a user's transport) is asked to carry every collective.
+  const bool own_world = world == nullptr;
   if (world == nullptr) {
     VKSPMD_ASSIGN_OR_RETURN(world, collectives::InProcessWorld::Create(ranks));
   }
@@ -40,7 +43,7 @@ absl::StatusOr<std::unique_ptr<MeshExecutable>> MeshExecutable::Compile(
     if (local[d]) mesh->local_.push_back(d);
   }
   mesh->world_ = std::move(world);
-  if (mesh->local_.size() == devices.size()) {
+  if (own_world && mesh->local_.size() == devices.size()) {
     VKSPMD_ASSIGN_OR_RETURN(mesh->device_collectives_, DeviceCollectives::FromEnvironment(devices));
   }
   mesh->executables_.resize(devices.size());
