@@ -1,7 +1,7 @@
 // Multi-output fusion, a pass over a planned program: a map kernel absorbs the map kernels (or one
-// row kernel) whose results it reads at the index it computes, and stores their results too. One kernel then
-// computes what several did (an optimizer's update of a parameter and both its moments; a chain
-// of activations each also kept for the backward pass), reading their shared inputs once.
+// row kernel) whose results it reads at the index it computes, and stores their results too. One
+// kernel then computes what several did (an optimizer's update of a parameter and both its moments;
+// a chain of activations each also kept for the backward pass), reading their shared inputs once.
 #pragma once
 
 #include <cstdint>
