@@ -1,7 +1,9 @@
-// The α/β collective times and resharding times auto-sharding's ILP is built from.
+// The α/β collective times, kernel times and resharding times auto-sharding's ILP is built from,
+// and the line fit that turns measured timings into α and β.
 #include "src/spmd/auto_sharding_cost.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -19,8 +21,39 @@ absl::string_view CollectiveKindName(CollectiveKind kind) {
       return "reduce-scatter";
     case CollectiveKind::kAllToAll:
       return "all-to-all";
+    case CollectiveKind::kCollectivePermute:
+      return "collective-permute";
   }
   return "?";
+}
+
+AlphaBeta FitAlphaBeta(const std::vector<std::pair<double, double>>& samples) {
+  if (samples.empty()) return {};
+  const double n = static_cast<double>(samples.size());
+  double mean_x = 0, mean_y = 0;
+  for (const auto& [x, y] : samples) {
+    mean_x += x / n;
+    mean_y += y / n;
+  }
+  double sxx = 0, sxy = 0;
+  for (const auto& [x, y] : samples) {
+    sxx += (x - mean_x) * (x - mean_x);
+    sxy += (x - mean_x) * (y - mean_y);
+  }
+  AlphaBeta fit{mean_y, 0};
+  if (sxx > 0) fit = {mean_y - sxy / sxx * mean_x, sxy / sxx};
+  // Timing noise can tilt a flat line below zero; a cost is never negative.
+  if (fit.beta < 0) fit = {mean_y, 0};
+  if (fit.alpha < 0) {
+    // Through the origin: beta = Σxy / Σxx.
+    double xx = 0, xy = 0;
+    for (const auto& [x, y] : samples) {
+      xx += x * x;
+      xy += x * y;
+    }
+    fit = {0, xx > 0 ? std::max(0.0, xy / xx) : 0};
+  }
+  return fit;
 }
 
 CostModel CostModel::Default(const Mesh& mesh) {
@@ -32,12 +65,21 @@ CostModel CostModel::Default(const Mesh& mesh) {
   return model;
 }
 
+double CostModel::Kernel(double work, double bytes, double kernels) const {
+  double seconds = kernels * kernel_seconds + work / flops_per_second;
+  if (bytes_per_second > 0) seconds += bytes / bytes_per_second;
+  return seconds;
+}
+
 double CostModel::Collective(CollectiveKind kind, int64_t axis, int64_t bytes,
                              const Mesh& mesh) const {
   const double n = static_cast<double>(mesh.axis_size(axis));
   if (n <= 1) return 0;
-  const double volume =
-      (kind == CollectiveKind::kAllReduce ? 2.0 : 1.0) * (n - 1) / n * static_cast<double>(bytes);
+  double volume = static_cast<double>(bytes);
+  if (kind == CollectiveKind::kAllReduce) volume *= 2.0 * (n - 1) / n;
+  if (kind != CollectiveKind::kAllReduce && kind != CollectiveKind::kCollectivePermute) {
+    volume *= (n - 1) / n;
+  }
   const AlphaBeta& cost = axes[axis][static_cast<int>(kind)];
   return cost.alpha + cost.beta * volume;
 }
@@ -54,6 +96,18 @@ double CostModel::Reshard(const ir::Shape& shape, const AxisSharding& from, cons
     return seconds;
   }
   int64_t local = ByteSize(shape) / std::max<int64_t>(1, from.NumTiles(mesh));
+  bool slices = false;  // some axis of `to` is new on its dim: a kernel cuts the shard out
+  for (size_t d = 0; d < to.dims.size(); ++d) {
+    for (size_t k = 0; k < to.dims[d].size(); ++k) {
+      if (k >= from.dims[d].size() || from.dims[d][k] != to.dims[d][k]) slices = true;
+    }
+  }
+  if (slices) {
+    // Reads the shard it cuts from (at most what it has once gathered) and writes the new one.
+    const double written =
+        static_cast<double>(ByteSize(shape)) / std::max<int64_t>(1, to.NumTiles(mesh));
+    seconds += Kernel(0, static_cast<double>(local) + written);
+  }
   for (size_t d = 0; d < from.dims.size(); ++d) {
     const std::vector<int64_t>& dim_axes = from.dims[d];
     // The axes of dim d that `to` keeps as the same prefix of the dim stay where they are.
@@ -93,7 +147,8 @@ std::string CostModel::Serialize(const Mesh& mesh) const {
                           cost.alpha, cost.beta);
     }
   }
-  text += fmt::format("flops_per_second={:.6g}\n", flops_per_second);
+  text += fmt::format("flops_per_second={:.6g}\nbytes_per_second={:.6g}\nkernel_seconds={:.6g}\n",
+                      flops_per_second, bytes_per_second, kernel_seconds);
   return text;
 }
 
@@ -107,8 +162,20 @@ absl::StatusOr<CostModel> CostModel::Parse(absl::string_view text, const Mesh& m
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
     std::vector<absl::string_view> words = absl::StrSplit(line, ' ', absl::SkipWhitespace());
     if (words.size() == 1 && absl::ConsumePrefix(&words[0], "flops_per_second=")) {
-      if (!absl::SimpleAtod(words[0], &model.flops_per_second)) return bad(line);
+      if (!absl::SimpleAtod(words[0], &model.flops_per_second) || !(model.flops_per_second > 0)) {
+        return bad(line);
+      }
       has_flops = true;
+      continue;
+    }
+    if (words.size() == 1 && (absl::ConsumePrefix(&words[0], "bytes_per_second=") ||
+                              absl::ConsumePrefix(&words[0], "kernel_seconds="))) {
+      double& field = line.find("bytes_per_second=") != absl::string_view::npos
+                          ? model.bytes_per_second
+                          : model.kernel_seconds;
+      if (!absl::SimpleAtod(words[0], &field) || !(field >= 0) || !std::isfinite(field)) {
+        return bad(line);
+      }
       continue;
     }
     int64_t axis = 0;
@@ -124,7 +191,8 @@ absl::StatusOr<CostModel> CostModel::Parse(absl::string_view text, const Mesh& m
     }
     AlphaBeta& cost = model.axes[axis][kind < kCollectiveKinds ? kind : 0];
     if (kind == kCollectiveKinds || !absl::SimpleAtod(words[3], &cost.alpha) ||
-        !absl::SimpleAtod(words[4], &cost.beta)) {
+        !absl::SimpleAtod(words[4], &cost.beta) || !(cost.alpha >= 0) || !(cost.beta >= 0) ||
+        !std::isfinite(cost.alpha) || !std::isfinite(cost.beta)) {
       return bad(line);
     }
     seen[axis][kind] = true;

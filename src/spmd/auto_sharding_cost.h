@@ -1,10 +1,11 @@
-// Auto-sharding's cost model: an α/β time per collective kind and mesh axis (measured on the
-// devices or the defaults), a compute rate, and the resharding time between two shardings.
+// Auto-sharding's cost model: an α/β time per collective kind and mesh axis, a kernel's time
+// (dispatch + flops + bytes; measured on the devices or the defaults), resharding times.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -15,36 +16,58 @@
 
 namespace vkspmd::spmd {
 
-enum class CollectiveKind { kAllReduce = 0, kAllGather, kReduceScatter, kAllToAll };
-inline constexpr int kCollectiveKinds = 4;
+enum class CollectiveKind {
+  kAllReduce = 0,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kCollectivePermute
+};
+inline constexpr int kCollectiveKinds = 5;
 absl::string_view CollectiveKindName(CollectiveKind kind);
 
 // time = alpha + beta · moved bytes, where a collective over n devices on `bytes` per device moves
-// 2(n-1)/n·bytes (all-reduce) or (n-1)/n·bytes (the others; for all-gather `bytes` is the
-// gathered result) per device: the ring algorithms' volumes (GSPMD-NOTES 5.2).
+// 2(n-1)/n·bytes (all-reduce), all of `bytes` (collective-permute) or (n-1)/n·bytes (the others;
+// for all-gather `bytes` is the gathered result) per device: the ring algorithms' volumes
+// (GSPMD-NOTES 5.2). Measured, alpha also holds what the collective costs the step around it
+// (the host waits for the device's kernels before it and submits the ones after it).
 struct AlphaBeta {
   double alpha = 0;  // seconds
   double beta = 0;   // seconds per byte
 };
 
+// The least-squares line time = alpha + beta · x through samples (x, seconds): exact on
+// samples that lie on a line. Fewer than two distinct x: alpha is their mean, beta 0. A negative
+// fit (noise) is clamped: beta ≥ 0, then alpha ≥ 0 refitted.
+AlphaBeta FitAlphaBeta(const std::vector<std::pair<double, double>>& samples);
+
 struct CostModel {
   std::vector<std::array<AlphaBeta, kCollectiveKinds>> axes;  // per mesh axis
+  // A kernel on one device while every device of the mesh runs its own (they may share the
+  // hardware: lavapipe's devices share the CPU): kernel_seconds per dispatch, plus work at
+  // flops_per_second, plus bytes read and written at bytes_per_second (0: bytes are not charged).
   double flops_per_second = 0;
+  double bytes_per_second = 0;
+  double kernel_seconds = 0;
 
-  // Unmeasured defaults for `mesh`: α 20 µs, β 1/(2 GB/s) on every axis, 20 GFLOP/s, about what
-  // lavapipe's host-staged collectives and kernels do on one CPU.
+  // Unmeasured defaults for `mesh`: α 20 µs, β 1/(2 GB/s) on every axis, 20 GFLOP/s, dispatches
+  // and bytes free. Deterministic: what the golden plans are computed with.
   static CostModel Default(const Mesh& mesh);
   // Seconds of one collective along `axis` on `bytes` per device (see AlphaBeta).
   double Collective(CollectiveKind kind, int64_t axis, int64_t bytes, const Mesh& mesh) const;
+  // Seconds of `kernels` dispatches doing `work` (a dot's 2·M·N·K, else its elements) and
+  // moving `bytes` through memory on one device.
+  double Kernel(double work, double bytes, double kernels = 1) const;
   // Seconds to move a value of `shape` from `from` to `to`: a dim's axes that stay are free,
-  // axes that become split are a local slice (free), an axis moving to another dim is an
-  // all-to-all, an axis no longer used is an all-gather (volumes growing as axes are gathered).
-  // Device orders that differ gather everything first.
+  // axes that become split are a local slice (a kernel writing the new shard), an axis moving to
+  // another dim is an all-to-all, an axis no longer used is an all-gather (volumes growing as axes
+  // are gathered). Device orders that differ gather everything first.
   double Reshard(const ir::Shape& shape, const AxisSharding& from, const AxisSharding& to,
                  const Mesh& mesh) const;
 
   // One line per axis and kind: "axis 0 all-reduce alpha_s=2e-05 beta_s_per_byte=5e-10", then
-  // "flops_per_second=2e10"; Parse reads it back (the cache file's format).
+  // "flops_per_second=2e10", "bytes_per_second=0", "kernel_seconds=0"; Parse reads it back (the
+  // measured cache's and --cost-model's format; the last two lines may be left out: 0).
   std::string Serialize(const Mesh& mesh) const;
   static absl::StatusOr<CostModel> Parse(absl::string_view text, const Mesh& mesh);
 };

@@ -16,6 +16,29 @@ double Work(const ir::Instruction& instruction, const OpRule& rule) {
   return work;
 }
 
+// Dispatches the op costs on its own: elementwise chains fuse into the kernel of a neighbour or
+// into one kernel per chain, and layout-only ops (reshape, broadcast) and leaves make none.
+double Dispatches(const ir::Instruction& instruction) {
+  const ir::Opcode opcode = instruction.opcode();
+  if (ir::IsElementwiseUnary(opcode) || ir::IsElementwiseBinary(opcode)) return 0;
+  switch (opcode) {
+    case ir::Opcode::kParameter:
+    case ir::Opcode::kConstant:
+    case ir::Opcode::kIota:
+    case ir::Opcode::kBroadcast:
+    case ir::Opcode::kReshape:
+    case ir::Opcode::kGetTupleElement:
+    case ir::Opcode::kTuple:
+    case ir::Opcode::kCompare:
+    case ir::Opcode::kSelect:
+    case ir::Opcode::kClamp:
+    case ir::Opcode::kConvert:
+      return 0;
+    default:
+      return 1;
+  }
+}
+
 // Fills in a strategy's shardings and costs from its factor axes.
 Strategy Costed(const ir::Instruction& instruction, const OpRule& rule, FactorAxes factors,
                 const Mesh& mesh, const CostModel& model) {
@@ -27,9 +50,21 @@ Strategy Costed(const ir::Instruction& instruction, const OpRule& rule, FactorAx
   }
   int64_t split = 1;
   for (const std::vector<int64_t>& axes : strategy.factors) split *= mesh.SizeOf(axes);
-  strategy.compute = Work(instruction, rule) / static_cast<double>(split) / model.flops_per_second;
   const int64_t result_bytes =
       ByteSize(instruction.shape()) / std::max<int64_t>(1, strategy.result.NumTiles(mesh));
+  // Bytes through memory: a kernel reads its operands' shards and writes its result's; a fused
+  // elementwise op only its result (its operands mostly come in registers).
+  double bytes = static_cast<double>(result_bytes);
+  const double dispatches = Dispatches(instruction);
+  for (size_t m = 0; m < rule.operands.size() && dispatches > 0; ++m) {
+    const ir::Shape& whole = rule.operands[m].instruction->shape();
+    const ir::Shape& shape =
+        whole.IsTuple() ? whole.tuple_elements().at(rule.operands[m].leaf) : whole;
+    bytes += static_cast<double>(ByteSize(shape)) /
+             static_cast<double>(std::max<int64_t>(1, strategy.operands[m].NumTiles(mesh)));
+  }
+  strategy.compute =
+      model.Kernel(Work(instruction, rule) / static_cast<double>(split), bytes, dispatches);
   strategy.memory = result_bytes;
   for (size_t f = 0; f < rule.factors.size(); ++f) {
     if (rule.factors[f].kind != FactorKind::kReduction) continue;

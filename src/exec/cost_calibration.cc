@@ -1,0 +1,315 @@
+// Timing the calibration programs on the mesh devices and fitting auto-sharding's cost model to
+// them: every program is a per-device module that all devices run at once, as a step does.
+#include "src/exec/cost_calibration.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <utility>
+
+#include "fmt/format.h"
+#include "src/base/status_macros.h"
+#include "src/exec/mesh_program.h"
+#include "src/ir/parser.h"
+
+namespace vkspmd::exec {
+namespace {
+
+using spmd::CollectiveKind;
+
+constexpr int64_t kBaseElements = 8;
+constexpr int64_t kTinyDotSize = 8;
+
+// f32 elements of a collective's input of about `bytes`, a multiple of the group size (the
+// reduce-scatter and all-to-all split it).
+int64_t Elements(int64_t bytes, int64_t group) {
+  return std::max<int64_t>(group, bytes / 4 / group * group);
+}
+
+std::string Header(int64_t devices) {
+  return fmt::format(
+      "HloModule calibration, num_partitions={}\n\n"
+      "%add (a: f32[], b: f32[]) -> f32[] {{\n  %a = f32[] parameter(0)\n"
+      "  %b = f32[] parameter(1)\n  ROOT %s = f32[] add(%a, %b)\n}}\n\n",
+      devices);
+}
+
+std::string NegateProgram(int64_t devices, int64_t elements) {
+  return Header(devices) + fmt::format(
+                               "ENTRY %main (p: f32[{0}]) -> f32[{0}] {{\n"
+                               "  %p = f32[{0}] parameter(0)\n"
+                               "  ROOT %n = f32[{0}] negate(%p)\n}}\n",
+                               elements);
+}
+
+// `count` dots chained x·w·w·…, each M×M by M×M: none can fuse with the next.
+std::string DotsProgram(int64_t devices, int64_t m, int count) {
+  std::string text = Header(devices) + fmt::format(
+                                           "ENTRY %main (x: f32[{0},{0}], w: f32[{0},{0}]) -> "
+                                           "f32[{0},{0}] {{\n  %d0 = f32[{0},{0}] parameter(0)\n"
+                                           "  %w = f32[{0},{0}] parameter(1)\n",
+                                           m);
+  for (int k = 1; k <= count; ++k) {
+    text += fmt::format(
+        "  {}%d{} = f32[{},{}] dot(%d{}, %w), lhs_contracting_dims={{1}}, "
+        "rhs_contracting_dims={{0}}\n",
+        k == count ? "ROOT " : "", k, m, m, k - 1);
+  }
+  return text + "}\n";
+}
+
+std::string GroupsText(const std::vector<std::vector<int64_t>>& groups) {
+  std::vector<std::string> parts;
+  for (const std::vector<int64_t>& group : groups) {
+    parts.push_back(fmt::format("{{{}}}", fmt::join(group, ",")));
+  }
+  return fmt::format("{{{}}}", fmt::join(parts, ","));
+}
+
+// `chain` collectives of `kind` along `axis`, each followed by the kernel that brings its result
+// back to the input's shape: x(k) = restore(collective(x(k-1))).
+std::string CollectiveProgram(const spmd::Mesh& mesh, int64_t axis, CollectiveKind kind,
+                              int64_t elements, int chain) {
+  const std::vector<std::vector<int64_t>> groups = mesh.GroupsAlong({axis});
+  const int64_t n = mesh.axis_size(axis);
+  const std::string replica_groups = GroupsText(groups);
+  std::vector<std::string> pairs;
+  for (const std::vector<int64_t>& group : groups) {
+    for (size_t i = 0; i < group.size(); ++i) {
+      pairs.push_back(fmt::format("{{{},{}}}", group[i], group[(i + 1) % group.size()]));
+    }
+  }
+  std::string text = Header(mesh.device_count()) +
+                     fmt::format(
+                         "ENTRY %main (p: f32[{0}]) -> f32[{0}] {{\n  %x0 = f32[{0}] parameter(0)\n"
+                         "  %half = f32[] constant(0.5)\n"
+                         "  %h = f32[{0}] broadcast(%half), dimensions={{}}\n",
+                         elements);
+  for (int k = 1; k <= chain; ++k) {
+    const std::string root = k == chain ? "ROOT " : "";
+    const std::string common = fmt::format("channel_id={}, replica_groups={}", k, replica_groups);
+    // The collective's result shape and attributes; then the kernel restoring the input's shape
+    // (a multiply where the shape stays).
+    int64_t result = elements;
+    std::string attributes;
+    std::string restore = fmt::format("{}%x{} = f32[{}] multiply(%c{}, %h)", root, k, elements, k);
+    switch (kind) {
+      case CollectiveKind::kAllReduce:
+        attributes = common + ", use_global_device_ids=true, to_apply=%add";
+        break;
+      case CollectiveKind::kAllGather:
+        result = elements * n;
+        attributes = common + ", dimensions={0}, use_global_device_ids=true";
+        restore =
+            fmt::format("{0}%x{1} = f32[{2}] slice(%c{1}), slice={{[0:{2}]}}", root, k, elements);
+        break;
+      case CollectiveKind::kReduceScatter:
+        result = elements / n;
+        attributes = common + ", use_global_device_ids=true, dimensions={0}, to_apply=%add";
+        restore = fmt::format(
+            "%b{0} = f32[{1},{2}] broadcast(%c{0}), dimensions={{1}}\n"
+            "  {3}%x{0} = f32[{4}] reshape(%b{0})",
+            k, n, result, root, elements);
+        break;
+      case CollectiveKind::kAllToAll:
+        attributes = common + ", dimensions={0}";
+        break;
+      case CollectiveKind::kCollectivePermute:
+        attributes =
+            fmt::format("channel_id={}, source_target_pairs={{{}}}", k, fmt::join(pairs, ","));
+        break;
+    }
+    text += fmt::format("  %c{} = f32[{}] {}(%x{}), {}\n  {}\n", k, result,
+                        std::string(spmd::CollectiveKindName(kind)), k - 1, attributes, restore);
+  }
+  return text + "}\n";
+}
+
+// Median wall seconds of one run of `text` on every device at once (arguments on the devices,
+// results left there), after a warm-up run.
+absl::StatusOr<double> TimeProgram(const std::string& text, const spmd::Mesh& mesh,
+                                   const std::vector<runtime::MeshDevice*>& devices, int repeats) {
+  VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<ir::Module> module, ir::ParseAndVerifyModule(text));
+  std::vector<ir::Shape> parameters;
+  for (const ir::Instruction* parameter : module->entry()->parameters()) {
+    parameters.push_back(parameter->shape());
+  }
+  std::unique_ptr<MeshProgram> program = MeshProgram::FromPerDeviceModule(std::move(module), mesh);
+  VKSPMD_RETURN_IF_ERROR(program->Compile(devices));
+  std::vector<std::unique_ptr<ShardedBuffer>> owned;
+  std::vector<const ShardedBuffer*> arguments;
+  for (size_t k = 0; k < parameters.size(); ++k) {
+    VKSPMD_ASSIGN_OR_RETURN(owned.emplace_back(), program->Scatter(ir::Literal(parameters[k]), k));
+    arguments.push_back(owned.back().get());
+  }
+  std::vector<double> seconds;
+  for (int r = 0; r <= repeats; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    VKSPMD_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<ShardedBuffer>> results,
+                            program->Run(arguments));
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (r > 0) seconds.push_back(elapsed);  // the first run warms caches and allocators
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
+double Charge(const ProgramLoad& load, const std::array<double, 3>& unit) {
+  return load.kernels * unit[0] + load.work * unit[1] + load.bytes * unit[2];
+}
+
+// Solves a·u = b for three unknowns by Gaussian elimination with partial pivoting; nullopt when
+// singular.
+std::optional<std::array<double, 3>> Solve3(std::array<std::array<double, 3>, 3> a,
+                                            std::array<double, 3> b) {
+  for (int c = 0; c < 3; ++c) {
+    int pivot = c;
+    for (int r = c + 1; r < 3; ++r) {
+      if (std::abs(a[r][c]) > std::abs(a[pivot][c])) pivot = r;
+    }
+    if (a[pivot][c] == 0) return std::nullopt;
+    std::swap(a[c], a[pivot]);
+    std::swap(b[c], b[pivot]);
+    for (int r = 0; r < 3; ++r) {
+      if (r == c) continue;
+      const double factor = a[r][c] / a[c][c];
+      for (int k = 0; k < 3; ++k) a[r][k] -= factor * a[c][k];
+      b[r] -= factor * b[c];
+    }
+  }
+  return std::array<double, 3>{b[0] / a[0][0], b[1] / a[1][1], b[2] / a[2][2]};
+}
+
+}  // namespace
+
+ProgramLoad BaseLoad() { return {1, kBaseElements, 8.0 * kBaseElements}; }
+
+ProgramLoad TinyDotsLoad() {
+  const double m = kTinyDotSize;
+  return {kTinyDots, kTinyDots * 2 * m * m * m, kTinyDots * 3 * 4 * m * m};
+}
+
+ProgramLoad BigDotsLoad(const CalibrationOptions& options) {
+  const double m = static_cast<double>(options.dot_size);
+  return {kBigDots, kBigDots * 2 * m * m * m, kBigDots * 3 * 4 * m * m};
+}
+
+ProgramLoad ElementwiseLoad(const CalibrationOptions& options) {
+  const double e = static_cast<double>(options.elementwise_elements);
+  return {1, e, 8 * e};
+}
+
+ProgramLoad CollectiveProgramLoad(CollectiveKind kind, int64_t bytes, int64_t group,
+                                  const CalibrationOptions& options) {
+  const double e = static_cast<double>(Elements(bytes, group));
+  // Each restoring kernel writes the input's elements and reads as many (a reduce-scatter's
+  // broadcast reads 1/n of them).
+  const double read = kind == CollectiveKind::kReduceScatter ? 4 * e / group : 4 * e;
+  return {static_cast<double>(options.chain), options.chain * e, options.chain * (4 * e + read)};
+}
+
+int64_t ModelBytes(CollectiveKind kind, int64_t bytes, int64_t group) {
+  const int64_t input = 4 * Elements(bytes, group);
+  return kind == CollectiveKind::kAllGather ? input * group : input;
+}
+
+absl::StatusOr<spmd::CostModel> FitCostModel(const CalibrationTimings& timings,
+                                             const spmd::Mesh& mesh,
+                                             const CalibrationOptions& options) {
+  const ProgramLoad base = BaseLoad();
+  const std::array<ProgramLoad, 3> loads = {TinyDotsLoad(), BigDotsLoad(options),
+                                            ElementwiseLoad(options)};
+  const std::array<double, 3> measured = {timings.tiny_dots, timings.big_dots, timings.elementwise};
+  std::array<std::array<double, 3>, 3> a;
+  std::array<double, 3> b;
+  for (int r = 0; r < 3; ++r) {
+    a[r] = {loads[r].kernels - base.kernels, loads[r].work - base.work,
+            loads[r].bytes - base.bytes};
+    b[r] = measured[r] - timings.base;
+  }
+  std::optional<std::array<double, 3>> unit = Solve3(a, b);
+  if (!unit.has_value() || !((*unit)[1] > 0)) {
+    return absl::InternalError(fmt::format(
+        "calibration: the dot timings give no flop rate (base {:.3g} s, {} tiny dots {:.3g} s, {} "
+        "{}^3 dots {:.3g} s): the device did not time as a device does",
+        timings.base, kTinyDots, timings.tiny_dots, kBigDots, options.dot_size, timings.big_dots));
+  }
+  // Noise can make the small terms come out negative: a kernel never costs less than nothing.
+  (*unit)[0] = std::max(0.0, (*unit)[0]);
+  (*unit)[2] = std::max(0.0, (*unit)[2]);
+  spmd::CostModel model = spmd::CostModel::Default(mesh);
+  model.kernel_seconds = (*unit)[0];
+  model.flops_per_second = 1 / (*unit)[1];
+  model.bytes_per_second = (*unit)[2] > 0 ? 1 / (*unit)[2] : 0;
+  const double fixed = timings.base - Charge(base, *unit);  // a run's cost beyond its kernels
+
+  if (timings.collectives.size() != static_cast<size_t>(mesh.axis_count())) {
+    return absl::InvalidArgumentError("calibration: collective timings for another mesh");
+  }
+  for (int64_t axis = 0; axis < mesh.axis_count(); ++axis) {
+    const int64_t n = mesh.axis_size(axis);
+    // The volume CostModel::Collective charges β for: its own formula at α 0, β 1.
+    spmd::CostModel unit_beta = model;
+    unit_beta.axes[axis].fill(spmd::AlphaBeta{0, 1});
+    for (int kind = 0; kind < spmd::kCollectiveKinds; ++kind) {
+      const auto k = static_cast<CollectiveKind>(kind);
+      if (n <= 1) {
+        model.axes[axis][kind] = {0, 0};
+        continue;
+      }
+      const std::vector<double>& seconds = timings.collectives[axis].at(kind);
+      std::vector<std::pair<double, double>> samples;
+      for (size_t s = 0; s < options.collective_bytes.size(); ++s) {
+        const int64_t bytes = options.collective_bytes[s];
+        const double kernels = Charge(CollectiveProgramLoad(k, bytes, n, options), *unit);
+        samples.emplace_back(unit_beta.Collective(k, axis, ModelBytes(k, bytes, n), mesh),
+                             (seconds.at(s) - fixed - kernels) / options.chain);
+      }
+      model.axes[axis][kind] = spmd::FitAlphaBeta(samples);
+    }
+  }
+  return model;
+}
+
+absl::StatusOr<CalibrationTimings> TimeCalibrationPrograms(
+    const spmd::Mesh& mesh, const std::vector<runtime::MeshDevice*>& devices,
+    const CalibrationOptions& options) {
+  if (devices.size() != static_cast<size_t>(mesh.device_count())) {
+    return absl::InvalidArgumentError(
+        fmt::format("calibration: {} devices for the mesh {}", devices.size(), mesh.ToString()));
+  }
+  if (options.collective_bytes.empty() || options.chain < 1 || options.repeats < 1) {
+    return absl::InvalidArgumentError("calibration: no sizes, chain or repeats to time");
+  }
+  const int64_t n = mesh.device_count();
+  const int repeats = options.repeats;
+  CalibrationTimings timings;
+  VKSPMD_ASSIGN_OR_RETURN(timings.base,
+                          TimeProgram(NegateProgram(n, kBaseElements), mesh, devices, repeats));
+  VKSPMD_ASSIGN_OR_RETURN(timings.tiny_dots, TimeProgram(DotsProgram(n, kTinyDotSize, kTinyDots),
+                                                         mesh, devices, repeats));
+  VKSPMD_ASSIGN_OR_RETURN(timings.big_dots, TimeProgram(DotsProgram(n, options.dot_size, kBigDots),
+                                                        mesh, devices, repeats));
+  VKSPMD_ASSIGN_OR_RETURN(
+      timings.elementwise,
+      TimeProgram(NegateProgram(n, options.elementwise_elements), mesh, devices, repeats));
+  timings.collectives.resize(mesh.axis_count());
+  for (int64_t axis = 0; axis < mesh.axis_count(); ++axis) {
+    timings.collectives[axis].resize(spmd::kCollectiveKinds);
+    if (mesh.axis_size(axis) <= 1) continue;
+    for (int kind = 0; kind < spmd::kCollectiveKinds; ++kind) {
+      for (int64_t bytes : options.collective_bytes) {
+        const std::string text =
+            CollectiveProgram(mesh, axis, static_cast<CollectiveKind>(kind),
+                              Elements(bytes, mesh.axis_size(axis)), options.chain);
+        VKSPMD_ASSIGN_OR_RETURN(double seconds, TimeProgram(text, mesh, devices, repeats));
+        timings.collectives[axis][kind].push_back(seconds);
+      }
+    }
+  }
+  return timings;
+}
+
+}  // namespace vkspmd::exec
