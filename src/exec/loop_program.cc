@@ -60,34 +60,51 @@ std::vector<ShardedBuffer*> Pointers(const std::vector<std::unique_ptr<ShardedBu
   return pointers;
 }
 
-// The replicated predicate every device computed; an error when they differ.
-absl::StatusOr<bool> ReadPredicate(const ShardedBuffer& predicate, const std::string& loop) {
-  std::optional<bool> value;
-  for (size_t d = 0; d < predicate.shard_count(); ++d) {
-    if (!predicate.addressable(d)) continue;
-    VKSPMD_ASSIGN_OR_RETURN(ir::Literal shard, predicate.DownloadShard(d));
-    const bool taken = shard.GetAsInt64(0) != 0;
-    if (value.has_value() && *value != taken) {
-      return absl::InternalError(fmt::format(
-          "while {}: the devices disagree on its condition (device {} says {})", loop, d, taken));
+// The replicated predicate or branch index every device computed; an error naming `what` when
+// they differ.
+absl::StatusOr<int64_t> ReadSelector(const ShardedBuffer& selector, const std::string& what) {
+  std::optional<int64_t> value;
+  for (size_t d = 0; d < selector.shard_count(); ++d) {
+    if (!selector.addressable(d)) continue;
+    VKSPMD_ASSIGN_OR_RETURN(ir::Literal shard, selector.DownloadShard(d));
+    const int64_t read = shard.GetAsInt64(0);
+    if (value.has_value() && *value != read) {
+      return absl::InternalError(
+          fmt::format("{}: the devices disagree on its {} (device {} says {}, device 0 {})", what,
+                      selector.shape().dtype() == ir::DType::kPred ? "condition" : "branch index",
+                      d, read, *value));
     }
-    value = taken;
+    value = read;
   }
   if (!value.has_value()) {
     return absl::FailedPreconditionError(
-        fmt::format("while {}: no device of this process holds its condition", loop));
+        fmt::format("{}: no device of this process holds its selector", what));
   }
   return *value;
 }
 
+// Leaves `next`, `next` + 1, ... as a value of `shape` (the entry's root, tuples nested).
+ir::Literal Nest(const ir::Shape& shape, std::vector<ir::Literal>& leaves, size_t& next) {
+  if (shape.IsArray()) return std::move(leaves.at(next++));
+  std::vector<ir::Literal> elements;
+  for (const ir::Shape& element : shape.tuple_elements()) {
+    elements.push_back(Nest(element, leaves, next));
+  }
+  return ir::Literal::Tuple(std::move(elements));
+}
+
 }  // namespace
 
-// A piece without loops (program), or a loop with the pieces around and inside it.
+// A piece without loops (program), a loop with the pieces around and inside it, or a
+// conditional with the pieces around it and its branches.
 struct LoopProgram::Stage {
   std::unique_ptr<MeshProgram> program;
-  std::string loop;
+  std::string loop;  // The while's or conditional's description.
   int64_t state_count = 0;
   std::unique_ptr<Stage> before, condition, body, after;
+  std::vector<std::unique_ptr<Stage>> branches;   // A conditional's.
+  std::vector<int64_t> operand_offsets;           // Per branch: its first leaf in before's outputs.
+  int64_t carried_offset = 0;                     // A conditional's carried leaves in before's.
   std::vector<ir::Sharding> parameter_shardings;  // Per parameter.
   std::vector<ir::Sharding> result_shardings;     // Per leaf of the root.
 };
@@ -97,7 +114,7 @@ LoopProgram::~LoopProgram() = default;
 absl::StatusOr<bool> LoopProgram::NeedsHostLoop(const ir::Module& module) {
   if (!ir::NeedsControlFlowLowering(module)) return false;
   VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<ir::Module> lowered, LowerKeepingLoops(module));
-  return ir::FirstEntryLoop(*lowered) != nullptr;
+  return ir::FirstHostControlFlow(*lowered) != nullptr;
 }
 
 absl::StatusOr<std::unique_ptr<LoopProgram>> LoopProgram::Partition(const ir::Module& module,
@@ -122,7 +139,7 @@ absl::StatusOr<std::unique_ptr<LoopProgram>> LoopProgram::Create(const ir::Modul
   std::unique_ptr<LoopProgram> program(new LoopProgram());
   program->mesh_ = mesh;
   program->per_device_ = per_device;
-  program->tuple_result_ = module.entry()->root()->shape().IsTuple();
+  program->root_shape_ = module.entry()->root()->shape();
   VKSPMD_ASSIGN_OR_RETURN(program->root_, program->Build(module, nullptr, nullptr));
   Stage* first = program->root_.get();
   while (first->program == nullptr) first = first->before.get();
@@ -135,7 +152,7 @@ absl::StatusOr<std::unique_ptr<LoopProgram::Stage>> LoopProgram::Build(
     const std::vector<ir::Sharding>* results) {
   VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<ir::Module> lowered, LowerKeepingLoops(module));
   auto stage = std::make_unique<Stage>();
-  const ir::Instruction* loop = ir::FirstEntryLoop(*lowered);
+  const ir::Instruction* loop = ir::FirstHostControlFlow(*lowered);
   if (loop == nullptr && per_device_) {
     stage->program = MeshProgram::FromPerDeviceModule(std::move(lowered), mesh_);
     stage->parameter_shardings.assign(stage->program->parameter_shardings().size(),
@@ -168,6 +185,10 @@ absl::StatusOr<std::unique_ptr<LoopProgram::Stage>> LoopProgram::Build(
     }
     return stage;
   }
+  if (loop->opcode() == ir::Opcode::kConditional) {
+    VKSPMD_RETURN_IF_ERROR(BuildConditional(*stage, *lowered, *loop, parameters, results));
+    return stage;
+  }
   VKSPMD_ASSIGN_OR_RETURN(ir::LoopSplit split, ir::SplitAtLoop(*lowered, *loop));
   ++loop_count_;
   stage->loop = split.loop;
@@ -183,6 +204,46 @@ absl::StatusOr<std::unique_ptr<LoopProgram::Stage>> LoopProgram::Build(
   stage->parameter_shardings = stage->before->parameter_shardings;
   stage->result_shardings = stage->after->result_shardings;
   return stage;
+}
+
+absl::Status LoopProgram::BuildConditional(Stage& stage, const ir::Module& module,
+                                           const ir::Instruction& conditional,
+                                           const std::vector<ir::Sharding>* parameters,
+                                           const std::vector<ir::Sharding>* results) {
+  VKSPMD_ASSIGN_OR_RETURN(ir::ConditionalSplit split, ir::SplitAtConditional(module, conditional));
+  ++conditional_count_;
+  stage.loop = split.conditional;
+  VKSPMD_ASSIGN_OR_RETURN(stage.before, Build(*split.before, parameters, nullptr));
+  std::vector<ir::Sharding> before_results = stage.before->result_shardings;
+  const ir::Sharding replicated = ir::Sharding::Replicated();
+  if (!SameShards(before_results[0], replicated, split.before->entry()->root()->operand(0)->shape(),
+                  mesh_.device_count())) {
+    // Every device must hold the selector to take the same branch: partitioned again with it
+    // replicated, the rest as it came out.
+    before_results[0] = replicated;
+    VKSPMD_ASSIGN_OR_RETURN(stage.before, Build(*split.before, parameters, &before_results));
+  }
+  int64_t offset = 1;
+  std::vector<ir::Sharding> branch_results;  // The first branch's, which every other must match.
+  for (size_t i = 0; i < split.branches.size(); ++i) {
+    const std::vector<ir::Sharding> operands(
+        before_results.begin() + offset, before_results.begin() + offset + split.operand_counts[i]);
+    stage.operand_offsets.push_back(offset);
+    offset += split.operand_counts[i];
+    VKSPMD_ASSIGN_OR_RETURN(
+        std::unique_ptr<Stage> branch,
+        Build(*split.branches[i], &operands, i == 0 ? nullptr : &branch_results));
+    if (i == 0) branch_results = branch->result_shardings;
+    stage.branches.push_back(std::move(branch));
+  }
+  stage.carried_offset = offset;
+  std::vector<ir::Sharding> after_parameters = branch_results;
+  after_parameters.insert(after_parameters.end(), before_results.begin() + offset,
+                          before_results.end());
+  VKSPMD_ASSIGN_OR_RETURN(stage.after, Build(*split.after, &after_parameters, results));
+  stage.parameter_shardings = stage.before->parameter_shardings;
+  stage.result_shardings = stage.after->result_shardings;
+  return absl::OkStatus();
 }
 
 absl::Status LoopProgram::Compile(std::vector<runtime::MeshDevice*> devices,
@@ -201,7 +262,10 @@ absl::Status LoopProgram::CompileStage(Stage& stage,
   if (stage.program != nullptr) return stage.program->Compile(devices, options);
   for (Stage* piece :
        {stage.before.get(), stage.condition.get(), stage.body.get(), stage.after.get()}) {
-    VKSPMD_RETURN_IF_ERROR(CompileStage(*piece, devices, options));
+    if (piece != nullptr) VKSPMD_RETURN_IF_ERROR(CompileStage(*piece, devices, options));
+  }
+  for (const std::unique_ptr<Stage>& branch : stage.branches) {
+    VKSPMD_RETURN_IF_ERROR(CompileStage(*branch, devices, options));
   }
   return absl::OkStatus();
 }
@@ -209,6 +273,7 @@ absl::Status LoopProgram::CompileStage(Stage& stage,
 absl::StatusOr<std::vector<std::unique_ptr<ShardedBuffer>>> LoopProgram::Run(
     const std::vector<const ShardedBuffer*>& arguments) {
   last_iterations_ = 0;
+  last_branches_.clear();
   std::vector<ShardedBuffer*> borrowed;
   for (const ShardedBuffer* argument : arguments) {
     borrowed.push_back(const_cast<ShardedBuffer*>(argument));  // Never donated below.
@@ -221,6 +286,7 @@ absl::StatusOr<std::vector<std::unique_ptr<ShardedBuffer>>> LoopProgram::RunStag
   if (stage.program != nullptr) return stage.program->Run(arguments, donate);
   VKSPMD_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<ShardedBuffer>> outputs,
                           RunStage(*stage.before, arguments, donate));
+  if (!stage.branches.empty()) return RunConditional(stage, std::move(outputs));
   std::vector<std::unique_ptr<ShardedBuffer>> state;
   for (int64_t i = 0; i < stage.state_count; ++i) state.push_back(std::move(outputs[i]));
   const std::vector<bool> keep(state.size(), false);
@@ -228,8 +294,9 @@ absl::StatusOr<std::vector<std::unique_ptr<ShardedBuffer>>> LoopProgram::RunStag
   for (;;) {
     VKSPMD_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<ShardedBuffer>> predicate,
                             RunStage(*stage.condition, Pointers(state), keep));
-    VKSPMD_ASSIGN_OR_RETURN(const bool taken, ReadPredicate(*predicate.at(0), stage.loop));
-    if (!taken) break;
+    VKSPMD_ASSIGN_OR_RETURN(const int64_t taken,
+                            ReadSelector(*predicate.at(0), "while " + stage.loop));
+    if (taken == 0) break;
     // The body takes the state's buffers: where it updates a leaf in place nothing is copied.
     VKSPMD_ASSIGN_OR_RETURN(state, RunStage(*stage.body, Pointers(state), give));
     ++last_iterations_;
@@ -238,6 +305,32 @@ absl::StatusOr<std::vector<std::unique_ptr<ShardedBuffer>>> LoopProgram::RunStag
     state.push_back(std::move(outputs[i]));
   }
   return RunStage(*stage.after, Pointers(state), std::vector<bool>(state.size(), true));
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<ShardedBuffer>>> LoopProgram::RunConditional(
+    Stage& stage, std::vector<std::unique_ptr<ShardedBuffer>> outputs) {
+  VKSPMD_ASSIGN_OR_RETURN(const int64_t selector,
+                          ReadSelector(*outputs.at(0), "conditional " + stage.loop));
+  const auto count = static_cast<int64_t>(stage.branches.size());
+  int64_t chosen = count - 1;  // As XLA: an index outside 0..N-1 runs the last branch.
+  if (outputs[0]->shape().dtype() == ir::DType::kPred) {
+    chosen = selector != 0 ? 0 : 1;
+  } else if (selector >= 0 && selector < count) {
+    chosen = selector;
+  }
+  last_branches_.push_back(chosen);
+  const int64_t first = stage.operand_offsets[chosen];
+  const int64_t end = chosen + 1 < count ? stage.operand_offsets[chosen + 1] : stage.carried_offset;
+  std::vector<ShardedBuffer*> operands;
+  for (int64_t i = first; i < end; ++i) operands.push_back(outputs[i].get());
+  // The operand's buffers are before's outputs, used by nothing else: the branch may take them.
+  VKSPMD_ASSIGN_OR_RETURN(
+      std::vector<std::unique_ptr<ShardedBuffer>> values,
+      RunStage(*stage.branches[chosen], operands, std::vector<bool>(operands.size(), true)));
+  for (size_t i = static_cast<size_t>(stage.carried_offset); i < outputs.size(); ++i) {
+    values.push_back(std::move(outputs[i]));
+  }
+  return RunStage(*stage.after, Pointers(values), std::vector<bool>(values.size(), true));
 }
 
 absl::StatusOr<std::vector<ir::Literal>> LoopProgram::RunPerDevice(
@@ -275,8 +368,8 @@ absl::StatusOr<std::vector<ir::Literal>> LoopProgram::RunPerDevice(
       VKSPMD_ASSIGN_OR_RETURN(ir::Literal leaf, result->DownloadShard(d));
       leaves.push_back(std::move(leaf));
     }
-    outputs.push_back(tuple_result_ ? ir::Literal::Tuple(std::move(leaves))
-                                    : std::move(leaves.at(0)));
+    size_t next = 0;
+    outputs.push_back(Nest(root_shape_, leaves, next));
   }
   return outputs;
 }
@@ -295,8 +388,8 @@ absl::StatusOr<ir::Literal> LoopProgram::Run(const std::vector<ir::Literal>& arg
     VKSPMD_ASSIGN_OR_RETURN(ir::Literal leaf, result->Gather());
     leaves.push_back(std::move(leaf));
   }
-  if (tuple_result_) return ir::Literal::Tuple(std::move(leaves));
-  return std::move(leaves.at(0));
+  size_t next = 0;
+  return Nest(root_shape_, leaves, next);
 }
 
 }  // namespace vkspmd::exec

@@ -2,6 +2,7 @@
 #include "src/ir/control_flow_lowering.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -61,6 +62,15 @@ class Lowerer {
   // The copy of `computation` in the result, lowered (made once per computation).
   absl::StatusOr<Computation*> Lower(const Computation& computation) {
     if (auto found = lowered_.find(&computation); found != lowered_.end()) return found->second;
+    // A called computation runs on its own (a kept loop's body, a kept conditional's branch):
+    // no conditional around it is being if-converted.
+    const int64_t outer_depth = std::exchange(branch_depth_, 0);
+    absl::StatusOr<Computation*> lowered = LowerAtTop(computation);
+    branch_depth_ = outer_depth;
+    return lowered;
+  }
+
+  absl::StatusOr<Computation*> LowerAtTop(const Computation& computation) {
     auto copy = std::make_unique<Computation>(computation.name());
     Target target{copy.get(), {}};
     std::vector<Instruction*> parameters;
@@ -189,14 +199,16 @@ class Lowerer {
     absl::StatusOr<int64_t> counted = TripCount(loop, *state);
     if (absl::IsUnimplemented(counted.status()) && options_.keep_unknown_loops) {
       if (branch_depth_ > 0) {
-        // If-conversion runs every branch: the loop would run (maybe forever) untaken too.
+        // If-conversion runs every branch: the loop would run (maybe forever) untaken too. The
+        // outermost conditional being if-converted is kept instead (EmitConditional).
+        unknown_loop_in_branch_ = true;
         return absl::UnimplementedError(fmt::format(
             "while {}: its trip count is unknown and it is inside a conditional's branch; "
             "branches are if-converted (every branch runs), so only a loop whose trip count is "
             "known may be in one",
             loop.Describe()));
       }
-      return KeepLoop(target, loop, state);
+      return KeepCalling(target, loop, {state});
     }
     VKSPMD_ASSIGN_OR_RETURN(const int64_t trips, std::move(counted));
     const int64_t body_size = static_cast<int64_t>(body.instructions().size());
@@ -219,10 +231,10 @@ class Lowerer {
     return state;
   }
 
-  // `loop` itself over lowered copies of its condition and body.
-  absl::StatusOr<Instruction*> KeepLoop(Target& target, const Instruction& loop,
-                                        Instruction* state) {
-    auto clone = CloneWith(loop, {state});
+  // `instruction` itself (a while, a conditional) over lowered copies of what it calls.
+  absl::StatusOr<Instruction*> KeepCalling(Target& target, const Instruction& instruction,
+                                           std::vector<Instruction*> operands) {
+    auto clone = CloneWith(instruction, std::move(operands));
     for (Computation*& called : clone->attributes().called) {
       VKSPMD_ASSIGN_OR_RETURN(called, Lower(*called));
     }
@@ -234,11 +246,18 @@ class Lowerer {
                                                Target& target) {
     const std::vector<Computation*>& branches = conditional.attributes().called;
     std::vector<Instruction*> results;
+    if (branch_depth_ == 0) unknown_loop_in_branch_ = false;
     ++branch_depth_;
     for (size_t i = 0; i < branches.size(); ++i) {
       absl::StatusOr<Instruction*> result = Emit(*branches[i], {operands[i + 1]}, target);
       if (!result.ok()) {
         --branch_depth_;
+        // A loop of unknown trip count in a branch: the host picks the branch (exec::LoopProgram)
+        // and this conditional stays one over lowered copies of its branches. What the attempt
+        // emitted is unreachable and goes with RemoveUnreachable.
+        if (branch_depth_ == 0 && unknown_loop_in_branch_ && options_.keep_unknown_loops) {
+          return KeepCalling(target, conditional, operands);
+        }
         return result.status();
       }
       results.push_back(*result);
@@ -292,6 +311,8 @@ class Lowerer {
   absl::flat_hash_map<const Computation*, Computation*> lowered_;
   int64_t added_ = 0;
   int64_t branch_depth_ = 0;  // Conditionals being if-converted around the current instruction.
+  // Set when a loop of unknown trip count was found inside a conditional being if-converted.
+  bool unknown_loop_in_branch_ = false;
 };
 
 }  // namespace

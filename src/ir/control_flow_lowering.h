@@ -16,7 +16,9 @@ struct ControlFlowLoweringOptions {
   // error rather than a compile that never ends.
   int64_t max_instructions = 100'000;
   // A while whose trip count is unknown stays a while (its condition and body lowered) instead
-  // of being an error: exec::LoopProgram runs such loops from the host (ir/loop_split.h).
+  // of being an error, and a conditional with such a loop in a branch stays a conditional (its
+  // branches lowered; if-conversion would run the loop untaken too): exec::LoopProgram runs them
+  // from the host (ir/loop_split.h).
   bool keep_unknown_loops = false;
 };
 
@@ -34,6 +36,8 @@ bool NeedsControlFlowLowering(const Module& module);
 // - conditional: every branch inlined, the result selected leaf by leaf (a pred picks branch 0
 //   when true; an index outside 0..N-1 picks the last branch, as XLA). Every op of the IR is a
 //   function of its operands, so evaluating the branches not taken changes nothing but the cost.
+//   With keep_unknown_loops, a conditional whose branch holds a loop of unknown trip count stays
+//   a conditional over lowered copies of its branches (the host picks the branch).
 // Names stay unique (an inlined name that is taken gets a .N suffix); parameters, the root's
 // shape, aliases and counts are unchanged. The CPU reference evaluates the original module.
 absl::StatusOr<std::unique_ptr<Module>> LowerControlFlow(

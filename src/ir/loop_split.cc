@@ -1,6 +1,7 @@
-// Splitting a module at a loop into before/condition/body/after modules (see loop_split.h).
+// Splitting a module at a loop or conditional into the modules the host runs (see loop_split.h).
 #include "src/ir/loop_split.h"
 
+#include <functional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -71,24 +72,42 @@ class StageWriter {
     return element;
   }
 
+  // The array leaves of `value`, depth first.
   std::vector<Instruction*> Leaves(Instruction* value) {
     if (value->shape().IsArray()) return {value};
     std::vector<Instruction*> leaves;
     for (size_t i = 0; i < value->shape().tuple_elements().size(); ++i) {
-      leaves.push_back(Element(value, static_cast<int64_t>(i)));
+      for (Instruction* leaf : Leaves(Element(value, static_cast<int64_t>(i)))) {
+        leaves.push_back(leaf);
+      }
     }
     return leaves;
   }
 
-  // The leaves as a value of `shape` (an array: the one leaf).
-  Instruction* Pack(const std::vector<Instruction*>& leaves, const Shape& shape) {
-    return shape.IsArray() ? leaves[0] : Tuple(leaves);
+  // Leaves `next`, `next` + 1, ... as a value of `shape` (an array: the one leaf).
+  Instruction* Pack(const std::vector<Instruction*>& leaves, const Shape& shape, size_t& next) {
+    if (shape.IsArray()) return leaves.at(next++);
+    std::vector<Instruction*> elements;
+    for (const Shape& element : shape.tuple_elements()) {
+      elements.push_back(Pack(leaves, element, next));
+    }
+    return Tuple(elements);
   }
 
-  Instruction* Tuple(const std::vector<Instruction*>& leaves) {
+  // New parameters for the leaves of `shape`, packed as a value of it.
+  Instruction* Parameters(const Shape& shape, const std::string& name) {
+    std::vector<Instruction*> leaves;
+    for (const Shape& leaf : LeafShapes(shape)) {
+      leaves.push_back(Parameter(leaf, fmt::format("{}.{}", name, leaves.size())));
+    }
+    size_t next = 0;
+    return Pack(leaves, shape, next);
+  }
+
+  Instruction* Tuple(const std::vector<Instruction*>& elements) {
     std::vector<Shape> shapes;
-    for (const Instruction* leaf : leaves) shapes.push_back(leaf->shape());
-    return New(Opcode::kTuple, Shape::Tuple(std::move(shapes)), leaves, "tuple");
+    for (const Instruction* element : elements) shapes.push_back(element->shape());
+    return New(Opcode::kTuple, Shape::Tuple(std::move(shapes)), elements, "tuple");
   }
 
   std::unique_ptr<Module> Finish(Instruction* root) {
@@ -149,21 +168,8 @@ class StageWriter {
   absl::flat_hash_map<const Computation*, Computation*> copies_;
 };
 
-bool IsFlatState(const Shape& shape) {
-  if (shape.IsArray()) return true;
-  for (const Shape& element : shape.tuple_elements()) {
-    if (!element.IsArray()) return false;
-  }
-  return true;
-}
-
-// The leaves of a state of `shape`.
-std::vector<Shape> LeafShapes(const Shape& shape) {
-  return shape.IsArray() ? std::vector<Shape>{shape} : shape.tuple_elements();
-}
-
-// The initial leaves, with the while's sharding of each (a tuple sharding per element, any
-// other for every leaf) as an annotated copy.
+// The initial leaves, with the while's sharding of each (a tuple sharding lists one per leaf,
+// as XLA's do; any other is every leaf's) as an annotated copy.
 std::vector<Instruction*> ShardedInitialLeaves(StageWriter& writer, const Instruction& loop,
                                                Instruction* initial) {
   std::vector<Instruction*> leaves = writer.Leaves(initial);
@@ -180,100 +186,160 @@ std::vector<Instruction*> ShardedInitialLeaves(StageWriter& writer, const Instru
   return leaves;
 }
 
+// The entry cut at `at`: `at` and everything that depends on it run after it, the rest before;
+// `carried` are the values computed before that the code after reads.
+struct Cut {
+  absl::flat_hash_set<const Instruction*> later;
+  std::vector<const Instruction*> carried;
+};
+
+absl::StatusOr<Cut> CutAt(const Computation& entry, const Instruction& at) {
+  Cut cut;
+  cut.later.insert(&at);
+  absl::flat_hash_set<const Instruction*> is_carried;
+  for (const auto& instruction : entry.instructions()) {
+    if (instruction.get() == &at) continue;
+    bool depends = false;
+    for (const Instruction* operand : instruction->operands()) {
+      depends |= cut.later.contains(operand);
+    }
+    if (!depends) continue;
+    cut.later.insert(instruction.get());
+    for (const Instruction* operand : instruction->operands()) {
+      if (cut.later.contains(operand) || !is_carried.insert(operand).second) continue;
+      cut.carried.push_back(operand);
+    }
+  }
+  if (!cut.later.contains(entry.root())) {
+    return absl::InternalError(fmt::format("{}: the entry's root does not use it", at.Describe()));
+  }
+  return cut;
+}
+
+// The code before the cut → tuple(`inputs`' leaves, the carried leaves); `inputs` picks the
+// values handed to the split instruction from the cloned entry.
+using InputLeaves = std::function<std::vector<Instruction*>(
+    StageWriter&, const absl::flat_hash_map<const Instruction*, Instruction*>&)>;
+
+std::unique_ptr<Module> WriteBefore(const Module& module, const Cut& cut,
+                                    const InputLeaves& inputs) {
+  StageWriter before(module, module.name() + ".before");
+  absl::flat_hash_map<const Instruction*, Instruction*> mapped;
+  for (const auto& instruction : module.entry()->instructions()) {
+    if (cut.later.contains(instruction.get())) continue;
+    std::vector<Instruction*> operands;
+    for (const Instruction* operand : instruction->operands()) {
+      operands.push_back(mapped.at(operand));
+    }
+    mapped[instruction.get()] = before.Clone(*instruction, std::move(operands));
+  }
+  std::vector<Instruction*> outputs = inputs(before, mapped);
+  for (const Instruction* value : cut.carried) {
+    for (Instruction* leaf : before.Leaves(mapped.at(value))) outputs.push_back(leaf);
+  }
+  return before.Finish(before.Tuple(outputs));
+}
+
+// The split instruction's result leaves and the carried leaves → the entry's root, whose leaves
+// are one flat tuple when it nests tuples (the programs return arrays or a tuple of them).
+std::unique_ptr<Module> WriteAfter(const Module& module, const Cut& cut, const Instruction& at) {
+  StageWriter after(module, module.name() + ".after");
+  absl::flat_hash_map<const Instruction*, Instruction*> mapped;
+  mapped[&at] = after.Parameters(at.shape(), "result");
+  for (const Instruction* value : cut.carried) {
+    mapped[value] = after.Parameters(value->shape(), value->name());
+  }
+  const Computation& entry = *module.entry();
+  for (const auto& instruction : entry.instructions()) {
+    if (!cut.later.contains(instruction.get()) || instruction.get() == &at) continue;
+    std::vector<Instruction*> operands;
+    for (const Instruction* operand : instruction->operands()) {
+      operands.push_back(mapped.at(operand));
+    }
+    mapped[instruction.get()] = after.Clone(*instruction, std::move(operands));
+  }
+  Instruction* root = mapped.at(entry.root());
+  const Shape& shape = root->shape();
+  const bool nested = shape.IsTuple() && LeafShapes(shape).size() != shape.tuple_elements().size();
+  if (!nested) return after.Finish(root);
+  Instruction* flat = after.Tuple(after.Leaves(root));
+  // A tuple sharding lists the leaves' shardings, so it fits the flat tuple as it is.
+  if (entry.root()->sharding().has_value()) flat->set_sharding(entry.root()->sharding());
+  return after.Finish(flat);
+}
+
+// `computation` (one parameter) as a module of its own: the leaves of `argument` → tuple(the
+// leaves of its result).
+std::unique_ptr<Module> WriteCalled(const Module& module, const Computation& computation,
+                                    const Shape& argument, bool flat_result) {
+  StageWriter writer(module, fmt::format("{}.{}", module.name(), computation.name()));
+  Instruction* result = writer.Inline(computation, writer.Parameters(argument, "state"));
+  return writer.Finish(flat_result ? writer.Tuple(writer.Leaves(result)) : result);
+}
+
 }  // namespace
 
-const Instruction* FirstEntryLoop(const Module& module) {
+std::vector<Shape> LeafShapes(const Shape& shape) {
+  if (shape.IsArray()) return {shape};
+  std::vector<Shape> leaves;
+  for (const Shape& element : shape.tuple_elements()) {
+    for (Shape& leaf : LeafShapes(element)) leaves.push_back(std::move(leaf));
+  }
+  return leaves;
+}
+
+const Instruction* FirstHostControlFlow(const Module& module) {
   for (const auto& instruction : module.entry()->instructions()) {
-    if (instruction->opcode() == Opcode::kWhile) return instruction.get();
+    if (instruction->opcode() == Opcode::kWhile || instruction->opcode() == Opcode::kConditional) {
+      return instruction.get();
+    }
   }
   return nullptr;
 }
 
 absl::StatusOr<LoopSplit> SplitAtLoop(const Module& module, const Instruction& loop) {
-  const Computation& entry = *module.entry();
   LoopSplit split;
   split.loop = loop.Describe();
-  if (!IsFlatState(loop.shape())) {
-    return absl::UnimplementedError(fmt::format(
-        "while {}: a host-driven loop needs its state to be an array or a tuple of arrays",
-        split.loop));
-  }
-  const std::vector<Shape> leaf_shapes = LeafShapes(loop.shape());
-  split.state_count = static_cast<int64_t>(leaf_shapes.size());
-  // The loop and everything that depends on it run after it; the rest before.
-  absl::flat_hash_set<const Instruction*> later = {&loop};
-  std::vector<const Instruction*> carried;
-  absl::flat_hash_set<const Instruction*> is_carried;
-  for (const auto& instruction : entry.instructions()) {
-    if (instruction.get() == &loop) continue;
-    bool depends = false;
-    for (const Instruction* operand : instruction->operands()) depends |= later.contains(operand);
-    if (!depends) continue;
-    later.insert(instruction.get());
-    for (const Instruction* operand : instruction->operands()) {
-      if (later.contains(operand) || is_carried.contains(operand)) continue;
-      if (!operand->shape().IsArray()) {
-        return absl::UnimplementedError(fmt::format(
-            "while {}: {} is a tuple used after the loop; a host-driven loop carries only arrays "
-            "past it",
-            split.loop, operand->Describe()));
-      }
-      is_carried.insert(operand);
-      carried.push_back(operand);
-    }
-  }
-  if (!later.contains(entry.root())) {
-    return absl::InternalError(
-        fmt::format("while {}: the entry's root does not use it", split.loop));
-  }
-
-  StageWriter before(module, module.name() + ".before");
-  absl::flat_hash_map<const Instruction*, Instruction*> mapped;
-  for (const auto& instruction : entry.instructions()) {
-    if (later.contains(instruction.get())) continue;
-    std::vector<Instruction*> operands;
-    for (const Instruction* operand : instruction->operands())
-      operands.push_back(mapped.at(operand));
-    mapped[instruction.get()] = before.Clone(*instruction, std::move(operands));
-  }
-  std::vector<Instruction*> outputs =
-      ShardedInitialLeaves(before, loop, mapped.at(loop.operand(0)));
-  for (const Instruction* value : carried) outputs.push_back(mapped.at(value));
-  split.before = before.Finish(before.Tuple(outputs));
-
+  split.state_count = static_cast<int64_t>(LeafShapes(loop.shape()).size());
+  VKSPMD_ASSIGN_OR_RETURN(const Cut cut, CutAt(*module.entry(), loop));
+  split.before = WriteBefore(module, cut, [&](StageWriter& before, const auto& mapped) {
+    return ShardedInitialLeaves(before, loop, mapped.at(loop.operand(0)));
+  });
   const std::vector<Computation*>& called = loop.attributes().called;
-  for (const bool is_body : {false, true}) {
-    StageWriter writer(module, fmt::format("{}.{}", module.name(), called[is_body]->name()));
-    std::vector<Instruction*> state;
-    for (size_t i = 0; i < leaf_shapes.size(); ++i) {
-      state.push_back(writer.Parameter(leaf_shapes[i], fmt::format("state.{}", i)));
-    }
-    Instruction* result = writer.Inline(*called[is_body], writer.Pack(state, loop.shape()));
-    if (is_body) {
-      split.body = writer.Finish(writer.Tuple(writer.Leaves(result)));
-    } else {
-      split.condition = writer.Finish(result);
-    }
-  }
+  split.condition = WriteCalled(module, *called[0], loop.shape(), /*flat_result=*/false);
+  split.body = WriteCalled(module, *called[1], loop.shape(), /*flat_result=*/true);
+  split.after = WriteAfter(module, cut, loop);
+  return split;
+}
 
-  StageWriter after(module, module.name() + ".after");
-  mapped.clear();
-  std::vector<Instruction*> result;
-  for (size_t i = 0; i < leaf_shapes.size(); ++i) {
-    result.push_back(after.Parameter(leaf_shapes[i], fmt::format("result.{}", i)));
+absl::StatusOr<ConditionalSplit> SplitAtConditional(const Module& module,
+                                                    const Instruction& conditional) {
+  ConditionalSplit split;
+  split.conditional = conditional.Describe();
+  const std::vector<Computation*>& branches = conditional.attributes().called;
+  const Shape& selector = conditional.operand(0)->shape();
+  if (!selector.IsArray() || selector.rank() != 0 ||
+      (selector.dtype() != DType::kPred && selector.dtype() != DType::kS32)) {
+    return absl::InvalidArgumentError(
+        fmt::format("conditional {}: its selector must be pred[] or s32[]", split.conditional));
   }
-  mapped[&loop] = after.Pack(result, loop.shape());
-  for (const Instruction* value : carried) {
-    mapped[value] = after.Parameter(value->shape(), value->name());
+  VKSPMD_ASSIGN_OR_RETURN(const Cut cut, CutAt(*module.entry(), conditional));
+  split.before = WriteBefore(module, cut, [&](StageWriter& before, const auto& mapped) {
+    std::vector<Instruction*> inputs = {mapped.at(conditional.operand(0))};
+    for (size_t i = 0; i < branches.size(); ++i) {
+      for (Instruction* leaf : before.Leaves(mapped.at(conditional.operand(i + 1)))) {
+        inputs.push_back(leaf);
+      }
+    }
+    return inputs;
+  });
+  for (size_t i = 0; i < branches.size(); ++i) {
+    const Shape& operand = conditional.operand(i + 1)->shape();
+    split.operand_counts.push_back(static_cast<int64_t>(LeafShapes(operand).size()));
+    split.branches.push_back(WriteCalled(module, *branches[i], operand, /*flat_result=*/true));
   }
-  for (const auto& instruction : entry.instructions()) {
-    if (!later.contains(instruction.get()) || instruction.get() == &loop) continue;
-    std::vector<Instruction*> operands;
-    for (const Instruction* operand : instruction->operands())
-      operands.push_back(mapped.at(operand));
-    mapped[instruction.get()] = after.Clone(*instruction, std::move(operands));
-  }
-  split.after = after.Finish(mapped.at(entry.root()));
+  split.result_count = static_cast<int64_t>(LeafShapes(conditional.shape()).size());
+  split.after = WriteAfter(module, cut, conditional);
   return split;
 }
 

@@ -47,6 +47,42 @@ def switch(index, x):
     return {"output": branches[index if 0 <= index < 3 else 2]()}
 
 
+def grow(x, limit):
+    # The grow loop: scale by 1.5 and add 0.25 until the largest element reaches the limit.
+    count = 0
+    while x.max() < limit:
+        x = x * np.float32(1.5) + np.float32(0.25)
+        count += 1
+    return np.int32(count), x
+
+
+def nested_state(x, limit, y):
+    # tests/testdata/control_flow/nested_state.hlo: grow with the state (count, (x, limit)).
+    magnitude, far = np.abs(x), limit * np.float32(100)
+    count, final = grow(magnitude, far)
+    total = final + y
+    return {"output.0": count, "output.1.0": total, "output.1.1": total - magnitude,
+            "output.2.0": magnitude, "output.2.1": far}
+
+
+def loop_in_branch(x, limit, k):
+    # tests/testdata/control_flow/loop_in_branch.hlo: switch(k) over grow / halve / triple, then
+    # grow again past 4 times the limit if the count is positive, else double.
+    magnitude, far = np.abs(x), limit * np.float32(100)
+    branches = [lambda: grow(magnitude, far),
+                lambda: (np.int32(-1), magnitude * np.float32(0.5)),
+                lambda: (np.int32(3), magnitude * np.float32(3))]
+    count, v = branches[k if 0 <= k < 3 else 2]()
+    count2, w = grow(v, far * np.float32(4)) if count > 0 else (np.int32(0), v + v)
+    return {"output.0": count, "output.1": count2, "output.2": w + magnitude}
+
+
+def loop_in_branch_case(k):
+    return (CONTROL_FLOW + "loop_in_branch.hlo",
+            lambda rng: [floats(rng, 6), np.array(0.05, np.float32), np.array(k, np.int32)],
+            loop_in_branch)
+
+
 CONTROL_FLOW = "../../testdata/control_flow/"
 
 # name: (module, inputs from a generator, the oracle's outputs by file stem)
@@ -62,6 +98,13 @@ CASES = {
                  switch),
     "switch_out_of_range": (CONTROL_FLOW + "switch.hlo",
                             lambda rng: [np.array(-4, np.int32), ints(rng, 5)], switch),
+    "nested_state": (CONTROL_FLOW + "nested_state.hlo",
+                     lambda rng: [floats(rng, 6), np.array(0.05, np.float32), floats(rng, 6)],
+                     nested_state),
+    "loop_in_branch_0": loop_in_branch_case(0),
+    "loop_in_branch_1": loop_in_branch_case(1),
+    "loop_in_branch_2": loop_in_branch_case(2),
+    "loop_in_branch_out_of_range": loop_in_branch_case(5),
     "jax_int_rows": ("jax_int_rows.hlo", lambda rng: [ints(rng, 8, 5), ints(rng, 8, 5)],
                      lambda x, y: {"output": (x * y + x).sum(axis=1, dtype=np.int32)}),
     "per_device_int": ("per_device_int.hlo", lambda rng: [ints(rng, 7, 3)], per_device_int),

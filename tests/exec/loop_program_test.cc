@@ -1,8 +1,9 @@
 // Loops of unknown trip count driven from the host (exec::LoopProgram): loops whose count
-// depends on the data, zero-iteration loops and a loop nested in another's body, on one device
-// and partitioned over meshes of 2, 4 and 2x2 devices (the state split unevenly), each equal to
-// the CPU reference running the real loops; the iterations counted on the host match the
-// reference's counter; a state the host cannot carry is refused naming the loop.
+// depends on the data, zero-iteration loops, a loop nested in another's body, a state of nested
+// tuples and loops inside conditional branches (the host picks the branch), on one device and
+// partitioned over meshes of 2, 4 and 2x2 devices (the state split unevenly), each equal to the
+// CPU reference running the real loops; the iterations and branches counted on the host match the
+// reference's; devices disagreeing on a condition or a branch are an error naming it.
 #include "src/exec/loop_program.h"
 
 #include <gtest/gtest.h>
@@ -74,12 +75,30 @@ class LoopProgramTest : public DeviceTest {
     absl::StatusOr<Literal> result = (*loops)->Run(arguments);
     if (!result.ok()) return "run: " + result.status().ToString();
     if (iterations != nullptr) *iterations = (*loops)->last_iterations();
+    branches_ = (*loops)->last_branches();
     collectives_ = (*loops)->collective_count();
     return CompareLiterals(*result, *reference, 1e-5);
   }
 
-  int64_t collectives_ = -1;   // Of the last program partitioned.
-  std::string loop_sharding_;  // For the entry's while, when not empty.
+  // The error of running `text` (a per-device program of one s32[] parameter) on 2 devices,
+  // each given `n`; what went wrong before the run otherwise.
+  std::string PerDeviceRunError(const char* text, int32_t n) {
+    absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseModule(text);
+    if (!module.ok()) return "parse: " + module.status().ToString();
+    absl::StatusOr<std::unique_ptr<exec::LoopProgram>> loops =
+        exec::LoopProgram::FromPerDeviceModule(**module, *spmd::Mesh::Create({2}));
+    if (!loops.ok()) return "split: " + loops.status().ToString();
+    if (absl::Status compiled = (*loops)->Compile({&device(0), &device(1)}); !compiled.ok()) {
+      return "compile: " + compiled.ToString();
+    }
+    const Literal value = Literal::Create(DType::kS32, {}, std::vector<int32_t>{n});
+    absl::StatusOr<std::vector<Literal>> results = (*loops)->RunPerDevice({{value}, {value}});
+    return results.ok() ? "the run succeeded" : std::string(results.status().message());
+  }
+
+  int64_t collectives_ = -1;       // Of the last program partitioned.
+  std::vector<int64_t> branches_;  // The branches the last run took.
+  std::string loop_sharding_;      // For the entry's while, when not empty.
 };
 
 Literal Vector(std::vector<float> values) {
@@ -140,82 +159,77 @@ TEST_F(LoopProgramTest, NestedLoopsMatchTheReferenceOnEveryMesh) {
   }
 }
 
-TEST(LoopProgramPartitionTest, RefusesAStateItCannotCarryNamingTheLoop) {
-  constexpr char kNestedState[] = R"(HloModule nested_state
-%cond (s: (s32[], (f32[2], f32[2]))) -> pred[] {
-  %s = (s32[], (f32[2], f32[2])) parameter(0)
-  %i = s32[] get-tuple-element(%s), index=0
-  %limit = s32[] constant(3)
-  ROOT %lt = pred[] compare(%i, %limit), direction=NE
-}
-%body (s: (s32[], (f32[2], f32[2]))) -> (s32[], (f32[2], f32[2])) {
-  %s = (s32[], (f32[2], f32[2])) parameter(0)
-  %i = s32[] get-tuple-element(%s), index=0
-  %i2 = s32[] multiply(%i, %i)
-  %pair = (f32[2], f32[2]) get-tuple-element(%s), index=1
-  ROOT %next = (s32[], (f32[2], f32[2])) tuple(%i2, %pair)
-}
-ENTRY %main (i: s32[], a: f32[2]) -> (s32[], (f32[2], f32[2])) {
-  %i = s32[] parameter(0)
-  %a = f32[2] parameter(1)
-  %pair = (f32[2], f32[2]) tuple(%a, %a)
-  %start = (s32[], (f32[2], f32[2])) tuple(%i, %pair)
-  ROOT %loop = (s32[], (f32[2], f32[2])) while(%start), condition=%cond, body=%body
-}
-)";
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseModule(kNestedState);
-  ASSERT_TRUE(module.ok()) << module.status();
-  EXPECT_TRUE(*exec::LoopProgram::NeedsHostLoop(**module));
-  absl::StatusOr<std::unique_ptr<exec::LoopProgram>> loops =
-      exec::LoopProgram::Partition(**module, *spmd::Mesh::Create({2}));
-  ASSERT_FALSE(loops.ok());
-  EXPECT_TRUE(absl::IsUnimplemented(loops.status())) << loops.status();
-  EXPECT_NE(loops.status().message().find("%loop"), std::string::npos) << loops.status();
-  EXPECT_NE(loops.status().message().find("tuple of arrays"), std::string::npos) << loops.status();
+// nested_state: the grow loop with its state (count, (x, limit)), a nested root and a tuple
+// computed before the loop returned after it.
+TEST_F(LoopProgramTest, ANestedTupleStateMatchesTheReferenceOnEveryMesh) {
+  const Literal x = Vector({0.5f, -1, 2, 0.25f, 1.5f, -3});
+  const Literal y = Vector({1, 2, 3, 4, 5, 6});
+  for (const MeshCase& mesh_case : Meshes()) {
+    int64_t iterations = -1;
+    EXPECT_EQ(
+        DiffersFromReference("nested_state", {0, 2}, mesh_case, {x, F32(0.4f), y}, &iterations), "")
+        << mesh_case.shard;
+    EXPECT_EQ(iterations, 7) << mesh_case.shard;
+    EXPECT_EQ(
+        DiffersFromReference("nested_state", {0, 2}, mesh_case, {x, F32(-0.05f), y}, &iterations),
+        "")
+        << mesh_case.shard;
+    EXPECT_EQ(iterations, 0) << mesh_case.shard;
+  }
+  // The while's tuple sharding lists the three leaves (count, x, limit), as XLA's do.
+  loop_sharding_ = "{{replicated}, {devices=[4]3,2,1,0}, {replicated}}";
+  EXPECT_EQ(DiffersFromReference("nested_state", {}, {{4}, "replicated"}, {x, F32(0.4f), y}), "");
+  EXPECT_GT(collectives_, 0);
 }
 
-// Branches are if-converted (every one runs), so a loop of unknown count inside one would run
-// even when its branch is not taken, perhaps forever: refused, naming the loop.
-TEST(LoopProgramPartitionTest, RefusesAnUnknownLoopInsideAConditionalBranch) {
-  constexpr char kLoopInBranch[] = R"(HloModule loop_in_branch
-%cond (s: (s32[])) -> pred[] {
-  %s = (s32[]) parameter(0)
-  %i = s32[] get-tuple-element(%s), index=0
-  %one = s32[] constant(1)
-  ROOT %gt = pred[] compare(%i, %one), direction=GT
+// loop_in_branch: conditional(k) over {grow (a loop of unknown count), shrink, scale}, then
+// conditional(count > 0) over {grow, twice}. The host reads each selector and runs one branch: a
+// loop in a branch not taken never runs, and an index outside 0..2 takes the last branch.
+TEST_F(LoopProgramTest, LoopsInsideConditionalBranchesMatchTheReferenceOnEveryMesh) {
+  const Literal x = Vector({0.5f, -1, 2, 0.25f, 1.5f, -3});
+  struct Case {
+    int32_t k;
+    std::vector<int64_t> branches;
+    int64_t iterations;
+  };
+  // k=0: grow to 59.3 in 7 iterations, then to 201 past 160 in 3; k=2: 3|x| (largest 9) grows
+  // past 160 in 7.
+  const std::vector<Case> cases = {
+      {0, {0, 0}, 10}, {1, {1, 1}, 0}, {2, {2, 0}, 7}, {7, {2, 0}, 7}, {-1, {2, 0}, 7}};
+  for (const MeshCase& mesh_case : Meshes()) {
+    for (const Case& c : cases) {
+      int64_t iterations = -1;
+      const Literal k = Literal::Create(DType::kS32, {}, std::vector<int32_t>{c.k});
+      EXPECT_EQ(
+          DiffersFromReference("loop_in_branch", {0}, mesh_case, {x, F32(0.4f), k}, &iterations),
+          "")
+          << mesh_case.shard << " k=" << c.k;
+      EXPECT_EQ(branches_, c.branches) << mesh_case.shard << " k=" << c.k;
+      EXPECT_EQ(iterations, c.iterations) << mesh_case.shard << " k=" << c.k;
+    }
+  }
 }
-%body (s: (s32[])) -> (s32[]) {
-  %s = (s32[]) parameter(0)
-  %i = s32[] get-tuple-element(%s), index=0
-  %two = s32[] constant(2)
-  %half = s32[] divide(%i, %two)
-  ROOT %next = (s32[]) tuple(%half)
-}
-%halve (a: s32[]) -> s32[] {
-  %a = s32[] parameter(0)
-  %start = (s32[]) tuple(%a)
-  %halving = (s32[]) while(%start), condition=%cond, body=%body
-  ROOT %last = s32[] get-tuple-element(%halving), index=0
-}
-%keep (b: s32[]) -> s32[] {
-  ROOT %b = s32[] parameter(0)
-}
-ENTRY %main (p: pred[], n: s32[]) -> s32[] {
-  %p = pred[] parameter(0)
-  %n = s32[] parameter(1)
-  ROOT %r = s32[] conditional(%p, %n, %n), true_computation=%halve, false_computation=%keep
-}
-)";
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseModule(kLoopInBranch);
+
+// Without a host (the device compiler, spmd::Partition) the loop in the branch stays an error.
+TEST(LoopProgramPartitionTest, AConditionalKeptForTheHostHoldsTheLoopOnlyThere) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module =
+      ir::ParseModule(ControlFlowProgramText("loop_in_branch"));
   ASSERT_TRUE(module.ok()) << module.status();
-  absl::StatusOr<std::unique_ptr<exec::LoopProgram>> loops =
-      exec::LoopProgram::Partition(**module, *spmd::Mesh::Create({1}));
-  ASSERT_FALSE(loops.ok());
-  EXPECT_TRUE(absl::IsUnimplemented(loops.status())) << loops.status();
-  EXPECT_NE(loops.status().message().find("%halving: its trip count is unknown and it is inside "
-                                          "a conditional's branch"),
-            std::string::npos)
-      << loops.status();
+  EXPECT_TRUE(*exec::LoopProgram::NeedsHostLoop(**module));
+  absl::StatusOr<std::unique_ptr<ir::Module>> kept =
+      ir::LowerControlFlow(**module, {.keep_unknown_loops = true});
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  int conditionals = 0;
+  for (const auto& instruction : (*kept)->entry()->instructions()) {
+    EXPECT_NE(instruction->opcode(), ir::Opcode::kWhile) << instruction->Describe();
+    conditionals += instruction->opcode() == ir::Opcode::kConditional;
+  }
+  EXPECT_EQ(conditionals, 2);
+  absl::StatusOr<std::unique_ptr<ir::Module>> lowered = ir::LowerControlFlow(**module);
+  ASSERT_FALSE(lowered.ok());
+  EXPECT_TRUE(absl::IsUnimplemented(lowered.status())) << lowered.status();
+  EXPECT_NE(lowered.status().message().find("%loop: its trip count is unknown"), std::string::npos)
+      << lowered.status();
 }
 
 // A per-device program (as JAX's compiled dumps are) whose loop condition all-reduces: each
@@ -265,18 +279,44 @@ ENTRY %main (n: s32[]) -> (s32[]) {
   ROOT %loop = (s32[]) while(%init), condition=%cond, body=%body
 }
 )";
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseModule(kDiverging);
-  ASSERT_TRUE(module.ok()) << module.status();
-  absl::StatusOr<std::unique_ptr<exec::LoopProgram>> loops =
-      exec::LoopProgram::FromPerDeviceModule(**module, *spmd::Mesh::Create({2}));
-  ASSERT_TRUE(loops.ok()) << loops.status();
-  ASSERT_TRUE((*loops)->Compile({&device(0), &device(1)}).ok());
-  const Literal zero = Literal::Create(DType::kS32, {}, std::vector<int32_t>{0});
-  absl::StatusOr<std::vector<Literal>> results = (*loops)->RunPerDevice({{zero}, {zero}});
-  ASSERT_FALSE(results.ok());
-  EXPECT_NE(results.status().message().find("%loop: the devices disagree on its condition"),
-            std::string::npos)
-      << results.status();
+  EXPECT_NE(PerDeviceRunError(kDiverging, 0).find("%loop: the devices disagree on its condition"),
+            std::string::npos);
+}
+
+// Device d takes branch d of a conditional holding a loop: the host finds the devices disagree.
+TEST_F(LoopProgramTest, DevicesThatDisagreeOnABranchAreAnErrorNamingTheConditional) {
+  constexpr char kDiverging[] = R"(HloModule diverging_branch, num_partitions=2
+%cond (s: (s32[])) -> pred[] {
+  %s = (s32[]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %one = s32[] constant(1)
+  ROOT %gt = pred[] compare(%i, %one), direction=GT
+}
+%body (s: (s32[])) -> (s32[]) {
+  %s = (s32[]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %two = s32[] constant(2)
+  %half = s32[] divide(%i, %two)
+  ROOT %next = (s32[]) tuple(%half)
+}
+%halve (a: s32[]) -> s32[] {
+  %a = s32[] parameter(0)
+  %start = (s32[]) tuple(%a)
+  %halving = (s32[]) while(%start), condition=%cond, body=%body
+  ROOT %last = s32[] get-tuple-element(%halving), index=0
+}
+%keep (b: s32[]) -> s32[] {
+  ROOT %b = s32[] parameter(0)
+}
+ENTRY %main (n: s32[]) -> s32[] {
+  %n = s32[] parameter(0)
+  %id = u32[] partition-id()
+  %index = s32[] convert(%id)
+  ROOT %r = s32[] conditional(%index, %n, %n), branch_computations={%halve, %keep}
+}
+)";
+  EXPECT_NE(PerDeviceRunError(kDiverging, 40).find("%r: the devices disagree on its branch index"),
+            std::string::npos);
 }
 
 }  // namespace

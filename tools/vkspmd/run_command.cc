@@ -181,10 +181,13 @@ int RunPerDeviceLoops(const RunOptions& options, const ir::Module& module, const
             .count());
   }
   fmt::print(stderr,
-             "{}: per-device program on {} devices; {} loop(s) driven from the host; {} "
+             "{}: per-device program on {} devices; {} loop(s){} driven from the host; {} "
              "program(s); {} iteration(s) in the last run; compiled in {:.3f} s; run (median of "
              "{}): {:.3f} ms wall\n",
              options.path, mesh.device_count(), (*program)->loop_count(),
+             (*program)->conditional_count() == 0
+                 ? ""
+                 : fmt::format(" and {} conditional(s)", (*program)->conditional_count()),
              (*program)->program_count(), (*program)->last_iterations(), compile_seconds,
              options.repeat, Median(wall_ms));
   return Finish(options, *results, [&] { return interp::EvaluateOnDevices(module, arguments); });
@@ -306,11 +309,13 @@ int RunHostLoops(const RunOptions& options, ir::Module& module,
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
   }
+  const int64_t conditionals = (*program)->conditional_count();
   fmt::print(stderr,
-             "{}: {} loop(s) driven from the host over {}; {} program(s), {} collective(s); {} "
+             "{}: {} loop(s){} driven from the host over {}; {} program(s), {} collective(s); {} "
              "iteration(s) in the last run; compiled in {:.3f} s; run (median of {}): {:.3f} ms "
              "wall\n",
              options.path, (*program)->loop_count(),
+             conditionals == 0 ? "" : fmt::format(" and {} conditional(s)", conditionals),
              one_device ? "one device" : "mesh " + (*program)->mesh().ToString(),
              (*program)->program_count(), (*program)->collective_count(),
              (*program)->last_iterations(), compile_seconds, options.repeat, Median(wall_ms));
