@@ -79,10 +79,8 @@ absl::StatusOr<std::vector<uint32_t>> CompileCached(const std::string& glsl,
   return spirv;
 }
 
-// Test-only (docs/codegen.md): VKSPMD_TEST_PERTURB_KERNELS makes the results Executable::Run
-// reads back deliberately wrong, so a test can see a comparison against the reference fail:
-// "1" adds a relative error of 1e-3 (plus 1e-3) to every float element, "nan" makes the first
-// float element of each result NaN. Unset, empty or "0": nothing.
+}  // namespace
+
 absl::Status PerturbForTests(std::vector<ir::Literal>& results) {
   constexpr char kVariable[] = "VKSPMD_TEST_PERTURB_KERNELS";
   const std::optional<std::string> setting = base::EnvironmentValue(kVariable);
@@ -103,8 +101,6 @@ absl::Status PerturbForTests(std::vector<ir::Literal>& results) {
   }
   return absl::OkStatus();
 }
-
-}  // namespace
 
 // A literal as the device stores it: 4 bytes per element, or 1 for byte predicates (0 or 1).
 std::vector<std::byte> ToDeviceBytes(const ir::Literal& literal, uint32_t element_bytes) {

@@ -171,6 +171,13 @@ ir::Literal FromDeviceBytes(const ir::Shape& shape, uint32_t element_bytes,
 // Bytes per element of `type` in buffers of `device`.
 uint32_t DeviceElementBytes(ir::DType type, const runtime::MeshDevice& device);
 
+// Test-only (docs/codegen.md): VKSPMD_TEST_PERTURB_KERNELS makes the results read back to the
+// host (Executable::Run, LoopProgram's Run and RunPerDevice) deliberately wrong, so a test can
+// see a comparison against the reference fail: "1" adds a relative error of 1e-3 (plus 1e-3) to
+// every float element, "nan" makes the first float element of each result NaN. Unset, empty or
+// "0": nothing.
+absl::Status PerturbForTests(std::vector<ir::Literal>& results);
+
 // The device facts code generation needs, from the runtime's snapshot. VKSPMD_DOT_KERNEL=
 // registers|shared_memory forces that kernel for every dot (no cooperative matrices);
 // cooperative_matrix requires them for f16 dots (CheckDotKernelOverride).

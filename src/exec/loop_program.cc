@@ -6,6 +6,7 @@
 #include "fmt/format.h"
 #include "src/base/status_macros.h"
 #include "src/collectives/in_process_world.h"
+#include "src/exec/executable.h"
 #include "src/ir/control_flow_lowering.h"
 #include "src/ir/loop_split.h"
 #include "src/spmd/axis_sharding.h"
@@ -368,6 +369,7 @@ absl::StatusOr<std::vector<ir::Literal>> LoopProgram::RunPerDevice(
       VKSPMD_ASSIGN_OR_RETURN(ir::Literal leaf, result->DownloadShard(d));
       leaves.push_back(std::move(leaf));
     }
+    VKSPMD_RETURN_IF_ERROR(PerturbForTests(leaves));
     size_t next = 0;
     outputs.push_back(Nest(root_shape_, leaves, next));
   }
@@ -388,6 +390,7 @@ absl::StatusOr<ir::Literal> LoopProgram::Run(const std::vector<ir::Literal>& arg
     VKSPMD_ASSIGN_OR_RETURN(ir::Literal leaf, result->Gather());
     leaves.push_back(std::move(leaf));
   }
+  VKSPMD_RETURN_IF_ERROR(PerturbForTests(leaves));
   size_t next = 0;
   return Nest(root_shape_, leaves, next);
 }
