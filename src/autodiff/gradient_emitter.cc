@@ -73,6 +73,52 @@ absl::StatusOr<ir::Computation*> GradientEmitter::AddReducer(ir::DType type) {
   return reducer;
 }
 
+ir::Computation* GradientEmitter::SharedComputation(
+    const std::string& key, const std::function<std::unique_ptr<ir::Computation>()>& make) {
+  if (auto found = shared_.find(key); found != shared_.end()) return found->second;
+  std::unique_ptr<ir::Computation> computation = make();
+  const std::string base = computation->name();
+  for (int suffix = 1; module_.FindComputation(computation->name()) != nullptr; ++suffix) {
+    computation->set_name(base + "." + std::to_string(suffix));
+  }
+  ir::Computation* added = module_.AddComputation(std::move(computation));
+  shared_[key] = added;
+  return added;
+}
+
+ir::InstructionAttributes RemapAttributes(
+    const Instruction& instruction,
+    const std::map<const ir::Computation*, ir::Computation*>& computations) {
+  const auto remap = [&](ir::Computation* called) {
+    auto found = computations.find(called);
+    return found == computations.end() ? called : found->second;
+  };
+  ir::InstructionAttributes attributes = instruction.attributes();
+  if (attributes.to_apply != nullptr) attributes.to_apply = remap(attributes.to_apply);
+  for (ir::Computation*& called : attributes.called) called = remap(called);
+  return attributes;
+}
+
+std::unique_ptr<ir::Computation> CloneComputation(
+    const ir::Computation& source,
+    const std::map<const ir::Computation*, ir::Computation*>& computations) {
+  auto clone = std::make_unique<ir::Computation>(source.name());
+  std::map<const Instruction*, Instruction*> mapped;
+  for (const std::unique_ptr<Instruction>& instruction : source.instructions()) {
+    std::vector<Instruction*> operands;
+    for (const Instruction* operand : instruction->operands())
+      operands.push_back(mapped.at(operand));
+    auto copy = std::make_unique<Instruction>(instruction->opcode(), instruction->shape(),
+                                              std::move(operands));
+    copy->attributes() = RemapAttributes(*instruction, computations);
+    copy->set_name(instruction->name());
+    copy->set_sharding(instruction->sharding());
+    mapped[instruction.get()] = clone->AddInstruction(std::move(copy));
+  }
+  clone->set_root(mapped.at(source.root()));
+  return clone;
+}
+
 absl::StatusOr<Instruction*> GradientEmitter::Sum(Instruction* operand,
                                                   std::vector<int64_t> dimensions) {
   if (dimensions.empty()) return operand;

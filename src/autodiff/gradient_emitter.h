@@ -3,6 +3,7 @@
 // broadcast is emitted once and shared by every rule that needs it.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -54,6 +55,10 @@ class GradientEmitter {
                                              std::vector<int64_t> dimensions);
   // The (a, b) -> a + b computation over scalars of `type` (one per type).
   absl::StatusOr<ir::Computation*> AddReducer(ir::DType type);
+  // The computation `make` builds, added to the module once per `key` under a name no other
+  // computation of the module has (comparators and combiners the rules need).
+  ir::Computation* SharedComputation(const std::string& key,
+                                     const std::function<std::unique_ptr<ir::Computation>()>& make);
 
  private:
   ir::ComputationBuilder& builder_;
@@ -61,6 +66,17 @@ class GradientEmitter {
   std::map<std::pair<ir::DType, double>, ir::Instruction*> scalars_;
   std::map<std::tuple<ir::DType, double, std::vector<int64_t>>, ir::Instruction*> fulls_;
   std::map<ir::DType, ir::Computation*> add_reducers_;
+  std::map<std::string, ir::Computation*> shared_;
 };
+
+// A copy of `source`; computations it calls are replaced by their images in `computations`
+// (kept where absent, as for a computation already in the module the copy goes to).
+std::unique_ptr<ir::Computation> CloneComputation(
+    const ir::Computation& source,
+    const std::map<const ir::Computation*, ir::Computation*>& computations);
+// `instruction`'s attributes with its called computations replaced as CloneComputation does.
+ir::InstructionAttributes RemapAttributes(
+    const ir::Instruction& instruction,
+    const std::map<const ir::Computation*, ir::Computation*>& computations);
 
 }  // namespace vkspmd::autodiff

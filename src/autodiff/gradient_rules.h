@@ -15,6 +15,9 @@ struct RuleInput {
   const ir::Instruction& forward;  // In the gradient computation; operands are forward values.
   ir::Instruction* adjoint;        // d(loss)/d(forward), an array of forward's shape.
   std::vector<bool> wanted;        // Whether operand i needs its adjoint.
+  // For a tuple-shaped forward (a multi-operand sort), in place of `adjoint` (then null): each
+  // element's adjoint, null where no path to the loss reads that element.
+  std::vector<ir::Instruction*> element_adjoints = {};
 };
 
 // One entry per operand: its adjoint contribution, or null where none is wanted or the operand
@@ -30,6 +33,8 @@ absl::StatusOr<OperandAdjoints> ElementwiseGradient(const RuleInput& input, Grad
 absl::StatusOr<OperandAdjoints> StructuralGradient(const RuleInput& input, GradientEmitter& emit);
 // gather and scatter (gradient_rules_indexing.cc).
 absl::StatusOr<OperandAdjoints> IndexingGradient(const RuleInput& input, GradientEmitter& emit);
+// sort, with one operand or several (gradient_rules_sort.cc).
+absl::StatusOr<OperandAdjoints> SortGradient(const RuleInput& input, GradientEmitter& emit);
 // Collectives and the SPMDFullToShardShape / SPMDShardToFullShape boundaries of manual regions
 // (gradient_rules_collectives.cc).
 absl::StatusOr<OperandAdjoints> CollectiveGradient(const RuleInput& input, GradientEmitter& emit);

@@ -432,6 +432,7 @@ absl::StatusOr<OperandAdjoints> ApplyGradientRule(const RuleInput& input, Gradie
     return ElementwiseGradient(input, emit);
   }
   if (opcode == Opcode::kGather || opcode == Opcode::kScatter) return IndexingGradient(input, emit);
+  if (opcode == Opcode::kSort) return SortGradient(input, emit);
   return StructuralGradient(input, emit);
 }
 

@@ -32,33 +32,6 @@ bool IsFloatValue(const ir::Shape& shape) {
   return ir::IsFloat(shape.dtype());
 }
 
-ir::InstructionAttributes RemapAttributes(const Instruction& instruction,
-                                          const ComputationMap& computations) {
-  ir::InstructionAttributes attributes = instruction.attributes();
-  if (attributes.to_apply != nullptr) attributes.to_apply = computations.at(attributes.to_apply);
-  return attributes;
-}
-
-// Copies a called computation (a reducer) into the gradient module unchanged.
-std::unique_ptr<Computation> CloneComputation(const Computation& source,
-                                              const ComputationMap& computations) {
-  auto clone = std::make_unique<Computation>(source.name());
-  std::map<const Instruction*, Instruction*> mapped;
-  for (const std::unique_ptr<Instruction>& instruction : source.instructions()) {
-    std::vector<Instruction*> operands;
-    for (const Instruction* operand : instruction->operands())
-      operands.push_back(mapped.at(operand));
-    auto copy = std::make_unique<Instruction>(instruction->opcode(), instruction->shape(),
-                                              std::move(operands));
-    copy->attributes() = RemapAttributes(*instruction, computations);
-    copy->set_name(instruction->name());
-    copy->set_sharding(instruction->sharding());
-    mapped[instruction.get()] = clone->AddInstruction(std::move(copy));
-  }
-  clone->set_root(mapped.at(source.root()));
-  return clone;
-}
-
 class ReverseMode {
  public:
   ReverseMode(const ir::Module& source, ir::Module& target, ir::ComputationBuilder& builder)
@@ -183,14 +156,23 @@ class ReverseMode {
       default:
         break;
     }
+    RuleInput input{*forward_.at(original), nullptr, {}};
     if (original->shape().IsTuple()) {
-      return absl::UnimplementedError(absl::StrCat("no gradient rule for tuple-shaped ",
-                                                   std::string(ir::OpcodeName(original->opcode())),
-                                                   " ", original->Describe()));
+      // A multi-operand sort: its elements' adjoints, gathered from its get-tuple-elements.
+      if (original->opcode() != Opcode::kSort) {
+        return absl::UnimplementedError(absl::StrCat(
+            "no gradient rule for tuple-shaped ", std::string(ir::OpcodeName(original->opcode())),
+            " ", original->Describe()));
+      }
+      auto found = tuple_adjoints_.find(original);
+      if (found == tuple_adjoints_.end()) return absl::OkStatus();
+      input.element_adjoints = found->second;
+      input.element_adjoints.resize(original->operand_count(), nullptr);
+    } else {
+      auto found = adjoints_.find(original);
+      if (found == adjoints_.end()) return absl::OkStatus();
+      input.adjoint = found->second;
     }
-    auto found = adjoints_.find(original);
-    if (found == adjoints_.end()) return absl::OkStatus();
-    RuleInput input{*forward_.at(original), found->second, {}};
     for (const Instruction* operand : original->operands()) {
       input.wanted.push_back(on_path_.count(operand) > 0);
     }

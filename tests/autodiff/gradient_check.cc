@@ -1,10 +1,16 @@
 // Gradient checking on the CPU reference.
 #include "tests/autodiff/gradient_check.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "src/autodiff/gradients.h"
 #include "src/interp/evaluator.h"
+#include "src/ir/parser.h"
+#include "src/ir/printer.h"
+#include "src/ir/verifier.h"
 
 namespace vkspmd::autodiff::testing {
 
@@ -72,6 +78,91 @@ std::string CompareLiterals(const ir::Literal& actual, const ir::Literal& expect
     if (!(std::fabs(got - want) <= relative * std::max(1.0, std::fabs(want)))) {
       return absl::StrCat("element ", i, ": got ", got, ", expected ", want);
     }
+  }
+  return "";
+}
+
+std::string GradientsDifferFromDifferences(const ir::Module& module,
+                                           const std::vector<int64_t>& wrt,
+                                           const std::vector<ir::Literal>& arguments, double step,
+                                           double relative) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> gradients = Gradients(module, std::nullopt, wrt);
+  if (!gradients.ok()) return gradients.status().ToString();
+  absl::StatusOr<std::vector<ir::Literal>> results = EvaluateGradients(**gradients, arguments);
+  if (!results.ok()) return results.status().ToString();
+  if (results->size() != wrt.size() + 1) return "the gradient module's tuple has the wrong size";
+  for (size_t k = 0; k < wrt.size(); ++k) {
+    absl::StatusOr<ir::Literal> numeric =
+        NumericGradient(module, std::nullopt, arguments, wrt[k], step);
+    if (!numeric.ok()) return numeric.status().ToString();
+    std::string differs = CompareLiterals((*results)[k + 1], *numeric, relative);
+    if (!differs.empty()) {
+      return absl::StrCat("d loss / d parameter ", wrt[k], ": ", differs, "\n",
+                          ir::PrintModule(**gradients));
+    }
+  }
+  return "";
+}
+
+namespace {
+
+std::string Dimensions(const std::string& shape) {
+  size_t open = shape.find('[');
+  return shape.substr(open + 1, shape.find(']') - open - 1);
+}
+
+}  // namespace
+
+std::string RuleModuleText(const RuleCase& c, const std::string& computations) {
+  std::vector<std::string> signature;
+  std::string lines;
+  for (size_t i = 0; i < c.parameters.size(); ++i) {
+    signature.push_back(absl::StrCat(c.parameters[i].first, ": ", c.parameters[i].second));
+    absl::StrAppend(&lines, "  %", c.parameters[i].first, " = ", c.parameters[i].second,
+                    " parameter(", i, ")\n");
+  }
+  std::string dims = Dimensions(c.y_shape);
+  std::vector<std::string> all;
+  int rank = dims.empty() ? 0 : static_cast<int>(std::count(dims.begin(), dims.end(), ',') + 1);
+  for (int i = 0; i < rank; ++i) all.push_back(std::to_string(i));
+  return absl::StrCat("HloModule ", c.name, "\n\n",
+                      "%add (lhs: f64[], rhs: f64[]) -> f64[] {\n  %lhs = f64[] parameter(0)\n"
+                      "  %rhs = f64[] parameter(1)\n  ROOT %sum = f64[] add(%lhs, %rhs)\n}\n\n",
+                      "%max (lhs: f64[], rhs: f64[]) -> f64[] {\n  %lhs = f64[] parameter(0)\n"
+                      "  %rhs = f64[] parameter(1)\n  ROOT %m = f64[] maximum(%lhs, %rhs)\n}\n\n",
+                      "%min (lhs: f64[], rhs: f64[]) -> f64[] {\n  %lhs = f64[] parameter(0)\n"
+                      "  %rhs = f64[] parameter(1)\n  ROOT %m = f64[] minimum(%lhs, %rhs)\n}\n\n",
+                      computations, "ENTRY %main (", absl::StrJoin(signature, ", "),
+                      ") -> f64[] {\n", lines, c.body, "  %sin_y = ", c.y_shape, " sine(%y)\n",
+                      "  %weighted = ", c.y_shape, " multiply(%y, %sin_y)\n",
+                      "  %zero = f64[] constant(0)\n",
+                      "  ROOT %loss = f64[] reduce(%weighted, %zero), dimensions={",
+                      absl::StrJoin(all, ","), "}, to_apply=%add\n}\n");
+}
+
+std::string RuleCaseDiffers(const RuleCase& c, const std::string& computations) {
+  const std::string text = RuleModuleText(c, computations);
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
+  if (!module.ok()) return absl::StrCat(module.status().ToString(), "\n", text);
+  std::vector<int64_t> wrt;
+  for (const ir::Instruction* parameter : (*module)->entry()->parameters()) {
+    if (ir::IsFloat(parameter->shape().dtype()))
+      wrt.push_back(parameter->attributes().parameter_number);
+  }
+  absl::StatusOr<std::unique_ptr<ir::Module>> gradients = Gradients(**module, std::nullopt, wrt);
+  if (!gradients.ok()) return gradients.status().ToString();
+  if (absl::Status verified = ir::VerifyModule(**gradients); !verified.ok()) {
+    return absl::StrCat(verified.ToString(), "\n", ir::PrintModule(**gradients));
+  }
+  // The printed gradient module reads back: it is an ordinary program.
+  if (absl::Status parsed = ir::ParseAndVerifyModule(ir::PrintModule(**gradients)).status();
+      !parsed.ok()) {
+    return absl::StrCat("the printed gradient module does not parse: ", parsed.ToString());
+  }
+  for (uint32_t seed : {1u, 2u}) {
+    std::string differs = GradientsDifferFromDifferences(
+        **module, wrt, RandomArguments(**module, c.low, c.high, seed), c.step, c.tolerance);
+    if (!differs.empty()) return absl::StrCat("seed ", seed, ": ", differs);
   }
   return "";
 }

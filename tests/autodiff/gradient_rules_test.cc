@@ -8,57 +8,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "src/autodiff/gradients.h"
-#include "src/ir/parser.h"
-#include "src/ir/printer.h"
-#include "src/ir/verifier.h"
 #include "tests/autodiff/gradient_check.h"
 
 namespace vkspmd::autodiff {
 namespace {
 
-struct RuleCase {
-  std::string name;
-  std::vector<std::pair<std::string, std::string>> parameters;  // name, shape ("f64[3,4]")
-  std::string body;     // HLO lines defining %y (and anything it needs)
-  std::string y_shape;  // e.g. "f64[3,4]"
-  double low = -2;      // Parameter values are uniform in [low, high].
-  double high = 2;
-  double step = 1e-6;
-  double tolerance = 1e-6;
-};
-
-std::string Dimensions(const std::string& shape) {
-  size_t open = shape.find('[');
-  return shape.substr(open + 1, shape.find(']') - open - 1);
-}
-
-std::string ModuleText(const RuleCase& c) {
-  std::vector<std::string> signature;
-  std::string lines;
-  for (size_t i = 0; i < c.parameters.size(); ++i) {
-    signature.push_back(absl::StrCat(c.parameters[i].first, ": ", c.parameters[i].second));
-    absl::StrAppend(&lines, "  %", c.parameters[i].first, " = ", c.parameters[i].second,
-                    " parameter(", i, ")\n");
-  }
-  std::string dims = Dimensions(c.y_shape);
-  std::vector<std::string> all;
-  int rank = dims.empty() ? 0 : static_cast<int>(std::count(dims.begin(), dims.end(), ',') + 1);
-  for (int i = 0; i < rank; ++i) all.push_back(std::to_string(i));
-  return absl::StrCat("HloModule ", c.name, "\n\n",
-                      "%add (lhs: f64[], rhs: f64[]) -> f64[] {\n  %lhs = f64[] parameter(0)\n"
-                      "  %rhs = f64[] parameter(1)\n  ROOT %sum = f64[] add(%lhs, %rhs)\n}\n\n",
-                      "%max (lhs: f64[], rhs: f64[]) -> f64[] {\n  %lhs = f64[] parameter(0)\n"
-                      "  %rhs = f64[] parameter(1)\n  ROOT %m = f64[] maximum(%lhs, %rhs)\n}\n\n",
-                      "%min (lhs: f64[], rhs: f64[]) -> f64[] {\n  %lhs = f64[] parameter(0)\n"
-                      "  %rhs = f64[] parameter(1)\n  ROOT %m = f64[] minimum(%lhs, %rhs)\n}\n\n",
-                      "ENTRY %main (", absl::StrJoin(signature, ", "), ") -> f64[] {\n", lines,
-                      c.body, "  %sin_y = ", c.y_shape, " sine(%y)\n", "  %weighted = ", c.y_shape,
-                      " multiply(%y, %sin_y)\n", "  %zero = f64[] constant(0)\n",
-                      "  ROOT %loss = f64[] reduce(%weighted, %zero), dimensions={",
-                      absl::StrJoin(all, ","), "}, to_apply=%add\n}\n");
-}
+using testing::RuleCase;
 
 RuleCase Unary(const std::string& op, double low = -2, double high = 2) {
   return {absl::StrCat("unary_", op),
@@ -257,42 +212,10 @@ std::vector<RuleCase> AllCases() {
   return cases;
 }
 
-void PrintTo(const RuleCase& c, std::ostream* out) { *out << c.name; }
-
 class GradientRuleTest : public ::testing::TestWithParam<RuleCase> {};
 
 TEST_P(GradientRuleTest, MatchesCentralDifferences) {
-  const RuleCase& c = GetParam();
-  std::string text = ModuleText(c);
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
-  ASSERT_TRUE(module.ok()) << module.status() << "\n" << text;
-  std::vector<int64_t> wrt;
-  for (const ir::Instruction* parameter : (*module)->entry()->parameters()) {
-    if (ir::IsFloat(parameter->shape().dtype()))
-      wrt.push_back(parameter->attributes().parameter_number);
-  }
-  absl::StatusOr<std::unique_ptr<ir::Module>> gradients = Gradients(**module, std::nullopt, wrt);
-  ASSERT_TRUE(gradients.ok()) << gradients.status();
-  ASSERT_TRUE(ir::VerifyModule(**gradients).ok()) << ir::VerifyModule(**gradients) << "\n"
-                                                  << ir::PrintModule(**gradients);
-  // The printed gradient module reads back: it is an ordinary program.
-  ASSERT_TRUE(ir::ParseAndVerifyModule(ir::PrintModule(**gradients)).ok());
-
-  for (uint32_t seed : {1u, 2u}) {
-    std::vector<ir::Literal> arguments = testing::RandomArguments(**module, c.low, c.high, seed);
-    absl::StatusOr<std::vector<ir::Literal>> results =
-        testing::EvaluateGradients(**gradients, arguments);
-    ASSERT_TRUE(results.ok()) << results.status();
-    ASSERT_EQ(results->size(), wrt.size() + 1);
-    for (size_t k = 0; k < wrt.size(); ++k) {
-      absl::StatusOr<ir::Literal> numeric =
-          testing::NumericGradient(**module, std::nullopt, arguments, wrt[k], c.step);
-      ASSERT_TRUE(numeric.ok()) << numeric.status();
-      EXPECT_EQ(testing::CompareLiterals((*results)[k + 1], *numeric, c.tolerance), "")
-          << "d loss / d " << c.parameters[wrt[k]].first << ", seed " << seed << "\n"
-          << ir::PrintModule(**gradients);
-    }
-  }
+  EXPECT_EQ(testing::RuleCaseDiffers(GetParam()), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Rules, GradientRuleTest, ::testing::ValuesIn(AllCases()),
