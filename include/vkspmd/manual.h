@@ -43,7 +43,8 @@ ShardMapFunction shard_map(ShardMapFunction fn, const Mesh& mesh,
 // region's mesh; several axes vary together, first major). They throw for a tensor outside a
 // manual region, an axis name the mesh lacks, a dim out of range, or a dim that does not split
 // evenly. Gradients: all_reduce(sum) -> all_reduce, all_gather <-> reduce_scatter, all_to_all ->
-// all_to_all back, ppermute -> the inverse permutation (max/min have none).
+// all_to_all back, ppermute -> the inverse permutation, max/min -> the summed adjoint shared
+// evenly among the members holding the extremum (as a reduce max/min).
 //
 // Every member gets the reduction (kAvg: the sum divided by the group size) of the group.
 Tensor all_reduce(const Tensor& tensor, const std::vector<std::string>& axes,

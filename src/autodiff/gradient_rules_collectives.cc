@@ -71,6 +71,32 @@ ir::Sharding FullSideSharding(const Instruction& instruction) {
   return instruction.sharding().value_or(ir::Sharding::Replicated());
 }
 
+// The transpose of an all-reduce max/min, as a reduce max/min's (and JAX's pmax through
+// reduce_max): every member's adjoint is summed over the group, and each element goes in equal
+// shares to the members whose value equals the result there (ties split evenly; the others get
+// 0). Two all-reduce sums over the forward's groups: the adjoints and the tie counts.
+absl::StatusOr<Instruction*> ExtremumAllReduceGradient(const RuleInput& input,
+                                                       GradientEmitter& emit) {
+  const Instruction& forward = input.forward;
+  Instruction* x = forward.operand(0);
+  Instruction* y = const_cast<Instruction*>(&forward);
+  ir::InstructionAttributes attributes = forward.attributes();
+  VKSPMD_ASSIGN_OR_RETURN(attributes.to_apply, emit.AddReducer(x->shape().dtype()));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * at_extremum,
+                          emit.Compare(x, y, ir::ComparisonDirection::kEq));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * ones, emit.Full(1, x->shape()));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * zeros, emit.Zeros(x->shape()));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * indicator, emit.Select(at_extremum, ones, zeros));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * tied,
+                          emit.Add(Opcode::kAllReduce, {indicator}, attributes));
+  // NaN compares unequal everywhere: share among at least one so the adjoint is 0, not 0/0.
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * counts, emit.Binary(Opcode::kMaximum, tied, ones));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * total,
+                          emit.Add(Opcode::kAllReduce, {input.adjoint}, attributes));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * share, emit.Binary(Opcode::kDivide, total, counts));
+  return emit.Binary(Opcode::kMultiply, share, indicator);
+}
+
 }  // namespace
 
 // SPMDFullToShardShape hands every device of a replication group the same shard, and each uses it
@@ -127,10 +153,14 @@ absl::StatusOr<OperandAdjoints> CollectiveGradient(const RuleInput& input, Gradi
   switch (forward.opcode()) {
     case Opcode::kAllReduce: {
       const Opcode reducer = attributes.to_apply->root()->opcode();
+      if (reducer == Opcode::kMaximum || reducer == Opcode::kMinimum) {
+        VKSPMD_ASSIGN_OR_RETURN(Instruction * adjoint, ExtremumAllReduceGradient(input, emit));
+        return OperandAdjoints{adjoint};
+      }
       if (reducer != Opcode::kAdd) {
         return absl::UnimplementedError(absl::StrCat(
             forward.Describe(), ": all-reduce with ", std::string(ir::OpcodeName(reducer)),
-            " has no gradient rule (only a sum's transpose, an all-reduce sum, is defined)"));
+            " has no gradient rule (sum, max and min are defined)"));
       }
       VKSPMD_ASSIGN_OR_RETURN(attributes.to_apply, emit.AddReducer(operand_shape.dtype()));
       VKSPMD_ASSIGN_OR_RETURN(Instruction * sum,
