@@ -498,10 +498,18 @@ int Train(const TrainOptions& options) {
     }
     if (pending_loss.defined()) report(pending_loss);
     pending_loss = loss;
+    if (reported == 0) {
+      // The first (compiling) step is reported before the next one is launched, so the steady
+      // state's metrics start at a step boundary: metrics() waits for every launched graph, and
+      // a step in flight would fall out of the window (a 2-step run had none left: it printed
+      // "0 kernel dispatches per step").
+      report(pending_loss);
+      pending_loss = Tensor();
+    }
     const int64_t done = step + 1;
     if (checkpoints == nullptr || done == options.steps) continue;
     if (CheckpointManager::preemption_requested()) {
-      report(pending_loss);
+      if (pending_loss.defined()) report(pending_loss);
       progress.Finish();
       checkpoints->wait_until_finished();
       save(done, /*force=*/true);
@@ -556,16 +564,13 @@ int Train(const TrainOptions& options) {
         ms_per_step, task->ItemsPerStep() * 1e3 / ms_per_step, task->ItemName(),
         1e3 * (execute - collectives) / steps, 1e3 * collectives / steps,
         std::max(0.0, ms_per_step - 1e3 * execute / steps));
-    // Per graph run (one per step; the loop runs a step ahead of its reports, so a count of
-    // steps between two metrics reads would be off by one).
-    const double runs = std::max<double>(
-        1, static_cast<double>(metrics.execute_count - first_metrics.execute_count));
+    // The window holds exactly the steps after the first (f16's steps are two graph runs).
     const double devices = std::max<double>(1, static_cast<double>(memory_stats().size()));
     fmt::print("  per step and device: {:.0f} kernel dispatches, {:.0f} collectives\n",
                static_cast<double>(metrics.kernel_dispatches - first_metrics.kernel_dispatches) /
-                   runs / devices,
-               static_cast<double>(metrics.collective_runs - first_metrics.collective_runs) / runs /
-                   devices);
+                   steps / devices,
+               static_cast<double>(metrics.collective_runs - first_metrics.collective_runs) /
+                   steps / devices);
   }
   for (const DeviceMemory& device : memory_stats()) {
     fmt::print("  device {}: parameters {}, optimizer state {}, peak {}\n", device.device,
