@@ -6,14 +6,32 @@
 #include <map>
 #include <queue>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "src/ir/module.h"
 
 namespace vkspmd::codegen {
 namespace {
 
 bool IsAllReduce(const KernelPlan& kernel) {
   return kernel.collective != nullptr && kernel.collective->opcode() == ir::Opcode::kAllReduce;
+}
+
+// What all-reduces must share to run as one bucket (exec/collective_bucket.h): replica groups,
+// element type and reducer. Every device derives the same key from its instruction.
+std::string BucketKey(const KernelPlan& kernel) {
+  const ir::Instruction& collective = *kernel.collective;
+  const ir::InstructionAttributes& attributes = collective.attributes();
+  const ir::Instruction* reducer =
+      attributes.to_apply != nullptr ? attributes.to_apply->root() : nullptr;
+  return absl::StrCat(attributes.replica_groups.ToString(), " ",
+                      attributes.use_global_device_ids ? "global " : "",
+                      attributes.channel_id.has_value() ? "channel " : "",
+                      std::string(ir::DTypeName(collective.shape().dtype())), " ",
+                      reducer != nullptr ? std::string(ir::OpcodeName(reducer->opcode())) : "");
 }
 
 // Schedules kernels [begin, end) (no collective other than all-reduces among them) onto `order`:
@@ -47,7 +65,16 @@ int ScheduleRegion(const std::vector<KernelPlan>& kernels, size_t begin, size_t 
       }
     }
     if (ready_all_reduces.empty()) break;  // Unreachable: dependences point backwards.
+    // A wave's all-reduces are independent of each other: those that can share a bucket are put
+    // next to each other (in program order within each kind, kinds by their first member).
     std::sort(ready_all_reduces.begin(), ready_all_reduces.end());
+    std::map<std::string, size_t> first_of_kind;
+    std::map<size_t, size_t> kind_of;  // All-reduce -> the first of its kind in the wave.
+    for (size_t k : ready_all_reduces) {
+      kind_of[k] = first_of_kind.emplace(BucketKey(kernels[k]), k).first->second;
+    }
+    std::stable_sort(ready_all_reduces.begin(), ready_all_reduces.end(),
+                     [&](size_t a, size_t b) { return kind_of[a] < kind_of[b]; });
     std::vector<size_t> wave;
     wave.swap(ready_all_reduces);
     ++waves;

@@ -11,8 +11,10 @@
 
 namespace vkspmd::codegen {
 
-// Reorders plan.kernels as above. The relative order of all-reduces is kept within a wave, and
-// every device of a program computes the same order, so their rendezvous still match. Other
+// Reorders plan.kernels as above. Within a wave, all-reduces with the same replica groups,
+// element type and reducer are put next to each other (by their first member, then in program
+// order), so the executable can run them as one bucket (exec/collective_bucket.h); every device
+// of a program computes the same order, so their rendezvous still match. Other
 // collectives (all-gather, reduce-scatter, ...) keep their place, and no kernel moves across
 // them: hoisting an FSDP all-gather, or deferring a reduce-scatter, would keep full-size values
 // alive for longer. Returns the number of waves of all-reduces. Run before donations are

@@ -137,6 +137,17 @@ absl::StatusOr<CollectiveStep> PlanCollectiveStep(const ir::Instruction& collect
   return step;
 }
 
+bool CanShareBucket(const CollectiveStep& head, uint64_t head_bytes, const CollectiveStep& next,
+                    uint64_t next_bytes) {
+  const auto all_reduce = [](const CollectiveStep& step) {
+    return step.collective != nullptr && step.collective->opcode() == Opcode::kAllReduce;
+  };
+  return all_reduce(head) && all_reduce(next) && head.type == next.type &&
+         head.element_bytes == next.element_bytes && head.op == next.op &&
+         head.groups == next.groups && head.world_size == next.world_size &&
+         head_bytes <= kMaxBucketMemberBytes && next_bytes <= kMaxBucketMemberBytes;
+}
+
 absl::Status RunCollectiveStep(const CollectiveStep& step, std::span<const std::byte> input,
                                std::span<std::byte> output,
                                collectives::Communicator* communicator) {

@@ -47,6 +47,26 @@ absl::StatusOr<CollectiveStep> PlanCollectiveStep(const ir::Instruction& collect
                                                   const DeviceAssignment& assignment,
                                                   int64_t replica_count, int64_t partition_count);
 
+// One all-reduce of a bucket: consecutive all-reduces with the same groups, element type and
+// reducer run as one collective over their operands packed back to back (as PyTorch's DDP buckets
+// gradients), so the devices meet once for all of them. All-reduce combines element by element in
+// group order, so each member's result has the bits it would have alone.
+struct BucketMember {
+  int kernel = -1;      // The all-reduce's index in the program's kernels.
+  uint64_t offset = 0;  // Where its elements start in the packed buffer.
+  uint64_t bytes = 0;   // Its operand's bytes (= its result's).
+};
+
+// Larger all-reduces run alone: packing them would cost the host path about what one fewer
+// rendezvous saves, and every gradient of the default training step is far below it.
+inline constexpr uint64_t kMaxBucketMemberBytes = 1 << 20;
+
+// Whether all-reduce `next` (of `next_bytes`) may join a bucket led by `head` (of `head_bytes`):
+// both all-reduces with equal element type and size, reducer and replica groups, and neither
+// larger than kMaxBucketMemberBytes. (Data dependences are the caller's to check.)
+bool CanShareBucket(const CollectiveStep& head, uint64_t head_bytes, const CollectiveStep& next,
+                    uint64_t next_bytes);
+
 // Runs `step` from `input`, the operand's device bytes, into `output`, the result's (which is
 // left untouched when the collective fails). FAILED_PRECONDITION without a communicator for the
 // program's whole world.

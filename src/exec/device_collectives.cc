@@ -225,7 +225,7 @@ absl::Status DeviceCollectives::Record(runtime::CommandRecorder& recorder, size_
                                        const CollectiveStep& step, int me,
                                        const DeviceCollectivePlan& plan,
                                        const runtime::Buffer& output, uint64_t input_bytes,
-                                       uint64_t output_bytes) {
+                                       uint64_t output_bytes, uint64_t exchange_offset) {
   std::vector<runtime::Buffer*> inputs;
   for (int member : plan.members) {
     if (step.collective->opcode() == Opcode::kCollectivePermute && member != plan.source) {
@@ -243,8 +243,9 @@ absl::Status DeviceCollectives::Record(runtime::CommandRecorder& recorder, size_
       if (count == 0) return absl::OkStatus();
       VKSPMD_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::ComputePipeline> pipeline,
                               CombinePipeline(*devices_[me], step.type, step.op, n));
-      const uint32_t base =
-          step.collective->opcode() == Opcode::kReduceScatter ? count * plan.position : 0;
+      const uint32_t base = step.collective->opcode() == Opcode::kReduceScatter
+                                ? count * plan.position
+                                : static_cast<uint32_t>(exchange_offset / 4);
       std::vector<runtime::BufferRange> bindings;
       for (runtime::Buffer* input : inputs) bindings.push_back({input});
       bindings.push_back({&output, 0, output_bytes});

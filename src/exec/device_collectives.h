@@ -56,10 +56,12 @@ class DeviceCollectives {
   absl::StatusOr<runtime::Buffer*> Exchange(size_t collective, int member, uint64_t bytes);
 
   // Records rank `me`'s part of collective `collective` into `recorder`: reads the members'
-  // exchange buffers, writes `output`.
+  // exchange buffers (of `input_bytes`), writes `output`. An all-reduce of a bucket reads its
+  // elements from `exchange_offset` on (exec/collective_step.h: BucketMember).
   absl::Status Record(runtime::CommandRecorder& recorder, size_t collective,
                       const CollectiveStep& step, int me, const DeviceCollectivePlan& plan,
-                      const runtime::Buffer& output, uint64_t input_bytes, uint64_t output_bytes);
+                      const runtime::Buffer& output, uint64_t input_bytes, uint64_t output_bytes,
+                      uint64_t exchange_offset = 0);
 
   // Publishes that `mine` marks rank me's exchange buffer of `collective` written, and returns,
   // once every rank plan.waits_for names has published, the waits for its next submission.

@@ -262,9 +262,10 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
   VKSPMD_RETURN_IF_ERROR(executable->AllocateBuffers());
   executable->timestamps_ = timestamps;
   for (const codegen::KernelPlan& kernel : program.kernels) {
-    ++(kernel.collective != nullptr ? executable->collective_count_ : executable->dispatch_count_);
+    if (kernel.collective == nullptr) ++executable->dispatch_count_;
   }
-  // Kernels between two collectives form one segment; the host runs the collective.
+  // Kernels between two collectives form one segment; the host runs the collective, or the
+  // bucket of all-reduces that follow each other.
   std::vector<Segment>& segments = executable->segments_;
   segments.emplace_back();
   // Before the first pipeline, so the driver starts from what earlier processes compiled.
@@ -272,16 +273,21 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
   for (size_t k = 0; k < program.kernels.size(); ++k) {
     const codegen::KernelPlan& kernel = program.kernels[k];
     if (kernel.collective != nullptr) {
-      segments.back().collective = static_cast<int>(k);
       VKSPMD_ASSIGN_OR_RETURN(
-          segments.back().step,
+          CollectiveStep step,
           PlanCollectiveStep(*kernel.collective, program.buffers[kernel.output].element_bytes,
                              assignment, module.replica_count(), module.partition_count()));
+      if (executable->JoinBucket(static_cast<int>(k), step)) continue;
+      Segment& segment = segments.back();
+      segment.collective = static_cast<int>(k);
+      segment.step = std::move(step);
+      segment.members = {{static_cast<int>(k), 0, program.buffers[kernel.inputs[0]].byte_size()}};
       if (assignment.device_collectives != nullptr) {
-        segments.back().on_device = assignment.device_collectives->Plan(
-            segments.back().step, executable->rank_, program.buffers[kernel.inputs[0]].byte_size(),
+        segment.on_device = assignment.device_collectives->Plan(
+            segment.step, executable->rank_, program.buffers[kernel.inputs[0]].byte_size(),
             program.buffers[kernel.output].byte_size());
       }
+      ++executable->collective_count_;
       segments.emplace_back();
       continue;
     }
@@ -354,41 +360,42 @@ absl::Status Executable::Record(const std::vector<runtime::Buffer*>& physical, S
   collective_staging_.resize(segments_.size());
   for (size_t s = 0; s < segments_.size(); ++s) {
     const Segment& segment = segments_[s];
-    runtime::Buffer* staged_input = nullptr;
-    uint64_t input_bytes = 0;
-    // A device-side collective: the previous segment's is recorded first in this one, and this
-    // segment's input goes to its exchange buffer last.
+    const auto input_of = [&](const BucketMember& member) {
+      return physical[physical_of_[plan_.kernels[member.kernel].inputs[0]]];
+    };
+    // The collective's inputs go, each at its place in the bucket, to the exchange buffer (a
+    // device-side collective: the previous segment's is recorded first in this one) or to a
+    // staging buffer where the host cannot read them in place.
     const Segment* previous = s > 0 && segments_[s - 1].on_device ? &segments_[s - 1] : nullptr;
-    runtime::Buffer* exchange_source = nullptr;
-    if (segment.collective >= 0 && segment.on_device) {
-      const codegen::KernelPlan& step = plan_.kernels[segment.collective];
-      exchange_source = physical[physical_of_[step.inputs[0]]];
-      input_bytes = plan_.buffers[step.inputs[0]].byte_size();
-    } else if (segment.collective >= 0) {
-      const codegen::KernelPlan& step = plan_.kernels[segment.collective];
-      staged_input = physical[physical_of_[step.inputs[0]]];
-      input_bytes = plan_.buffers[step.inputs[0]].byte_size();
-      if (runtime::HostReadable(*staged_input, input_bytes)) {
-        staged_input = nullptr;
-      } else if (collective_staging_[s] == nullptr) {
-        VKSPMD_ASSIGN_OR_RETURN(collective_staging_[s],
-                                runtime::Buffer::Create(device_, std::max<uint64_t>(input_bytes, 4),
-                                                        runtime::MemoryUsage::kStaging));
+    const bool to_exchange = segment.collective >= 0 && segment.on_device;
+    bool to_staging = false;
+    if (segment.collective >= 0 && !segment.on_device) {
+      for (const BucketMember& member : segment.members) {
+        to_staging = to_staging || !runtime::HostReadable(*input_of(member), member.bytes);
+      }
+      if (to_staging && collective_staging_[s] == nullptr) {
+        VKSPMD_ASSIGN_OR_RETURN(
+            collective_staging_[s],
+            runtime::Buffer::Create(device_, std::max<uint64_t>(segment.packed_bytes(), 4),
+                                    runtime::MemoryUsage::kStaging));
       }
     }
-    if (segment.dispatches.empty() && staged_input == nullptr && previous == nullptr &&
-        exchange_source == nullptr) {
+    if (segment.dispatches.empty() && !to_staging && previous == nullptr && !to_exchange) {
       sequences.push_back(nullptr);
       continue;
     }
     runtime::CommandRecorder recorder(device_);
     const int me = rank_;
     if (previous != nullptr) {
-      const codegen::KernelPlan& step = plan_.kernels[previous->collective];
-      VKSPMD_RETURN_IF_ERROR(assignment_.device_collectives->Record(
-          recorder, s - 1, previous->step, me, *previous->on_device,
-          *physical[physical_of_[step.output]], plan_.buffers[step.inputs[0]].byte_size(),
-          plan_.buffers[step.output].byte_size()));
+      for (const BucketMember& member : previous->members) {
+        const codegen::KernelPlan& step = plan_.kernels[member.kernel];
+        CollectiveStep member_step = previous->step;
+        member_step.collective = step.collective;
+        VKSPMD_RETURN_IF_ERROR(assignment_.device_collectives->Record(
+            recorder, s - 1, member_step, me, *previous->on_device,
+            *physical[physical_of_[step.output]], previous->packed_bytes(),
+            plan_.buffers[step.output].byte_size(), member.offset));
+      }
     }
     for (const Dispatch& dispatch : segment.dispatches) {
       const codegen::KernelPlan& kernel = plan_.kernels[dispatch.kernel];
@@ -400,13 +407,17 @@ absl::Status Executable::Record(const std::vector<runtime::Buffer*>& physical, S
                         std::as_bytes(std::span(kernel.push_constants)), dispatch.workgroups,
                         kernel.name);
     }
-    if (staged_input != nullptr) {
-      recorder.Copy(*staged_input, 0, *collective_staging_[s], 0, input_bytes);
-    }
-    if (exchange_source != nullptr) {
-      VKSPMD_ASSIGN_OR_RETURN(runtime::Buffer * exchange,
-                              assignment_.device_collectives->Exchange(s, me, input_bytes));
-      if (input_bytes > 0) recorder.Copy(*exchange_source, 0, *exchange, 0, input_bytes);
+    if (to_staging || to_exchange) {
+      runtime::Buffer* packed = collective_staging_[s].get();
+      if (to_exchange) {
+        VKSPMD_ASSIGN_OR_RETURN(
+            packed, assignment_.device_collectives->Exchange(s, me, segment.packed_bytes()));
+      }
+      for (const BucketMember& member : segment.members) {
+        if (member.bytes > 0) {
+          recorder.Copy(*input_of(member), 0, *packed, member.offset, member.bytes);
+        }
+      }
     }
     VKSPMD_ASSIGN_OR_RETURN(std::unique_ptr<runtime::CommandSequence> sequence,
                             recorder.Finish(timestamps));
@@ -683,40 +694,7 @@ absl::Status Executable::RunSegments(const Sequences& sequences,
       continue;
     }
     VKSPMD_RETURN_IF_ERROR(wait_in_flight());
-    const double collective_start_us = traced ? debug::TraceNowMicros() : 0;
-    const auto collective_start = std::chrono::steady_clock::now();
-    const codegen::KernelPlan& step = plan_.kernels[segment.collective];
-    runtime::Buffer& input = *physical[physical_of_[step.inputs[0]]];
-    runtime::Buffer& output = *physical[physical_of_[step.output]];
-    const uint64_t input_bytes = plan_.buffers[step.inputs[0]].byte_size();
-    const uint64_t output_bytes = plan_.buffers[step.output].byte_size();
-    // The input as the host reads it: the device buffer itself where that is cheap (lavapipe,
-    // integrated GPUs), else the staging copy the segment's sequence made.
-    const std::byte* input_bytes_on_host =
-        s < collective_staging_.size() && collective_staging_[s] != nullptr
-            ? collective_staging_[s]->mapped()
-            : input.mapped();
-    if (input_bytes_on_host == nullptr) {
-      return absl::InternalError(
-          absl::StrCat("collective ", step.name, ": its input is neither mapped nor staged"));
-    }
-    const std::span<const std::byte> input_span(input_bytes_on_host, input_bytes);
-    if (output.mapped() != nullptr) {
-      // Host writes to mapped device memory stream fast even where it is uncached (a BAR).
-      VKSPMD_RETURN_IF_ERROR(RunCollectiveStep(segment.step, input_span,
-                                               std::span<std::byte>(output.mapped(), output_bytes),
-                                               assignment_.communicator));
-    } else {
-      std::vector<std::byte> staged_output(output_bytes);
-      VKSPMD_RETURN_IF_ERROR(
-          RunCollectiveStep(segment.step, input_span, staged_output, assignment_.communicator));
-      VKSPMD_RETURN_IF_ERROR(runtime::Upload(staged_output, output));
-    }
-    if (traced) {
-      TraceCollective(s, collective_start_us, debug::TraceNowMicros(), input_bytes, output_bytes);
-    }
-    collective_seconds_ +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - collective_start).count();
+    VKSPMD_RETURN_IF_ERROR(RunHostCollective(s, physical, traced));
   }
   VKSPMD_RETURN_IF_ERROR(wait_in_flight());
   if (traced) TraceMemory();

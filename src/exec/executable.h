@@ -71,8 +71,10 @@ class Executable {
   int last_host_waits() const { return host_waits_; }
   // Collectives that run on the device (VKSPMD_DEVICE_COLLECTIVES), of collective_count.
   size_t device_collective_count() const;
-  // Segments of kernels (each but the last ended by a collective the host runs).
+  // Segments of kernels (each but the last ended by a collective or a bucket of all-reduces).
   size_t segment_count() const { return segments_.size(); }
+  // Collectives per run, a bucket of all-reduces counting once (the devices meet that often).
+  int64_t collective_run_count() const { return collective_count_; }
   // Where the flow ids of the next traced run's collectives start (see MeshExecutable): ids
   // flow_base + segment * world + device join the devices of one collective in the trace.
   void set_trace_flow_base(uint64_t flow_base) { trace_flow_base_ = flow_base; }
@@ -96,6 +98,14 @@ class Executable {
   // Kernels and collectives, after the parameters are in place.
   absl::Status RunSegments(const Sequences& sequences,
                            const std::vector<runtime::Buffer*>& physical, bool traced);
+  // Segment `s`'s collective through the communicator, once its kernels are done
+  // (executable_collectives.cc): a bucket's members packed into one all-reduce.
+  absl::Status RunHostCollective(size_t s, const std::vector<runtime::Buffer*>& physical,
+                                 bool traced);
+  // Whether collective kernel `k` (planned as `step`) joins the bucket of the collective that
+  // ends the previous segment, which it then does: no kernel runs between them, CanShareBucket
+  // allows it, and it reads no member's result.
+  bool JoinBucket(int k, const CollectiveStep& step);
   // The profiler's spans of a traced run: segment `s`'s kernels, from its timestamps placed
   // within [submitted_us, finished_us], the host times around its submission; a collective.
   void TraceKernels(size_t s, const runtime::CommandSequence& sequence, double submitted_us,
@@ -113,7 +123,7 @@ class Executable {
   codegen::ProgramPlan plan_;
   bool timestamps_ = false;
   int64_t dispatch_count_ = 0;    // Compute kernels per run.
-  int64_t collective_count_ = 0;  // Collectives per run.
+  int64_t collective_count_ = 0;  // Collectives per run (a bucket counts once).
   std::vector<int> physical_of_;  // Plan buffer id → index into buffers_.
   std::vector<ir::Shape> parameter_shapes_;
   std::vector<std::unique_ptr<runtime::Buffer>> buffers_;
@@ -135,6 +145,11 @@ class Executable {
     std::vector<Dispatch> dispatches;
     int collective = -1;  // Index into plan_.kernels.
     CollectiveStep step;  // When collective >= 0.
+    // The collective's bucket: `collective` first, then the all-reduces that run with it.
+    std::vector<BucketMember> members;
+    uint64_t packed_bytes() const {
+      return members.empty() ? 0 : members.back().offset + members.back().bytes;
+    }
     // Set where the collective runs on the devices: this segment's commands end by copying its
     // input to the exchange buffer, the next segment's begin with the collective.
     std::optional<DeviceCollectivePlan> on_device;
@@ -145,6 +160,7 @@ class Executable {
   // command sequence copies the input into, so the communicator reads it without another
   // submission and wait. Null elsewhere.
   std::vector<std::unique_ptr<runtime::Buffer>> collective_staging_;
+  std::vector<std::byte> bucket_scratch_;  // Where the host packs a bucket's mapped inputs.
   // Recorded command sequences, one per segment (null when it has no kernels): with the
   // executable's own buffers, and with the donated buffers of the latest runs that had some.
   struct Recording {

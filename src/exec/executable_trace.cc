@@ -80,7 +80,10 @@ void Executable::TraceCollective(size_t s, double start_us, double end_us, uint6
   const Segment& segment = segments_[s];
   const CollectiveStep& step = segment.step;
   const int pid = debug::DeviceTracePid(device_.mesh_index());
-  debug::TraceEvent event{'X', plan_.kernels[segment.collective].name, "collective"};
+  // A bucket is named like a fused kernel: its first all-reduce and how many more it holds.
+  std::string name = plan_.kernels[segment.collective].name;
+  if (segment.members.size() > 1) absl::StrAppend(&name, "+", segment.members.size() - 1);
+  debug::TraceEvent event{'X', std::move(name), "collective"};
   event.pid = pid;
   event.tid = debug::kCollectiveTrack;
   event.ts_us = start_us;
