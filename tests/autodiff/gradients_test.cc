@@ -279,17 +279,18 @@ ENTRY %main (i: s32[], x: f64[]) -> f64[] {
 }
 
 TEST(GradientsTest, AnOpWithoutARuleIsAnErrorNamingIt) {
-  // An all-reduce that takes the maximum: its sum form has a rule (gradient_rules_collectives).
+  // An all-reduce that multiplies: its sum, max and min forms have rules
+  // (gradient_rules_collectives).
   std::unique_ptr<ir::Module> module = Parse(WithAdd("collective", R"(
-%max (a: f64[], b: f64[]) -> f64[] {
+%mul (a: f64[], b: f64[]) -> f64[] {
   %a = f64[] parameter(0)
   %b = f64[] parameter(1)
-  ROOT %m = f64[] maximum(%a, %b)
+  ROOT %m = f64[] multiply(%a, %b)
 }
 
 ENTRY %main (x: f64[4]) -> f64[] {
   %x = f64[4] parameter(0)
-  %summed = f64[4] all-reduce(%x), replica_groups={}, to_apply=%max
+  %summed = f64[4] all-reduce(%x), replica_groups={}, to_apply=%mul
   %zero = f64[] constant(0)
   ROOT %loss = f64[] reduce(%summed, %zero), dimensions={0}, to_apply=%add
 }
@@ -297,7 +298,7 @@ ENTRY %main (x: f64[4]) -> f64[] {
   ASSERT_NE(module, nullptr);
   absl::Status status = Gradients(*module, std::nullopt, {0}).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(status.message().find("all-reduce with maximum has no gradient rule"),
+  EXPECT_NE(status.message().find("all-reduce with multiply has no gradient rule"),
             std::string::npos)
       << status;
   EXPECT_NE(status.message().find("%summed"), std::string::npos) << status;

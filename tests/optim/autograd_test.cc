@@ -248,14 +248,14 @@ TEST(GradTest, Errors) {
             std::string::npos);
   EXPECT_NE(ThrownMessage([&] { backward(w.sum()); }).find("no tensor with requires_grad"),
             std::string::npos);
-  // An op without a gradient rule is named (no public op lacks one: an all-reduce taking the
-  // maximum made here; the sum has a rule).
+  // An op without a gradient rule is named (no public op lacks one: an all-reduce multiplying
+  // made here; sum, max and min have rules).
   ir::InstructionAttributes attributes;
-  attributes.to_apply = lazy::TraceReducer(ir::Opcode::kMaximum, ir::DType::kF32);
+  attributes.to_apply = lazy::TraceReducer(ir::Opcode::kMultiply, ir::DType::kF32);
   Tensor reduced = lazy::Wrap(lazy::MakeOp(ir::Opcode::kAllReduce, {lazy::NodeOf(w)}, attributes));
   EXPECT_NE(ThrownMessage([&] {
               grad(reduced.sum(), {w});
-            }).find("all-reduce with maximum has no gradient rule"),
+            }).find("all-reduce with multiply has no gradient rule"),
             std::string::npos)
       << ThrownMessage([&] { grad(reduced.sum(), {w}); });
 }
