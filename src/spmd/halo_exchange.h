@@ -1,19 +1,21 @@
-// GSPMD's halo exchange (GSPMD-NOTES, "windowed ops"): ops that move elements along a split dim
-// by a few positions (slice, pad, reverse, concatenate, reshapes merging or splitting a split
-// dim) keep the tiling and fetch only the boundary rows each device lacks from its neighbours
-// with collective-permutes, instead of gathering the whole dim.
+// GSPMD's halo exchange (GSPMD-NOTES, "windowed ops"): a device fetches the rows of a split dim
+// it lacks from its neighbours with collective-permutes of only those rows; halo_ops.h builds the
+// window-like ops on it.
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "src/ir/instruction.h"
-#include "src/spmd/reshard.h"
 #include "src/spmd/spmd_builder.h"
 
 namespace vkspmd::spmd {
+
+// Integer division of window positions, which may lie before the operand (negative), rounding
+// down and up.
+inline int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+inline int64_t CeilDivSigned(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); }
 
 // What the device holding shard k of a split dim wants of that dim: the positions
 // [start, start + size) (size is common to all shards), of which the first `valid` are the
@@ -34,22 +36,24 @@ absl::StatusOr<ir::Instruction*> ExchangeHalo(SpmdBuilder& builder, ir::Instruct
                                               int64_t valid_size,
                                               const std::vector<HaloWindow>& windows, int64_t size);
 
-// The local form of a slice, pad, reverse, concatenate or reshape whose operands are split along
-// a dim the op changes, run with halo exchange so that the result keeps the tiling: `operands`
-// as they are now, `target` the result's wanted sharding. Operands of a slice, pad, reverse or
-// concatenate split otherwise are resharded to `target` first. nullopt when the case is not one
-// of these (the caller's general rule then gathers what must be whole): maximal or manual
-// values, strided slices, interior padding, and reshapes other than merging or splitting one
-// split dim with its unsplit neighbours in the result's device order.
-absl::StatusOr<std::optional<PartitionedValue>> PartitionWithHalo(
-    SpmdBuilder& builder, const ir::Instruction& instruction,
-    const std::vector<PartitionedValue>& operands, const AxisSharding& target);
+// The device holding shard `index` along `axes` with the same coordinates as `device` on the
+// other axes.
+int64_t DeviceWithIndex(const Mesh& mesh, int64_t device, const std::vector<int64_t>& axes,
+                        int64_t index);
 
-// Bytes per device PartitionWithHalo would send (its collectives emitted into a scratch
-// program), or nullopt when it does not apply; the partitioner compares them with its rule's.
-absl::StatusOr<std::optional<int64_t>> HaloBytes(const SpmdBuilder& builder,
-                                                 const ir::Instruction& instruction,
-                                                 const std::vector<PartitionedValue>& operands,
-                                                 const AxisSharding& target);
+// Per partition id: the value `by_shard` gives the device's shard index along `axes`.
+std::vector<int64_t> ByPartition(const Mesh& mesh, const std::vector<int64_t>& axes,
+                                 const std::vector<int64_t>& by_shard);
+
+// Keeps `value` where positions windows[k].start + index along `dim` lie in [0, limit) (k the
+// device's shard index along `axes`), else `fill` (of `value`'s shape).
+absl::StatusOr<ir::Instruction*> KeepInside(SpmdBuilder& builder, ir::Instruction* value,
+                                            int64_t dim, const std::vector<int64_t>& axes,
+                                            const std::vector<HaloWindow>& windows, int64_t limit,
+                                            ir::Instruction* fill);
+
+// Windows of a result dim `result_size` long, split `tiles` ways, whose position q is the
+// source's position q - `shift`.
+std::vector<HaloWindow> ShiftedWindows(int64_t result_size, int64_t tiles, int64_t shift);
 
 }  // namespace vkspmd::spmd

@@ -8,6 +8,7 @@
 
 #include "fmt/format.h"
 #include "src/base/status_macros.h"
+#include "src/spmd/dynamic_slice_local.h"
 #include "src/spmd/gather_scatter_local.h"
 
 namespace vkspmd::spmd {
@@ -41,9 +42,10 @@ absl::StatusOr<Instruction*> MaskReductionPadding(
   return builder.MaskPadding(value.local, value.global, value.sharding, reduced, fill);
 }
 
+// Whether the op leaves dim d alone (its factors pass through), so that it may be split.
 bool IsSplitPassThrough(const LocalOp& op, const DimFactors& dims, int64_t d) {
   for (int64_t factor : dims[d]) {
-    if (NeedsWhole(op.rule->factors[factor].kind)) return false;
+    if (op.rule->factors[factor].kind != FactorKind::kPassThrough) return false;
   }
   return true;
 }
@@ -81,6 +83,8 @@ absl::StatusOr<Instruction*> EmitOp(SpmdBuilder& builder, const LocalOp& op,
       }
       return builder.Add(opcode, locals, attributes);
     case Opcode::kDynamicSlice:
+      if (!ReductionAxes(op).empty()) return EmitLocalDynamicSlice(builder, op, locals);
+      [[fallthrough]];
     case Opcode::kDynamicUpdateSlice: {
       // Dims kept whole by the op have their start clamped to 0 in the global program too.
       std::vector<Instruction*> operands = locals;
@@ -168,8 +172,10 @@ absl::StatusOr<std::vector<PartitionedValue>> EmitLocalOp(SpmdBuilder& builder, 
   std::vector<Instruction*> locals;
   for (const PartitionedValue& operand : op.operands) locals.push_back(operand.local);
   const std::vector<int64_t> reduction_axes = ReductionAxes(op);
-  // A gather zeroes what its split indexed dims do not hold itself (EmitLocalGather).
-  if (!reduction_axes.empty() && opcode != Opcode::kGather) {
+  // A gather or dynamic-slice zeroes what its split indexed dims do not hold itself
+  // (EmitLocalGather, EmitLocalDynamicSlice).
+  const bool masks_itself = opcode == Opcode::kGather || opcode == Opcode::kDynamicSlice;
+  if (!reduction_axes.empty() && !masks_itself) {
     // Padding of split contracted/reduced dims must not reach the result: 0 for a dot (on both
     // sides, so NaN padding cannot leak), the init value for a reduce.
     const int64_t inputs = opcode == Opcode::kDot ? 2 : instruction.operand_count() / 2;
@@ -209,7 +215,7 @@ absl::StatusOr<std::vector<PartitionedValue>> EmitLocalOp(SpmdBuilder& builder, 
   }
   if (!reduction_axes.empty()) {
     ir::Computation* reducer = op.to_apply;
-    if (opcode == Opcode::kDot || opcode == Opcode::kGather) {
+    if (opcode == Opcode::kDot || masks_itself) {
       const ir::DType type = instruction.shape().dtype();
       reducer = builder.Reducer(type == ir::DType::kPred ? Opcode::kOr : Opcode::kAdd, type);
     }

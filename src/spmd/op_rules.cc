@@ -45,6 +45,7 @@ class RuleBuilder {
     rule_.operands.push_back({instruction_.operand(index), 0});
     rule_.operand_dims.push_back(std::move(dims));
   }
+  void set_may_gather_reductions() { rule_.may_gather_reductions = true; }
   OpRule Take() { return std::move(rule_); }
 
  private:
@@ -76,17 +77,25 @@ int64_t Unsplittable(RuleBuilder& rule, int64_t size) {
   return rule.AddFactor(size, FactorKind::kNeedReplication);
 }
 
-// How a window-like op treats each dim.
-enum class WindowDim { kUnchanged, kShifted, kWhole };
+// How a window-like op treats each dim. kMasked: a dynamic-slice dim with a data-dependent start,
+// whose operand dim is a reduction factor (each device slices what it holds of the window, zeroes
+// the rest, and an all-reduce sums, as GSPMD does for a vocabulary-sharded gather) and whose result
+// dim is whole.
+enum class WindowDim { kUnchanged, kShifted, kMasked, kWhole };
 
-// Dims left alone by a window-like op pass through; dims it only shifts elements along share a
-// window factor (kWindow); the others are whole on both sides.
+// Dims left alone by a window-like op pass through; dims it only moves elements along (slices of
+// any stride, padding of any kind, reversal, constant dynamic-slice starts) share a window factor
+// (kWindow); the others are whole on both sides.
 OpRule WindowRule(const Instruction& instruction, const std::vector<WindowDim>& dims) {
   RuleBuilder rule(instruction);
   const ir::Shape& operand = instruction.operand(0)->shape();
   std::vector<int64_t> operand_factors, result_factors;
   for (int64_t d = 0; d < operand.rank(); ++d) {
-    if (dims[d] != WindowDim::kWhole) {
+    if (dims[d] == WindowDim::kMasked) {
+      rule.set_may_gather_reductions();
+      operand_factors.push_back(rule.AddFactor(operand.dimension(d), FactorKind::kReduction));
+      result_factors.push_back(Unsplittable(rule, instruction.shape().dimension(d)));
+    } else if (dims[d] != WindowDim::kWhole) {
       const int64_t factor = rule.AddFactor(operand.dimension(d), dims[d] == WindowDim::kUnchanged
                                                                       ? FactorKind::kPassThrough
                                                                       : FactorKind::kWindow);
@@ -492,8 +501,7 @@ absl::StatusOr<std::vector<OpRule>> RulesFor(const Instruction& instruction) {
       const ir::Shape& operand = instruction.operand(0)->shape();
       for (int64_t d = 0; d < operand.rank(); ++d) {
         const ir::SliceDimension& slice = attributes.slice[d];
-        dims.push_back(slice.stride != 1 ? WindowDim::kWhole
-                       : slice.start == 0 && slice.limit == operand.dimension(d)
+        dims.push_back(slice.start == 0 && slice.limit == operand.dimension(d) && slice.stride == 1
                            ? WindowDim::kUnchanged
                            : WindowDim::kShifted);
       }
@@ -502,9 +510,9 @@ absl::StatusOr<std::vector<OpRule>> RulesFor(const Instruction& instruction) {
     case Opcode::kPad: {
       std::vector<WindowDim> dims;
       for (const ir::PaddingDimension& padding : attributes.padding) {
-        dims.push_back(padding.interior != 0                   ? WindowDim::kWhole
-                       : padding.low == 0 && padding.high == 0 ? WindowDim::kUnchanged
-                                                               : WindowDim::kShifted);
+        dims.push_back(padding.low == 0 && padding.high == 0 && padding.interior == 0
+                           ? WindowDim::kUnchanged
+                           : WindowDim::kShifted);
       }
       return std::vector<OpRule>{WindowRule(instruction, dims)};
     }
@@ -517,9 +525,12 @@ absl::StatusOr<std::vector<OpRule>> RulesFor(const Instruction& instruction) {
       std::vector<WindowDim> dims;
       const ir::Shape& operand = instruction.operand(0)->shape();
       for (int64_t d = 0; d < operand.rank(); ++d) {
-        dims.push_back(attributes.dynamic_slice_sizes[d] == operand.dimension(d)
-                           ? WindowDim::kUnchanged
-                           : WindowDim::kWhole);
+        // A constant start makes the dim a static slice (what XLA's simplifier turns it into
+        // before partitioning); a start known only at run time is masked.
+        dims.push_back(
+            attributes.dynamic_slice_sizes[d] == operand.dimension(d)   ? WindowDim::kUnchanged
+            : instruction.operand(1 + d)->opcode() == Opcode::kConstant ? WindowDim::kShifted
+                                                                        : WindowDim::kMasked);
       }
       return std::vector<OpRule>{WindowRule(instruction, dims)};
     }

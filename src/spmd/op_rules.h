@@ -49,6 +49,11 @@ struct OpRule {
   std::vector<DimFactors> operand_dims;  // one per operand
   std::vector<TensorRef> results;
   std::vector<DimFactors> result_dims;  // one per result
+  // The partitioner may also run the op with its reduction factors whole (gathering those dims)
+  // where that moves fewer bytes: a dynamic-slice at a run-time start, which XLA always gathers,
+  // while its masked form (each device slices what it holds, an all-reduce sums) wins for small
+  // windows.
+  bool may_gather_reductions = false;
   // Names the rule in messages: "dot ([i,k],[k,j])->([i,j])".
   std::string ToString() const;
 };

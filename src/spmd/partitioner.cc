@@ -17,7 +17,7 @@
 #include "src/ir/control_flow_lowering.h"
 #include "src/ir/verifier.h"
 #include "src/spmd/factor_sharding.h"
-#include "src/spmd/halo_exchange.h"
+#include "src/spmd/halo_ops.h"
 #include "src/spmd/local_ops.h"
 #include "src/spmd/manual_region.h"
 #include "src/spmd/mesh_assignment.h"
@@ -542,11 +542,22 @@ class Partitioner {
       for (size_t t : by_size) {
         if (t != first) order.push_back(t);
       }
-      FactorAxes candidate = AssignmentFrom(rule, all, order);
-      const int64_t cost = Cost(rule, operands, results, candidate);
-      if (!best.has_value() || cost < best_cost) {
-        best = std::move(candidate);
-        best_cost = cost;
+      std::vector<FactorAxes> candidates = {AssignmentFrom(rule, all, order)};
+      if (rule.may_gather_reductions) {
+        // Also with the reduction factors whole: gathering the operand's split dim moves fewer
+        // bytes than summing a long window.
+        FactorAxes whole_reductions = candidates[0];
+        for (size_t f = 0; f < rule.factors.size(); ++f) {
+          if (rule.factors[f].kind == FactorKind::kReduction) whole_reductions[f].clear();
+        }
+        candidates.push_back(MakeRepresentable(rule, std::move(whole_reductions), mesh_));
+      }
+      for (const FactorAxes& factors : candidates) {
+        const int64_t cost = Cost(rule, operands, results, factors);
+        if (!best.has_value() || cost < best_cost) {
+          best = factors;
+          best_cost = cost;
+        }
       }
     }
     if (!best.has_value()) return {FactorAxes(rule.factors.size()), 0};
@@ -560,7 +571,11 @@ class Partitioner {
     for (int64_t d = 0; d < had.rank(); ++d) {
       if (had.dims[d].empty() || IsPrefix(had.dims[d], wanted.dims[d])) continue;
       const std::vector<int64_t>& factors = rule.operand_dims[operand][d];
-      const bool forced = factors.size() > 1 || NeedsWhole(rule.factors[factors[0]].kind);
+      const FactorKind kind = rule.factors[factors[0]].kind;
+      // A reduction factor the op could have kept split (a dynamic-slice at a run-time start)
+      // but gathers because that is cheaper counts too.
+      const bool forced = factors.size() > 1 || NeedsWhole(kind) ||
+                          (rule.may_gather_reductions && kind == FactorKind::kReduction);
       if (!forced) continue;
       result_.fallbacks.push_back(
           {instruction.name(),

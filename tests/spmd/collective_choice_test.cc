@@ -390,6 +390,32 @@ ENTRY %main (x: f32[6,40]) -> f32[240] {
 })",
                    {{{0, 1}, {1, 2}, {2, 3}}},
                    240},
+        // The issue's example: [7,40] split 4 (2 rows = flat [80k, 80k+80), device 3 only
+        // 40 of them) merged into [280] split 4 (flat [70k, 70k+70)): device k lacks the 10k
+        // elements [70k, 80k) at the end of shard k-1. One permute of the 30-element suffix
+        // [50,80) = 120 bytes, XLA's left halo of max_k 10k = 30 elements; gathering sent
+        // 3 x 80 x 4 = 960.
+        HaloGolden{"reshape_merge_issue_example",
+                   4,
+                   R"(HloModule r, num_partitions=4
+ENTRY %main (x: f32[7,40]) -> f32[280] {
+  %x = f32[7,40] parameter(0), sharding={devices=[4,1]<=[4]}
+  ROOT %y = f32[280] reshape(f32[7,40] %x), sharding={devices=[4]<=[4]}
+})",
+                   {{{0, 1}, {1, 2}, {2, 3}}},
+                   120},
+        // Its inverse: [280] split 4 (flat [70k, 70k+70)) split into [7,40] split 4 (flat
+        // [80k, 80k+80)): device k lacks [70k+70, 80k+80) within [0,280), 10, 20 and 30 elements at
+        // the start of shard k+1 (device 3 none). One permute of a 30-element prefix = 120.
+        HaloGolden{"reshape_split_issue_example",
+                   4,
+                   R"(HloModule r, num_partitions=4
+ENTRY %main (x: f32[280]) -> f32[7,40] {
+  %x = f32[280] parameter(0), sharding={devices=[4]<=[4]}
+  ROOT %y = f32[7,40] reshape(f32[280] %x), sharding={devices=[4,1]<=[4]}
+})",
+                   {{{1, 0}, {2, 1}, {3, 2}}},
+                   120},
         // [6,10] split 2: 3 rows = flat [0,30) and [30,60); [4,15] split 2: 2 rows = flat
         // [0,30) and [30,60). The shards line up: nothing moves (the rule's factors 6 vs 4 do
         // not divide, so it gathered 30 x 4 = 120 bytes).
@@ -467,8 +493,101 @@ ENTRY %main (a: f32[8,3], b: f32[8,3]) -> f32[16,3] {
   ROOT %y = f32[16,3] concatenate(f32[8,3] %a, f32[8,3] %b), dimensions={0}, sharding={devices=[4,1]<=[4]}
 })",
                    {{{1, 0}, {2, 1}}, {{3, 1}}, {{0, 2}}, {{1, 2}, {2, 3}}},
-                   96}),
+                   96},
+        // Strided slice [1:15:2] of [16,3] split 4 (rows [4k, 4k+4)): [7,3] split 4 wants result
+        // rows 2k, 2k+1 = operand rows 4k+1, 4k+3, all in the device's own shard: nothing moves
+        // (GSPMD's windowed input [4k+1, 4k+4) has no halo). Gathering sent 3 x 48 = 144.
+        HaloGolden{"strided_slice_in_place",
+                   4,
+                   R"(HloModule s, num_partitions=4
+ENTRY %main (x: f32[16,3]) -> f32[7,3] {
+  %x = f32[16,3] parameter(0), sharding={devices=[4,1]<=[4]}
+  ROOT %y = f32[7,3] slice(f32[16,3] %x), slice={[1:15:2], [0:3]}, sharding={devices=[4,1]<=[4]}
+})",
+                   {},
+                   0},
+        // [1:16:3] of the same: [5,3] split 4 (2 rows each) wants operand rows 6k+1, 6k+4: the
+        // windows [1,5), [7,11), [13,14) reach into the next shard by 1, 3 and 1 rows. One
+        // permute of a 3-row prefix = 36 bytes, GSPMD's right halo (max_k 6k+5 - 4(k+1) = 3
+        // rows; the rows between the strided ones travel too). Gathering sent 144.
+        HaloGolden{"strided_slice_by_three",
+                   4,
+                   R"(HloModule s, num_partitions=4
+ENTRY %main (x: f32[16,3]) -> f32[5,3] {
+  %x = f32[16,3] parameter(0), sharding={devices=[4,1]<=[4]}
+  ROOT %y = f32[5,3] slice(f32[16,3] %x), slice={[1:16:3], [0:3]}, sharding={devices=[4,1]<=[4]}
+})",
+                   {{{1, 0}, {2, 1}, {3, 2}}},
+                   36},
+        // Interior padding 0_0_1 of [8,3] split 4 (rows [2k, 2k+2)): [15,3] split 4 (4 rows)
+        // shows operand rows 2k and 2k+1 at 4k and 4k+2: each device spreads its own rows,
+        // nothing moves (as GSPMD). Gathering sent 3 x 24 = 72.
+        HaloGolden{"interior_pad_in_place",
+                   4,
+                   R"(HloModule p, num_partitions=4
+ENTRY %main (x: f32[8,3]) -> f32[15,3] {
+  %x = f32[8,3] parameter(0), sharding={devices=[4,1]<=[4]}
+  %z = f32[] constant(0)
+  ROOT %y = f32[15,3] pad(f32[8,3] %x, f32[] %z), padding=0_0_1x0_0, sharding={devices=[4,1]<=[4]}
+})",
+                   {},
+                   0},
+        // [6,3] split 4 holds rows [0,2), [2,4), [4,6) and nothing on device 3; padding 0_0_1
+        // gives [11,3] split 4 (3 rows), showing operand rows [0,2), [2,3), [3,5), [5,6).
+        // Devices 2 and 3 lack the last row of the previous shard: one permute of 1 row = 12
+        // bytes (GSPMD's left halo, max_k 2k - ceil(3k/2) = 1 row). Gathering sent 72.
+        HaloGolden{"interior_pad_uneven",
+                   4,
+                   R"(HloModule p, num_partitions=4
+ENTRY %main (x: f32[6,3]) -> f32[11,3] {
+  %x = f32[6,3] parameter(0), sharding={devices=[4,1]<=[4]}
+  %z = f32[] constant(0)
+  ROOT %y = f32[11,3] pad(f32[6,3] %x, f32[] %z), padding=0_0_1x0_0, sharding={devices=[4,1]<=[4]}
+})",
+                   {{{1, 2}, {2, 3}}},
+                   12},
+        // dynamic-slice at the constant start 1, 14 rows: the slice [1:15] (slice_by_one), one
+        // permute of 1 row = 12 bytes, where gathering sent 144.
+        HaloGolden{"dynamic_slice_constant_start",
+                   4,
+                   R"(HloModule d, num_partitions=4
+ENTRY %main (x: f32[16,3]) -> f32[14,3] {
+  %x = f32[16,3] parameter(0), sharding={devices=[4,1]<=[4]}
+  %i = s32[] constant(1)
+  %z = s32[] constant(0)
+  ROOT %y = f32[14,3] dynamic-slice(f32[16,3] %x, s32[] %i, s32[] %z), dynamic_slice_sizes={14,3}, sharding={devices=[4,1]<=[4]}
+})",
+                   {{{1, 0}, {2, 1}, {3, 2}}},
+                   12}),
     [](const ::testing::TestParamInfo<HaloGolden>& param) { return param.param.name; });
+
+// dynamic-slice of a split dim at a start known only at run time. XLA's HandleDynamicSlice
+// replicates the dim: an all-gather of 3 x 48 = 144 bytes for [16,3] split 4. Each device can
+// instead slice what it holds of the window, zero the rest, and all-reduce the window: for two
+// rows (24 bytes) that is 2 x 3/4 x 24 = 36 bytes, and the partitioner takes it. For twelve rows
+// the all-reduce (2 x 3/4 x 144 = 216) costs more than the gather, which it keeps.
+TEST(CollectiveChoiceTest, DynamicSliceAtARunTimeStartMovesTheWindowOrTheOperand) {
+  const auto text = [](int64_t rows) {
+    return fmt::format(R"(HloModule d, num_partitions=4
+ENTRY %main (x: f32[16,3], i: s32[]) -> f32[{0},3] {{
+  %x = f32[16,3] parameter(0), sharding={{devices=[4,1]<=[4]}}
+  %i = s32[] parameter(1), sharding={{replicated}}
+  %z = s32[] constant(0)
+  ROOT %y = f32[{0},3] dynamic-slice(f32[16,3] %x, s32[] %i, s32[] %z), dynamic_slice_sizes={{{0},3}}, sharding={{replicated}}
+}})",
+                       rows);
+  };
+  const PartitionResult window = PartitionText(text(2), MakeMesh({4}, {}));
+  ASSERT_NE(window.module, nullptr);
+  ASSERT_EQ(window.collectives.size(), 1u) << ir::PrintModule(*window.module);
+  EXPECT_EQ(window.collectives[0].kind, Opcode::kAllReduce);
+  EXPECT_EQ(window.BytesPerDevice(), 36);
+  const PartitionResult operand = PartitionText(text(12), MakeMesh({4}, {}));
+  ASSERT_NE(operand.module, nullptr);
+  ASSERT_EQ(operand.collectives.size(), 1u) << ir::PrintModule(*operand.module);
+  EXPECT_EQ(operand.collectives[0].kind, Opcode::kAllGather);
+  EXPECT_EQ(operand.BytesPerDevice(), 144);
+}
 
 struct ReshardCase {
   std::string name;

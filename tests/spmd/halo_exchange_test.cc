@@ -142,11 +142,42 @@ INSTANTIATE_TEST_SUITE_P(
         HaloCase{"reshape_refactor", "x: f32[6,10]", "  ROOT %y = f32[4,15] reshape(f32[6,10] %x)",
                  "f32[4,15]", "(0, None)"},
         HaloCase{"reshape_refactor_back", "x: f32[4,15]",
-                 "  ROOT %y = f32[6,10] reshape(f32[4,15] %x)", "f32[6,10]", "(0, None)"}),
+                 "  ROOT %y = f32[6,10] reshape(f32[4,15] %x)", "f32[6,10]", "(0, None)"},
+        HaloCase{"slice_stride_two", "x: f32[13,3]",
+                 "  ROOT %y = f32[6,3] slice(f32[13,3] %x), slice={[1:12:2], [0:3]}", "f32[6,3]",
+                 "(0, None)"},
+        HaloCase{"slice_stride_three_and_columns", "x: f32[17,5]",
+                 "  ROOT %y = f32[5,2] slice(f32[17,5] %x), slice={[2:17:3], [1:5:2]}", "f32[5,2]",
+                 "(0, None)"},
+        HaloCase{"slice_stride_beyond_a_shard", "x: s32[29]",
+                 "  ROOT %y = s32[5] slice(s32[29] %x), slice={[0:29:7]}", "s32[5]", "(0)"},
+        HaloCase{"pad_interior", "x: f32[6,3]",
+                 "  %z = f32[] constant(-7)\n"
+                 "  ROOT %y = f32[11,3] pad(f32[6,3] %x, f32[] %z), padding=0_0_1x0_0",
+                 "f32[11,3]", "(0, None)"},
+        HaloCase{"pad_interior_with_edges", "x: f32[7,3]",
+                 "  %z = f32[] constant(4)\n"
+                 "  ROOT %y = f32[20,3] pad(f32[7,3] %x, f32[] %z), padding=2_-1_2x0_0",
+                 "f32[20,3]", "(0, None)"},
+        HaloCase{"pad_interior_negative_low", "x: s32[9]",
+                 "  %z = s32[] constant(9)\n"
+                 "  ROOT %y = s32[16] pad(s32[9] %x, s32[] %z), padding=-3_2_1",
+                 "s32[16]", "(0)"},
+        HaloCase{"dynamic_slice_constant_start", "x: f32[13,3]",
+                 "  %i = s32[] constant(4)\n  %z = s32[] constant(0)\n"
+                 "  ROOT %y = f32[6,3] dynamic-slice(f32[13,3] %x, s32[] %i, s32[] %z), "
+                 "dynamic_slice_sizes={6,3}",
+                 "f32[6,3]", "(0, None)"},
+        HaloCase{"dynamic_slice_clamped_constant_start", "x: f32[13,3]",
+                 "  %i = s32[] constant(20)\n  %z = s32[] constant(-2)\n"
+                 "  ROOT %y = f32[5,3] dynamic-slice(f32[13,3] %x, s32[] %i, s32[] %z), "
+                 "dynamic_slice_sizes={5,3}",
+                 "f32[5,3]", "(0, None)"}),
     [](const ::testing::TestParamInfo<HaloCase>& param) { return param.param.name; });
 
-// Windows of every reach: random slice bounds and pad amounts (negative too), uneven reverses and
-// concatenations of odd parts over 2, 3, 4, 5 and 8 devices, each equal to the whole program.
+// Windows of every reach: random slice bounds and strides, dynamic-slices at constant starts
+// (clamped too), pad amounts (negative, interior), uneven reverses and concatenations of odd parts
+// over 2, 3, 4, 5 and 8 devices, each equal to the whole program.
 TEST(HaloExchangeTest, RandomWindowsMatchUnpartitioned) {
   std::mt19937 random(19);
   const auto below = [&](int64_t n) { return static_cast<int64_t>(random() % n); };
@@ -159,15 +190,28 @@ TEST(HaloExchangeTest, RandomWindowsMatchUnpartitioned) {
     switch (i % 4) {
       case 0: {
         const int64_t start = below(size), limit = start + 1 + below(size - start);
-        result = fmt::format("f32[{},2]", limit - start);
-        op = fmt::format("slice(f32[{},2] %x), slice={{[{}:{}], [0:2]}}", size, start, limit);
+        const int64_t stride = i % 8 < 4 ? 1 : 1 + below(4);
+        result = fmt::format("f32[{},2]", (limit - start + stride - 1) / stride);
+        if (i % 16 < 8) {
+          op = fmt::format("slice(f32[{},2] %x), slice={{[{}:{}:{}], [0:2]}}", size, start, limit,
+                           stride);
+        } else {
+          // The same window as a dynamic-slice at a constant start (clamped when beyond).
+          result = fmt::format("f32[{},2]", limit - start);
+          op = fmt::format(
+              "dynamic-slice(f32[{},2] %x, s32[] %c, s32[] %c), dynamic_slice_sizes={{{},2}}", size,
+              limit - start);
+        }
         break;
       }
       case 1: {
         const int64_t low = below(9) - 4, high = below(9) - 4;
-        if (size + low + high <= 0) continue;
-        result = fmt::format("f32[{},2]", size + low + high);
-        op = fmt::format("pad(f32[{},2] %x, f32[] %z), padding={}_{}x0_0", size, low, high);
+        const int64_t interior = i % 8 < 4 ? 0 : below(3);
+        const int64_t padded = size + low + high + (size - 1) * interior;
+        if (padded <= 0) continue;
+        result = fmt::format("f32[{},2]", padded);
+        op = fmt::format("pad(f32[{},2] %x, f32[] %z), padding={}_{}_{}x0_0", size, low, high,
+                         interior);
         break;
       }
       case 2:
@@ -185,8 +229,8 @@ TEST(HaloExchangeTest, RandomWindowsMatchUnpartitioned) {
     const std::string text = fmt::format(
         "HloModule w\nENTRY %main (x: f32[{0},2], w: f32[{1},2]) -> {2} {{\n"
         "  %x = f32[{0},2] parameter(0)\n  %w = f32[{1},2] parameter(1)\n"
-        "  %z = f32[] constant(2.5)\n  ROOT %y = {2} {3}\n}}\n",
-        size, other, result, op);
+        "  %z = f32[] constant(2.5)\n  %c = s32[] constant({4})\n  ROOT %y = {2} {3}\n}}\n",
+        size, other, result, op, below(size + 4) - 2);
     SCOPED_TRACE(fmt::format("{} devices:\n{}", devices, text));
     const Mesh mesh = *Mesh::Create({devices}, {}, {});
     absl::StatusOr<EquivalenceOutcome> outcome =
@@ -197,6 +241,43 @@ TEST(HaloExchangeTest, RandomWindowsMatchUnpartitioned) {
                   CountOps(*outcome->partition.module, Opcode::kCollectivePermute) > 0;
   }
   EXPECT_GT(halo_cases, 60);
+}
+
+// dynamic-slice of a split dim at a start known only at run time: every start from before the
+// dim to past its end (clamped as the op clamps), windows of 1, 2 and 5 rows, over 2, 3, 4 and 8
+// devices (uneven, some shards empty), equal the whole program; short windows are summed by one
+// all-reduce and never gather the operand.
+TEST(HaloExchangeTest, DynamicSliceAtARunTimeStartMatchesUnpartitioned) {
+  for (int64_t devices : {2, 3, 4, 8}) {
+    for (int64_t rows : {1, 2, 5}) {
+      const std::string text = fmt::format(R"(HloModule d
+ENTRY %main (x: f32[13,3], i: s32[], j: s32[]) -> f32[{0},2] {{
+  %x = f32[13,3] parameter(0)
+  %i = s32[] parameter(1)
+  %j = s32[] parameter(2)
+  ROOT %y = f32[{0},2] dynamic-slice(f32[13,3] %x, s32[] %i, s32[] %j), dynamic_slice_sizes={{{0},2}}
+}})",
+                                           rows);
+      const Mesh mesh = *Mesh::Create({devices}, {}, {});
+      absl::StatusOr<std::unique_ptr<ir::Module>> module =
+          AnnotatedModule(text, {{"x", "(0, None)"}, {"y", "(None, None)"}}, mesh);
+      ASSERT_TRUE(module.ok()) << module.status();
+      std::vector<ir::Literal> arguments = RandomArguments(*(*module)->entry(), devices * rows);
+      for (int64_t start = -2; start <= 15; ++start) {
+        SCOPED_TRACE(fmt::format("{} devices, {} rows from {}", devices, rows, start));
+        arguments[1] = ir::Literal::Create<int32_t>(ir::DType::kS32, {}, {int32_t(start)});
+        arguments[2] = ir::Literal::Create<int32_t>(ir::DType::kS32, {}, {int32_t(start % 3)});
+        absl::StatusOr<EquivalenceOutcome> outcome =
+            RunEquivalence(**module, mesh, 1, nullptr, &arguments);
+        ASSERT_TRUE(outcome.ok()) << outcome.status();
+        EXPECT_EQ(outcome->difference, 0) << ir::PrintModule(*outcome->partition.module);
+        if (rows <= 2) {
+          EXPECT_EQ(CountOps(*outcome->partition.module, Opcode::kAllGather), 0);
+          EXPECT_EQ(CountOps(*outcome->partition.module, Opcode::kAllReduce), 1);
+        }
+      }
+    }
+  }
 }
 
 // On a 2x2 mesh the halo runs along each split dim the op changes, and along a dim split over

@@ -62,8 +62,8 @@ TEST(OpRulesTest, ReduceAndWindowOps) {
                      add),
             "([f0,f1],[])->([f0]) pr;");
   // A sliced dim shares a window factor (split alike on both sides, kept split by halo
-  // exchange); the untouched dim passes through; a strided slice's dim is whole on both sides
-  // (a factor each).
+  // exchange), with any stride, as GSPMD passes a split through a strided slice; the untouched
+  // dim passes through.
   EXPECT_EQ(RuleText("(p: f32[4,6]) -> f32[2,6]",
                      "  %p = f32[4,6] parameter(0)\n"
                      "  ROOT %s = f32[2,6] slice(f32[4,6] %p), slice={[1:3], [0:6]}"),
@@ -71,7 +71,27 @@ TEST(OpRulesTest, ReduceAndWindowOps) {
   EXPECT_EQ(RuleText("(p: f32[4,6]) -> f32[2,6]",
                      "  %p = f32[4,6] parameter(0)\n"
                      "  ROOT %s = f32[2,6] slice(f32[4,6] %p), slice={[0:4:2], [0:6]}"),
-            "([f0,f2])->([f1,f2]) nnp;");
+            "([f0,f1])->([f0,f1]) wp;");
+  // Interior padding is a window too.
+  EXPECT_EQ(RuleText("(p: f32[4,6]) -> f32[7,6]",
+                     "  %p = f32[4,6] parameter(0)\n  %z = f32[] constant(0)\n"
+                     "  ROOT %s = f32[7,6] pad(f32[4,6] %p, f32[] %z), padding=0_0_1x0_0"),
+            "([f0,f1],[])->([f0,f1]) wp;");
+  // dynamic-slice: a constant start is a static slice's window; a start known at run time makes
+  // the operand dim a reduction factor (each device slices what it holds, an all-reduce sums)
+  // and the result's dim whole.
+  EXPECT_EQ(RuleText("(p: f32[8,6]) -> f32[2,6]",
+                     "  %p = f32[8,6] parameter(0)\n  %i = s32[] constant(3)\n"
+                     "  %z = s32[] constant(0)\n"
+                     "  ROOT %s = f32[2,6] dynamic-slice(f32[8,6] %p, s32[] %i, s32[] %z), "
+                     "dynamic_slice_sizes={2,6}"),
+            "([f0,f1],[],[])->([f0,f1]) wp;");
+  EXPECT_EQ(RuleText("(p: f32[8,6], i: s32[]) -> f32[2,6]",
+                     "  %p = f32[8,6] parameter(0)\n  %i = s32[] parameter(1)\n"
+                     "  %z = s32[] constant(0)\n"
+                     "  ROOT %s = f32[2,6] dynamic-slice(f32[8,6] %p, s32[] %i, s32[] %z), "
+                     "dynamic_slice_sizes={2,6}"),
+            "([f0,f2],[],[])->([f1,f2]) rnp;");
 }
 
 TEST(OpRulesTest, CollectivesOutsideManualRegionsAreRefused) {

@@ -1,0 +1,128 @@
+// Masked local dynamic-slice (see dynamic_slice_local.h). XLA's HandleDynamicSlice replicates a
+// split dim the slice cuts; summing each device's part of the window moves the window instead of
+// the operand, which the partitioner prices against the gather and takes when it is smaller
+// (one-row lookups of a long split dim: GSPMD's masked gather for a vocabulary-sharded table).
+#include "src/spmd/dynamic_slice_local.h"
+
+#include "src/base/status_macros.h"
+
+namespace vkspmd::spmd {
+namespace {
+
+using ir::DType;
+using ir::Instruction;
+using ir::Opcode;
+
+// A sliced dim split across devices: where the window starts relative to this device's shard,
+// and how many elements of the shard are data, by partition.
+struct MaskedDim {
+  int64_t dim = 0;
+  Instruction* relative = nullptr;
+  std::vector<int64_t> valid;
+};
+
+// The start the global dynamic-slice uses: clamped to [0, size - slice] in the index's own type
+// (so that wide indices do not wrap), then s32.
+absl::StatusOr<Instruction*> ClampedStart(SpmdBuilder& builder, Instruction* index, int64_t size,
+                                          int64_t slice) {
+  const DType type = index->shape().dtype();
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * low, builder.Scalar(type, 0));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * high,
+                          builder.Scalar(type, static_cast<double>(size - slice)));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * clamped, builder.Add(Opcode::kClamp, {low, index, high}));
+  if (type == DType::kS32) return clamped;
+  return builder.builder().Convert(clamped, DType::kS32);
+}
+
+// pred of `shape`: relative + index along `dim` lies in [0, valid[partition]).
+absl::StatusOr<Instruction*> InsideShard(SpmdBuilder& builder, const ir::Shape& shape,
+                                         const MaskedDim& masked) {
+  ir::ComputationBuilder& code = builder.builder();
+  const ir::Shape index_shape(DType::kS32, shape.dimensions());
+  ir::InstructionAttributes iota;
+  iota.iota_dimension = masked.dim;
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * index, builder.Add(Opcode::kIota, {}, iota, index_shape));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * relative, builder.Broadcast(masked.relative, index_shape));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * position, code.Binary(Opcode::kAdd, index, relative));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * zero, builder.Scalar(DType::kS32, 0));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * zeros, builder.Broadcast(zero, index_shape));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * valid, builder.DeviceValue(masked.valid));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * valids, builder.Broadcast(valid, index_shape));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * above,
+                          code.Compare(position, zeros, ir::ComparisonDirection::kGe));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * below,
+                          code.Compare(position, valids, ir::ComparisonDirection::kLt));
+  return code.Binary(Opcode::kAnd, above, below);
+}
+
+}  // namespace
+
+absl::StatusOr<Instruction*> EmitLocalDynamicSlice(SpmdBuilder& builder, const LocalOp& op,
+                                                   const std::vector<Instruction*>& locals) {
+  const PartitionedValue& operand = op.operands[0];
+  const ir::Shape& global = operand.global;
+  const Mesh& mesh = builder.mesh();
+  const std::vector<int64_t>& slice_sizes = op.instruction->attributes().dynamic_slice_sizes;
+  Instruction* local = locals[0];
+  std::vector<Instruction*> starts(global.rank(), nullptr);
+  std::vector<int64_t> sizes(global.rank());
+  std::vector<MaskedDim> masked;
+  ir::InstructionAttributes padding;
+  bool padded = false;
+  for (int64_t d = 0; d < global.rank(); ++d) {
+    const int64_t size = global.dimension(d), slice = slice_sizes[d];
+    if (slice == size) {
+      // Taken whole (split or not): the global start clamps to 0.
+      sizes[d] = local->shape().dimension(d);
+      padding.padding.push_back({0, 0, 0});
+      continue;
+    }
+    sizes[d] = slice;
+    VKSPMD_ASSIGN_OR_RETURN(Instruction * start, ClampedStart(builder, locals[1 + d], size, slice));
+    if (operand.sharding.dims[d].empty()) {
+      starts[d] = start;
+      padding.padding.push_back({0, 0, 0});
+      continue;
+    }
+    // The window [start, start + slice) seen from this device's shard; padded by slice - 1 on
+    // both sides, the local window is never clamped while it overlaps the shard, and where it
+    // does not, the mask drops all of it.
+    const int64_t shard = local->shape().dimension(d);
+    MaskedDim dim{d, nullptr, {}};
+    std::vector<int64_t> offsets(mesh.device_count());
+    dim.valid.resize(mesh.device_count());
+    for (int64_t device : mesh.device_ids()) {
+      offsets[device] = ShardIndex(operand.sharding, d, mesh, device) * shard;
+      dim.valid[device] = ShardValidSize(global, operand.sharding, d, mesh, device);
+    }
+    VKSPMD_ASSIGN_OR_RETURN(Instruction * offset, builder.DeviceValue(offsets));
+    VKSPMD_ASSIGN_OR_RETURN(dim.relative,
+                            builder.builder().Binary(Opcode::kSubtract, start, offset));
+    VKSPMD_ASSIGN_OR_RETURN(Instruction * margin,
+                            builder.Scalar(DType::kS32, static_cast<double>(slice - 1)));
+    VKSPMD_ASSIGN_OR_RETURN(starts[d],
+                            builder.builder().Binary(Opcode::kAdd, dim.relative, margin));
+    padding.padding.push_back({slice - 1, slice - 1, 0});
+    padded = padded || slice > 1;
+    masked.push_back(std::move(dim));
+  }
+  const DType type = local->shape().dtype();
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * zero, builder.Scalar(type, 0));
+  if (padded) {
+    VKSPMD_ASSIGN_OR_RETURN(local, builder.Add(Opcode::kPad, {local, zero}, padding));
+  }
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * sliced, builder.DynamicSlice(local, starts, sizes));
+  Instruction* mask = nullptr;
+  for (const MaskedDim& dim : masked) {
+    VKSPMD_ASSIGN_OR_RETURN(Instruction * inside, InsideShard(builder, sliced->shape(), dim));
+    if (mask != nullptr) {
+      VKSPMD_ASSIGN_OR_RETURN(inside, builder.builder().Binary(Opcode::kAnd, mask, inside));
+    }
+    mask = inside;
+  }
+  if (mask == nullptr) return sliced;
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * zeros, builder.Broadcast(zero, sliced->shape()));
+  return builder.Add(Opcode::kSelect, {mask, sliced, zeros});
+}
+
+}  // namespace vkspmd::spmd
