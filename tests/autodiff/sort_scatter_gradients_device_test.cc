@@ -5,6 +5,8 @@
 // gradients are checked against central differences of the program in f64.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,58 +23,12 @@
 namespace vkspmd::testing {
 namespace {
 
-constexpr char kStep[] = R"(HloModule top_k_train_step
-
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %sum = f32[] add(%a, %b)
+// tests/testdata/autodiff/top_k_step.hlo, which the CLI test runs too.
+std::string StepText() {
+  std::ifstream file(VKSPMD_AUTODIFF_TESTDATA "/top_k_step.hlo");
+  EXPECT_TRUE(file.good());
+  return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
 }
-
-%greater_with_index (a: f32[], b: f32[], i: s32[], j: s32[]) -> pred[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  %i = s32[] parameter(2)
-  %j = s32[] parameter(3)
-  ROOT %gt = pred[] compare(%a, %b), direction=GT, type=TOTALORDER
-}
-
-%less (a: f32[], b: f32[]) -> pred[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %lt = pred[] compare(%a, %b), direction=LT
-}
-
-%assign (old: f32[], new: f32[]) -> f32[] {
-  %old = f32[] parameter(0)
-  ROOT %new = f32[] parameter(1)
-}
-
-ENTRY %main (table: f32[10,8], w: f32[8,12], u: f32[3,12]) -> f32[] {
-  %table = f32[10,8] parameter(0)
-  %w = f32[8,12] parameter(1)
-  %u = f32[3,12] parameter(2)
-  %ids = s32[6,1] constant({ {3}, {7}, {3}, {12}, {0}, {9} })
-  %embedded = f32[6,8] gather(%table, %ids), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,8}
-  %h = f32[6,12] dot(%embedded, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  %rows = s32[3,1] constant({ {4}, {1}, {4} })
-  %set = f32[6,12] scatter(%h, %rows, %u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%assign
-  %iota = s32[6,12] iota(), iota_dimension=1
-  %sorted = (f32[6,12], s32[6,12]) sort(%set, %iota), dimensions={1}, is_stable=true, to_apply=%greater_with_index
-  %values = f32[6,12] get-tuple-element(%sorted), index=0
-  %top = f32[6,4] slice(%values), slice={[0:6], [0:4]}
-  %t = f32[6,4] tanh(%top)
-  %squares = f32[6,4] multiply(%t, %t)
-  %zero = f32[] constant(0)
-  %top_loss = f32[] reduce(%squares, %zero), dimensions={0,1}, to_apply=%add
-  %by_column = f32[6,12] sort(%set), dimensions={0}, to_apply=%less
-  %lowest = f32[2,12] slice(%by_column), slice={[0:2], [0:12]}
-  %low_sum = f32[] reduce(%lowest, %zero), dimensions={0,1}, to_apply=%add
-  %tenth = f32[] constant(0.1)
-  %low_loss = f32[] multiply(%low_sum, %tenth)
-  ROOT %loss = f32[] add(%top_loss, %low_loss)
-}
-)";
 
 class SortScatterGradientDeviceTest : public DeviceTest {
  protected:
@@ -117,14 +73,15 @@ std::vector<ir::Literal> InF64(const std::vector<ir::Literal>& parameters) {
 TEST(SortScatterGradientStepTest, GradientsMatchCentralDifferencesInF64) {
   VKSPMD_ASSERT_OK_AND_ASSIGN(
       std::unique_ptr<ir::Module> module,
-      ir::ParseAndVerifyModule(absl::StrReplaceAll(kStep, {{"f32", "f64"}})));
+      ir::ParseAndVerifyModule(absl::StrReplaceAll(StepText(), {{"f32", "f64"}})));
   EXPECT_EQ(autodiff::testing::GradientsDifferFromDifferences(*module, {0, 1, 2},
                                                               InF64(InitialParameters(*module))),
             "");
 }
 
 TEST_F(SortScatterGradientDeviceTest, TopKTrainingStepsMatchTheReference) {
-  VKSPMD_ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Module> module, ir::ParseAndVerifyModule(kStep));
+  VKSPMD_ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Module> module,
+                              ir::ParseAndVerifyModule(StepText()));
   VKSPMD_ASSERT_OK_AND_ASSIGN(std::unique_ptr<ir::Module> gradients,
                               autodiff::Gradients(*module, std::nullopt, {0, 1, 2}));
   VKSPMD_ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Executable> executable,
