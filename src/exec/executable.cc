@@ -264,6 +264,13 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
   for (const codegen::KernelPlan& kernel : program.kernels) {
     if (kernel.collective == nullptr) ++executable->dispatch_count_;
   }
+  // VKSPMD_ALL_REDUCE_BUCKETS=0 runs every all-reduce alone (to measure what buckets save).
+  const std::optional<std::string> buckets = base::EnvironmentValue("VKSPMD_ALL_REDUCE_BUCKETS");
+  if (buckets.has_value() && !buckets->empty() && *buckets != "0" && *buckets != "1") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("VKSPMD_ALL_REDUCE_BUCKETS=", *buckets, ": expected 0 or 1"));
+  }
+  executable->bucket_all_reduces_ = !buckets.has_value() || *buckets != "0";
   // Kernels between two collectives form one segment; the host runs the collective, or the
   // bucket of all-reduces that follow each other.
   std::vector<Segment>& segments = executable->segments_;

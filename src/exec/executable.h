@@ -161,6 +161,7 @@ class Executable {
   // submission and wait. Null elsewhere.
   std::vector<std::unique_ptr<runtime::Buffer>> collective_staging_;
   std::vector<std::byte> bucket_scratch_;  // Where the host packs a bucket's mapped inputs.
+  bool bucket_all_reduces_ = true;         // VKSPMD_ALL_REDUCE_BUCKETS (default 1).
   // Recorded command sequences, one per segment (null when it has no kernels): with the
   // executable's own buffers, and with the donated buffers of the latest runs that had some.
   struct Recording {

@@ -86,7 +86,9 @@ absl::Status Executable::RunHostCollective(size_t s, const std::vector<runtime::
 }
 
 bool Executable::JoinBucket(int k, const CollectiveStep& step) {
-  if (segments_.size() < 2 || !segments_.back().dispatches.empty()) return false;
+  if (!bucket_all_reduces_ || segments_.size() < 2 || !segments_.back().dispatches.empty()) {
+    return false;
+  }
   Segment& bucket = segments_[segments_.size() - 2];
   const codegen::KernelPlan& kernel = plan_.kernels[k];
   const uint64_t bytes = plan_.buffers[kernel.inputs[0]].byte_size();

@@ -57,6 +57,7 @@ class CollectiveBucketTest : public DeviceTest {
  protected:
   void TearDown() override {
     unsetenv("VKSPMD_DEVICE_COLLECTIVES");
+    unsetenv("VKSPMD_ALL_REDUCE_BUCKETS");
     DeviceTest::TearDown();
   }
 
@@ -106,7 +107,8 @@ class CollectiveBucketTest : public DeviceTest {
       }
     }
     if (device_collectives) {
-      EXPECT_EQ((*executable)->executable(0).device_collective_count(), 5u);
+      EXPECT_EQ((*executable)->executable(0).device_collective_count(),
+                static_cast<size_t>((*executable)->executable(0).collective_run_count()));
       EXPECT_EQ((*executable)->executable(0).last_host_waits(), 1);
     }
     return (*executable)->executable(0).collective_run_count();
@@ -122,6 +124,13 @@ TEST_F(CollectiveBucketTest, DevicePathRunsOneBucketEqualToTheReference) {
   OpenDevices(4, [](runtime::RuntimeConfig& config) { config.shared_queues = true; });
   for (int d = 1; d < 4; ++d) ASSERT_EQ(device(d).handle(), device(0).handle());
   EXPECT_EQ(RunAndCompare(true), 5);
+}
+
+// VKSPMD_ALL_REDUCE_BUCKETS=0: each all-reduce alone, the same bits.
+TEST_F(CollectiveBucketTest, BucketsCanBeTurnedOff) {
+  setenv("VKSPMD_ALL_REDUCE_BUCKETS", "0", 1);
+  OpenDevices(4);
+  EXPECT_EQ(RunAndCompare(false), 6);
 }
 
 }  // namespace
