@@ -5,16 +5,22 @@
 #include "src/codegen/planner.h"
 #include "src/codegen/program_writer.h"
 #include "src/ir/control_flow_lowering.h"
+#include "src/ir/rng_expansion.h"
 
 namespace vkspmd::codegen {
 
 absl::StatusOr<ProgramPlan> PlanProgram(const ir::Module& module, const TargetInfo& target,
                                         DeviceIds ids) {
   // The device programs have no loops or branches of their own: control flow is unrolled and
-  // if-converted first.
+  // if-converted first. Nor is there a random-number kernel: rng-bit-generator becomes Philox
+  // written out in integer ops, which fuse into one kernel.
   std::shared_ptr<const ir::Module> lowered;
   if (ir::NeedsControlFlowLowering(module)) {
     VKSPMD_ASSIGN_OR_RETURN(lowered, ir::LowerControlFlow(module));
+  }
+  if (ir::HasRngBitGenerator(lowered != nullptr ? *lowered : module)) {
+    VKSPMD_ASSIGN_OR_RETURN(lowered,
+                            ir::ExpandRngBitGenerators(lowered != nullptr ? *lowered : module));
   }
   VKSPMD_ASSIGN_OR_RETURN(ProgramPlan plan,
                           PlanKernels(lowered != nullptr ? *lowered : module, target, ids));

@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "fmt/format.h"
 #include "src/base/status_macros.h"
 #include "src/ir/trip_count.h"
+#include "src/ir/unique_names.h"
 
 namespace vkspmd::ir {
 namespace {
@@ -17,7 +17,7 @@ namespace {
 // A computation being written, with the names it already holds.
 struct Target {
   Computation* computation = nullptr;
-  absl::flat_hash_set<std::string> names;
+  UniqueNames names;
 };
 
 bool IsControlFlow(Opcode opcode) {
@@ -98,12 +98,7 @@ class Lowerer {
   }
 
   Instruction* Add(Target& target, std::unique_ptr<Instruction> instruction) {
-    std::string name = instruction->name();
-    for (int64_t suffix = 1; target.names.contains(name); ++suffix) {
-      name = fmt::format("{}.{}", instruction->name(), suffix);
-    }
-    target.names.insert(name);
-    instruction->set_name(std::move(name));
+    instruction->set_name(target.names.Take(instruction->name()));
     ++added_;
     return target.computation->AddInstruction(std::move(instruction));
   }

@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "fmt/format.h"
 #include "src/base/status_macros.h"
+#include "src/ir/unique_names.h"
 
 namespace vkspmd::ir {
 namespace {
@@ -119,12 +120,7 @@ class StageWriter {
 
  private:
   Instruction* Add(std::unique_ptr<Instruction> instruction) {
-    std::string name = instruction->name();
-    for (int64_t suffix = 1; names_.contains(name); ++suffix) {
-      name = fmt::format("{}.{}", instruction->name(), suffix);
-    }
-    names_.insert(name);
-    instruction->set_name(std::move(name));
+    instruction->set_name(names_.Take(instruction->name()));
     return entry_->AddInstruction(std::move(instruction));
   }
 
@@ -164,7 +160,7 @@ class StageWriter {
   std::unique_ptr<Module> module_;
   Computation* entry_ = nullptr;
   int64_t parameter_count_ = 0;
-  absl::flat_hash_set<std::string> names_;
+  UniqueNames names_;
   absl::flat_hash_map<const Computation*, Computation*> copies_;
 };
 

@@ -47,18 +47,14 @@ struct KnownUnsupported {
 };
 
 // Programs the device compiler refuses on every mesh, by name. Each is a feature the device
-// compiler does not have (src/codegen/program_plan.cc refuses tuple-shaped values and
-// rng-bit-generator), not a fault of this program; the CPU reference stands in for the device.
+// compiler does not have (src/codegen/planner.cc refuses tuple-shaped values), not a fault of this
+// program; the CPU reference stands in for the device.
 const std::map<std::string, KnownUnsupported>& KnownUnsupportedPrograms() {
   static const std::map<std::string, KnownUnsupported> programs = {
       {"argmax",
        {"does not support reduce",
         "a variadic reduce (value and index, tuple-shaped): the device compiler has no "
         "tuple-shaped values (the Tensor API's argmax lowers to two plain reduces instead)"}},
-      {"rng_bit_generator",
-       {"does not support rng-bit-generator",
-        "the device compiler has no rng-bit-generator (the Tensor API draws random values on "
-        "the host)"}},
       {"tuple_parameter",
        {"does not support parameter",
         "a tuple-shaped parameter: the device compiler has no tuple-shaped values"}},

@@ -1,0 +1,275 @@
+// rng-bit-generator written out as Philox4x32-10 over integer elementwise ops (see
+// rng_expansion.h); interp/rng.cc is the same algorithm on the host and the oracle.
+#include "src/ir/rng_expansion.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "fmt/format.h"
+#include "src/base/status_macros.h"
+#include "src/ir/unique_names.h"
+
+namespace vkspmd::ir {
+namespace {
+
+constexpr uint64_t kMultiplier0 = 0xD2511F53u, kMultiplier1 = 0xCD9E8D57u;
+constexpr uint64_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
+constexpr int kRounds = 10;
+
+// Writes instructions into one computation, named uniquely.
+class Writer {
+ public:
+  explicit Writer(Computation& computation) : computation_(computation) {}
+
+  Instruction* Add(std::unique_ptr<Instruction> instruction) {
+    instruction->set_name(names_.Take(instruction->name()));
+    return computation_.AddInstruction(std::move(instruction));
+  }
+
+  Instruction* New(Opcode opcode, Shape shape, std::vector<Instruction*> operands) {
+    auto instruction = std::make_unique<Instruction>(opcode, std::move(shape), std::move(operands));
+    instruction->set_name(fmt::format("rng.{}", OpcodeName(opcode)));
+    instruction->set_location(location_);
+    return Add(std::move(instruction));
+  }
+
+  // A scalar constant of `type`.
+  Instruction* Constant(DType type, uint64_t value) {
+    Instruction* constant = New(Opcode::kConstant, Shape::Scalar(type), {});
+    Literal literal(Shape::Scalar(type));
+    literal.SetFromUint64(0, value);
+    constant->attributes().literal = std::move(literal);
+    return constant;
+  }
+
+  // `scalar` broadcast to `count` elements (itself when `count` is that of a scalar: -1).
+  Instruction* Splat(Instruction* scalar, int64_t count) {
+    if (count < 0) return scalar;
+    return New(Opcode::kBroadcast, Shape(scalar->shape().dtype(), {count}), {scalar});
+  }
+
+  Instruction* Binary(Opcode opcode, Instruction* lhs, Instruction* rhs) {
+    return New(opcode, lhs->shape(), {lhs, rhs});
+  }
+
+  // lhs OP constant, the constant broadcast to lhs's shape.
+  Instruction* BinaryConstant(Opcode opcode, Instruction* lhs, uint64_t value) {
+    Instruction* constant = Constant(lhs->shape().dtype(), value);
+    const int64_t count = lhs->shape().rank() == 0 ? -1 : lhs->shape().dimensions()[0];
+    return Binary(opcode, lhs, Splat(constant, count));
+  }
+
+  Instruction* Convert(Instruction* operand, DType type) {
+    if (operand->shape().dtype() == type) return operand;
+    return New(Opcode::kConvert, Shape(type, operand->shape().dimensions()), {operand});
+  }
+
+  Instruction* Compare(Instruction* lhs, Instruction* rhs, ComparisonDirection direction) {
+    Instruction* compare =
+        New(Opcode::kCompare, Shape(DType::kPred, lhs->shape().dimensions()), {lhs, rhs});
+    compare->attributes().direction = direction;
+    return compare;
+  }
+
+  Instruction* Select(Instruction* predicate, Instruction* on_true, Instruction* on_false) {
+    return New(Opcode::kSelect, on_true->shape(), {predicate, on_true, on_false});
+  }
+
+  Instruction* Iota(DType type, int64_t count) {
+    return New(Opcode::kIota, Shape(type, {count}), {});
+  }
+
+  // Word `index` of the u64[n] `state` as a scalar; 0 past its end.
+  Instruction* StateWord(Instruction* state, int64_t index) {
+    if (index >= state->shape().dimensions()[0]) return Constant(DType::kU64, 0);
+    Instruction* slice = New(Opcode::kSlice, Shape(DType::kU64, {1}), {state});
+    slice->attributes().slice = {{index, index + 1, 1}};
+    return New(Opcode::kReshape, Shape::Scalar(DType::kU64), {slice});
+  }
+
+  void set_location(SourceLocation location) { location_ = location; }
+
+ private:
+  Computation& computation_;
+  UniqueNames names_;
+  SourceLocation location_;
+};
+
+// `value` (u64, any shape) + `count` with the carry into `high`: {low, high}.
+std::pair<Instruction*, Instruction*> AddWithCarry(Writer& writer, Instruction* low,
+                                                   Instruction* high, Instruction* count) {
+  Instruction* sum = writer.Binary(Opcode::kAdd, low, count);
+  Instruction* carry =
+      writer.Convert(writer.Compare(sum, low, ComparisonDirection::kLt), DType::kU64);
+  return {sum, writer.Binary(Opcode::kAdd, high, carry)};
+}
+
+// The 32-bit word `word_index` (u64[count]) of the Philox stream keyed by `key` from counter
+// {`low`, `high`} (scalars): word j is word j % 4 of the block with counter + j / 4.
+Instruction* PhiloxWords(Writer& writer, Instruction* word_index, Instruction* key,
+                         Instruction* low, Instruction* high, int64_t count) {
+  Instruction* block = writer.BinaryConstant(Opcode::kShiftRightLogical, word_index, 2);
+  auto [counter_low, counter_high] =
+      AddWithCarry(writer, writer.Splat(low, count), writer.Splat(high, count), block);
+  auto low_half = [&](Instruction* value) { return writer.Convert(value, DType::kU32); };
+  auto high_half = [&](Instruction* value) {
+    return low_half(writer.BinaryConstant(Opcode::kShiftRightLogical, value, 32));
+  };
+  std::vector<Instruction*> c = {low_half(counter_low), high_half(counter_low),
+                                 low_half(counter_high), high_half(counter_high)};
+  Instruction* key0 = low_half(key);
+  Instruction* key1 = high_half(key);
+  for (int round = 0; round < kRounds; ++round) {
+    Instruction* product0 =
+        writer.BinaryConstant(Opcode::kMultiply, writer.Convert(c[0], DType::kU64), kMultiplier0);
+    Instruction* product1 =
+        writer.BinaryConstant(Opcode::kMultiply, writer.Convert(c[2], DType::kU64), kMultiplier1);
+    Instruction* next0 =
+        writer.Binary(Opcode::kXor, writer.Binary(Opcode::kXor, high_half(product1), c[1]),
+                      writer.Splat(key0, count));
+    Instruction* next2 =
+        writer.Binary(Opcode::kXor, writer.Binary(Opcode::kXor, high_half(product0), c[3]),
+                      writer.Splat(key1, count));
+    c = {next0, low_half(product1), next2, low_half(product0)};
+    key0 = writer.BinaryConstant(Opcode::kAdd, key0, kWeyl0);
+    key1 = writer.BinaryConstant(Opcode::kAdd, key1, kWeyl1);
+  }
+  Instruction* slot = writer.BinaryConstant(Opcode::kAnd, word_index, 3);
+  Instruction* word = c[3];
+  for (int k = 2; k >= 0; --k) {
+    Instruction* is_slot = writer.Compare(
+        slot, writer.Splat(writer.Constant(DType::kU64, k), count), ComparisonDirection::kEq);
+    word = writer.Select(is_slot, c[k], word);
+  }
+  return word;
+}
+
+// rng-bit-generator(state) as (new state, bits), in `writer`'s computation.
+absl::StatusOr<Instruction*> Expand(Writer& writer, const Instruction& generator,
+                                    Instruction* state) {
+  if (generator.attributes().rng_algorithm == RngAlgorithm::kThreeFry) {
+    return absl::UnimplementedError(fmt::format(
+        "{}: rng_three_fry is not implemented (the reference has no ThreeFry); use rng_philox",
+        generator.Describe()));
+  }
+  writer.set_location(generator.location());
+  const Shape& bits_shape = generator.shape().tuple_elements()[1];
+  const int64_t count = bits_shape.ElementCount();
+  const int64_t words_per_element = DTypeByteSize(bits_shape.dtype()) == 8 ? 2 : 1;
+  Instruction* key = writer.StateWord(state, 0);
+  Instruction* low = writer.StateWord(state, 1);
+  Instruction* high = writer.StateWord(state, 2);
+
+  Instruction* first_word = writer.BinaryConstant(
+      Opcode::kMultiply, writer.Iota(DType::kU64, count), static_cast<uint64_t>(words_per_element));
+  Instruction* value =
+      writer.Convert(PhiloxWords(writer, first_word, key, low, high, count), DType::kU64);
+  if (words_per_element == 2) {
+    Instruction* second_word = writer.BinaryConstant(Opcode::kAdd, first_word, 1);
+    Instruction* upper =
+        writer.Convert(PhiloxWords(writer, second_word, key, low, high, count), DType::kU64);
+    value = writer.Binary(Opcode::kOr, value, writer.BinaryConstant(Opcode::kShiftLeft, upper, 32));
+  }
+  // Narrower outputs take the low bits (convert between integers wraps).
+  Instruction* bits = writer.Convert(value, bits_shape.dtype());
+  if (bits_shape.dimensions() != bits->shape().dimensions()) {
+    bits = writer.New(Opcode::kReshape, bits_shape, {bits});
+  }
+
+  // The counter after the last block: counter + ceil(words / 4).
+  const auto blocks = static_cast<uint64_t>((count * words_per_element + 3) / 4);
+  auto [new_low, new_high] = AddWithCarry(writer, low, high, writer.Constant(DType::kU64, blocks));
+  const int64_t state_words = state->shape().dimensions()[0];
+  Instruction* new_state = state;
+  if (state_words > 1) {
+    Instruction* index = writer.Iota(DType::kU64, state_words);
+    for (const auto& [word, updated] : {std::pair{2, new_high}, std::pair{1, new_low}}) {
+      if (word >= state_words) continue;
+      Instruction* at_word =
+          writer.Compare(index, writer.Splat(writer.Constant(DType::kU64, word), state_words),
+                         ComparisonDirection::kEq);
+      new_state = writer.Select(at_word, writer.Splat(updated, state_words), new_state);
+    }
+  }
+  return writer.New(Opcode::kTuple, generator.shape(), {new_state, bits});
+}
+
+}  // namespace
+
+bool HasRngBitGenerator(const Module& module) {
+  for (const auto& instruction : module.entry()->instructions()) {
+    if (instruction->opcode() == Opcode::kRngBitGenerator) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<std::unique_ptr<Module>> ExpandRngBitGenerators(const Module& module) {
+  if (module.entry() == nullptr) return absl::InvalidArgumentError("the module has no entry");
+  auto result = std::make_unique<Module>(module.name());
+  result->set_replica_count(module.replica_count());
+  result->set_partition_count(module.partition_count());
+  result->input_output_aliases() = module.input_output_aliases();
+  // Called computations (reducers, sort comparators) are copied as they are.
+  absl::flat_hash_map<const Computation*, Computation*> copies;
+  absl::flat_hash_map<const Instruction*, Instruction*> mapped;
+  auto copy_computation = [&](const Computation& computation) -> Computation* {
+    auto copy = std::make_unique<Computation>(computation.name());
+    absl::flat_hash_map<const Instruction*, Instruction*> local;
+    for (const auto& instruction : computation.instructions()) {
+      std::vector<Instruction*> operands;
+      for (const Instruction* operand : instruction->operands()) operands.push_back(local[operand]);
+      auto clone = std::make_unique<Instruction>(instruction->opcode(), instruction->shape(),
+                                                 std::move(operands));
+      clone->attributes() = instruction->attributes();
+      clone->set_name(instruction->name());
+      local[instruction.get()] = copy->AddInstruction(std::move(clone));
+    }
+    copy->set_root(local.at(computation.root()));
+    return result->AddComputation(std::move(copy));
+  };
+  for (const auto& computation : module.computations()) {
+    if (computation.get() == module.entry()) continue;
+    copies[computation.get()] = copy_computation(*computation);
+  }
+  for (const auto& [original, copy] : copies) {
+    for (const auto& instruction : copy->instructions()) {
+      InstructionAttributes& attributes = instruction->attributes();
+      if (attributes.to_apply != nullptr) attributes.to_apply = copies.at(attributes.to_apply);
+      for (Computation*& called : attributes.called) called = copies.at(called);
+    }
+  }
+  const Computation& entry = *module.entry();
+  auto owned = std::make_unique<Computation>(entry.name());
+  Writer writer(*owned);
+  for (const auto& instruction : entry.instructions()) {
+    std::vector<Instruction*> operands;
+    for (const Instruction* operand : instruction->operands()) operands.push_back(mapped[operand]);
+    if (instruction->opcode() == Opcode::kRngBitGenerator) {
+      VKSPMD_ASSIGN_OR_RETURN(mapped[instruction.get()], Expand(writer, *instruction, operands[0]));
+      continue;
+    }
+    if (instruction->opcode() == Opcode::kGetTupleElement &&
+        operands[0]->opcode() == Opcode::kTuple) {
+      mapped[instruction.get()] = operands[0]->operand(instruction->attributes().tuple_index);
+      continue;
+    }
+    auto clone = std::make_unique<Instruction>(instruction->opcode(), instruction->shape(),
+                                               std::move(operands));
+    clone->attributes() = instruction->attributes();
+    InstructionAttributes& attributes = clone->attributes();
+    if (attributes.to_apply != nullptr) attributes.to_apply = copies.at(attributes.to_apply);
+    for (Computation*& called : attributes.called) called = copies.at(called);
+    clone->set_name(instruction->name());
+    clone->set_sharding(instruction->sharding());
+    clone->set_location(instruction->location());
+    mapped[instruction.get()] = writer.Add(std::move(clone));
+  }
+  owned->set_root(mapped.at(entry.root()));
+  owned->RemoveUnreachable();
+  result->set_entry(result->AddComputation(std::move(owned)));
+  return result;
+}
+
+}  // namespace vkspmd::ir
