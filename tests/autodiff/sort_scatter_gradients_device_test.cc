@@ -23,9 +23,10 @@
 namespace vkspmd::testing {
 namespace {
 
-// tests/testdata/autodiff/top_k_step.hlo, which the CLI test runs too.
+// tests/autodiff/top_k_step.hlo (not in tests/testdata/autodiff, whose every program the torch
+// reference test reads), which the CLI test runs too.
 std::string StepText() {
-  std::ifstream file(VKSPMD_AUTODIFF_TESTDATA "/top_k_step.hlo");
+  std::ifstream file(VKSPMD_TOP_K_STEP);
   EXPECT_TRUE(file.good());
   return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
 }
