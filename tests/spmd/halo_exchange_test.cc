@@ -280,8 +280,102 @@ ENTRY %main (x: f32[13,3], i: s32[], j: s32[]) -> f32[{0},2] {{
   }
 }
 
-// On a 2x2 mesh the halo runs along each split dim the op changes, and along a dim split over
-// both axes.
+// The masked dynamic-slice for other element and index types (pred all-reduces with or, wide and
+// unsigned starts are clamped in their own type), for two split sliced dims on a 2x2 mesh (one
+// all-reduce over both axes), and into a result that wants the dim split (a reduce-scatter).
+TEST(HaloExchangeTest, DynamicSliceAtARunTimeStartForEveryTypeAndSplit) {
+  struct Case {
+    std::string element, index;
+    std::vector<int64_t> mesh;
+    std::string shape, sizes, result, x_spec, y_spec;
+    ir::Opcode collective;
+  };
+  const std::vector<Case> cases = {{"pred",
+                                    "s32",
+                                    {4},
+                                    "[13,3]",
+                                    "{2,3}",
+                                    "[2,3]",
+                                    "(0, None)",
+                                    "(None, None)",
+                                    Opcode::kAllReduce},
+                                   {"s32",
+                                    "u32",
+                                    {4},
+                                    "[13,3]",
+                                    "{2,3}",
+                                    "[2,3]",
+                                    "(0, None)",
+                                    "(None, None)",
+                                    Opcode::kAllReduce},
+                                   {"bf16",
+                                    "s64",
+                                    {4},
+                                    "[13,3]",
+                                    "{2,3}",
+                                    "[2,3]",
+                                    "(0, None)",
+                                    "(None, None)",
+                                    Opcode::kAllReduce},
+                                   {"f32",
+                                    "s32",
+                                    {2, 2},
+                                    "[9,7]",
+                                    "{2,3}",
+                                    "[2,3]",
+                                    "(0, 1)",
+                                    "(None, None)",
+                                    Opcode::kAllReduce},
+                                   {"f32",
+                                    "s32",
+                                    {4},
+                                    "[16,3]",
+                                    "{4,3}",
+                                    "[4,3]",
+                                    "(0, None)",
+                                    "(0, None)",
+                                    Opcode::kReduceScatter}};
+  for (const Case& c : cases) {
+    const std::string text = fmt::format(R"(HloModule d
+ENTRY %main (x: {0}{2}, i: {1}[], j: {1}[]) -> {0}{4} {{
+  %x = {0}{2} parameter(0)
+  %i = {1}[] parameter(1)
+  %j = {1}[] parameter(2)
+  ROOT %y = {0}{4} dynamic-slice({0}{2} %x, {1}[] %i, {1}[] %j), dynamic_slice_sizes={3}
+}})",
+                                         c.element, c.index, c.shape, c.sizes, c.result);
+    const Mesh mesh = *Mesh::Create(c.mesh, {}, {});
+    absl::StatusOr<std::unique_ptr<ir::Module>> module =
+        AnnotatedModule(text, {{"x", c.x_spec}, {"y", c.y_spec}}, mesh);
+    ASSERT_TRUE(module.ok()) << module.status();
+    std::vector<ir::Literal> arguments = RandomArguments(*(*module)->entry(), 5);
+    const ir::Shape index_shape = (*module)->entry()->parameter(1)->shape();
+    for (int64_t start : {-3, 0, 1, 3, 4, 6, 9, 20}) {
+      SCOPED_TRACE(fmt::format("{}: start {}", text, start));
+      for (int64_t p : {1, 2}) {
+        arguments[p] = ir::Literal(index_shape);
+        // Negative starts of unsigned indices wrap to huge values: clamped to the end.
+        if (index_shape.dtype() == ir::DType::kU32) {
+          arguments[p].Set<uint32_t>(0, static_cast<uint32_t>(start * p));
+        } else if (index_shape.dtype() == ir::DType::kS64) {
+          arguments[p].Set<int64_t>(0, start * p * 1000000000000);
+        } else {
+          arguments[p].Set<int32_t>(0, static_cast<int32_t>(start * p));
+        }
+      }
+      absl::StatusOr<EquivalenceOutcome> outcome =
+          RunEquivalence(**module, mesh, 1, nullptr, &arguments);
+      ASSERT_TRUE(outcome.ok()) << outcome.status();
+      EXPECT_EQ(outcome->difference, 0) << ir::PrintModule(*outcome->partition.module);
+      ASSERT_EQ(outcome->partition.collectives.size(), 1u)
+          << ir::PrintModule(*outcome->partition.module);
+      EXPECT_EQ(outcome->partition.collectives[0].kind, c.collective);
+    }
+  }
+}
+
+// On a 2x2 mesh the halo runs along each split dim the op changes (strides and interior padding
+// on both), and along a dim split over both axes.
 TEST(HaloExchangeTest, TwoSplitDimsOnATwoByTwoMesh) {
   const Mesh mesh = *Mesh::Create({2, 2}, {}, {});
   const std::vector<std::pair<std::string, std::string>> programs = {{"slice", R"(HloModule s
@@ -299,6 +393,17 @@ ENTRY %main (x: f32[11,9]) -> f32[13,8] {
 ENTRY %main (x: f32[11,9]) -> f32[11,9] {
   %x = f32[11,9] parameter(0)
   ROOT %y = f32[11,9] reverse(f32[11,9] %x), dimensions={0,1}
+})"},
+                                                                     {"strided", R"(HloModule t
+ENTRY %main (x: f32[11,9]) -> f32[4,3] {
+  %x = f32[11,9] parameter(0)
+  ROOT %y = f32[4,3] slice(f32[11,9] %x), slice={[1:11:3], [0:9:4]}
+})"},
+                                                                     {"interior", R"(HloModule i
+ENTRY %main (x: f32[11,9]) -> f32[22,26] {
+  %x = f32[11,9] parameter(0)
+  %z = f32[] constant(3)
+  ROOT %y = f32[22,26] pad(f32[11,9] %x, f32[] %z), padding=2_-1_1x0_1_2
 })"}};
   for (const auto& [name, text] : programs) {
     // Both dims split, then the rows split over both axes (minor axis first: shard k of 4 is
