@@ -121,8 +121,11 @@ absl::StatusOr<Instruction*> EmitLocalDynamicSlice(SpmdBuilder& builder, const L
     mask = inside;
   }
   if (mask == nullptr) return sliced;
-  VKSPMD_ASSIGN_OR_RETURN(Instruction * zeros, builder.Broadcast(zero, sliced->shape()));
-  return builder.Add(Opcode::kSelect, {mask, sliced, zeros});
+  // Other devices add -0 for floats: x + -0 is x for every x, -0 and NaN included, so the sum of
+  // the owner's element and the others' is that element bit for bit (+0 would turn -0 into +0).
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * none, builder.Scalar(type, ir::IsFloat(type) ? -0.0 : 0));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * nones, builder.Broadcast(none, sliced->shape()));
+  return builder.Add(Opcode::kSelect, {mask, sliced, nones});
 }
 
 }  // namespace vkspmd::spmd

@@ -3,6 +3,7 @@
 // unpartitioned evaluation on the CPU reference (padding poisoned with NaN, so a window that
 // reads padding fails) on 2, 4 and 8 devices and 2x2, and moves no all-gather; the golden cases
 // pin the collectives and bytes per device against hand-computed GSPMD partitions.
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -371,6 +372,32 @@ ENTRY %main (x: {0}{2}, i: {1}[], j: {1}[]) -> {0}{4} {{
           << ir::PrintModule(*outcome->partition.module);
       EXPECT_EQ(outcome->partition.collectives[0].kind, c.collective);
     }
+  }
+}
+
+// The masked dynamic-slice returns a window of negative zeros as negative zeros (the devices that
+// do not hold a row add -0, which leaves every value as it is).
+TEST(HaloExchangeTest, DynamicSliceAtARunTimeStartKeepsNegativeZeros) {
+  const std::string text = R"(HloModule d
+ENTRY %main (x: f32[13,3], i: s32[]) -> f32[2,3] {
+  %x = f32[13,3] parameter(0)
+  %i = s32[] parameter(1)
+  %z = s32[] constant(0)
+  ROOT %y = f32[2,3] dynamic-slice(f32[13,3] %x, s32[] %i, s32[] %z), dynamic_slice_sizes={2,3}
+})";
+  const Mesh mesh = *Mesh::Create({4}, {}, {});
+  absl::StatusOr<std::unique_ptr<ir::Module>> module =
+      AnnotatedModule(text, {{"x", "(0, None)"}, {"y", "(None, None)"}}, mesh);
+  ASSERT_TRUE(module.ok()) << module.status();
+  std::vector<ir::Literal> arguments = {
+      ir::Literal::Create<float>(ir::DType::kF32, {13, 3}, std::vector<float>(39, -0.0f)),
+      ir::Literal::Create<int32_t>(ir::DType::kS32, {}, {3})};
+  absl::StatusOr<EquivalenceOutcome> outcome =
+      RunEquivalence(**module, mesh, 1, nullptr, &arguments);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  ASSERT_EQ(CountOps(*outcome->partition.module, Opcode::kAllReduce), 1);
+  for (int64_t e = 0; e < outcome->actual.ElementCount(); ++e) {
+    EXPECT_TRUE(std::signbit(outcome->actual.Get<float>(e))) << "element " << e;
   }
 }
 
