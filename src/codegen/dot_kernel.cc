@@ -14,20 +14,22 @@ namespace vkspmd::codegen {
 
 using ir::Instruction;
 
-std::string Offset(const std::string& index, const Instruction& operand,
+std::string Offset(const std::string& index, const ir::Shape& shape,
                    const std::vector<int64_t>& dims) {
-  if (dims.empty()) return "0u";
-  std::vector<int64_t> strides = ir::RowMajorStrides(operand.shape().dimensions());
-  if (dims.size() == 1) return absl::StrCat("(", index, ") * ", strides[dims[0]], "u");
+  const std::vector<int64_t> strides = ir::RowMajorStrides(shape.dimensions());
   std::vector<int64_t> sizes;
-  for (int64_t dim : dims) sizes.push_back(operand.shape().dimension(dim));
-  std::vector<int64_t> flat_strides = ir::RowMajorStrides(sizes);
-  std::string code = "(0u";
+  for (int64_t dim : dims) sizes.push_back(shape.dimension(dim));
+  const std::vector<int64_t> flat_strides = ir::RowMajorStrides(sizes);
+  // `index` is below the dims' product, so the outermost dim (of size above 1) needs no modulo.
+  std::string code;
   for (size_t j = 0; j < dims.size(); ++j) {
-    absl::StrAppend(&code, " + ((", index, ") / ", flat_strides[j], "u % ", sizes[j], "u) * ",
-                    strides[dims[j]], "u");
+    if (sizes[j] == 1) continue;
+    std::string term = absl::StrCat("(", index, ")");
+    if (flat_strides[j] != 1) term = absl::StrCat("(", term, " / ", flat_strides[j], "u)");
+    if (!code.empty()) term = absl::StrCat("(", term, " % ", sizes[j], "u)");
+    absl::StrAppend(&code, code.empty() ? "(" : " + ", term, " * ", strides[dims[j]], "u");
   }
-  return code + ")";
+  return code.empty() ? "0u" : code + ")";
 }
 
 namespace {
@@ -50,11 +52,11 @@ std::string RegisterTiles(const DotContext& context, KernelWriter& writer) {
                   context.BatchOffset(uniform),
                   ";\n  uint lane_base = ", context.BatchOffset(lane_side), ";\n");
   for (int64_t t = 0; t < rows; ++t) {
-    absl::StrAppend(&body, "  uint u", t, " = tile * ", rows, "u + ", t, "u;\n", "  uint uo", t,
-                    " = uniform_base + ",
-                    Offset(absl::StrCat("min(u", t, ", ", uniform_size - 1, "u)"), *uniform.operand,
-                           uniform.free),
-                    ";\n");
+    absl::StrAppend(
+        &body, "  uint u", t, " = tile * ", rows, "u + ", t, "u;\n", "  uint uo", t,
+        " = uniform_base + ",
+        Offset(absl::StrCat("min(u", t, ", ", uniform_size - 1, "u)"), uniform.shape, uniform.free),
+        ";\n");
   }
   if (tiling.lane_runs) {
     // The lane's run starts at `start`, moved back to end within the side (`first`): the run's
@@ -69,8 +71,8 @@ std::string RegisterTiles(const DotContext& context, KernelWriter& writer) {
     for (int64_t c = 0; c < per_lane; ++c) {
       absl::StrAppend(&body, "  uint l", c, " = block * ", lanes * per_lane, "u + lane + ",
                       c * lanes, "u;\n", "  uint lo", c, " = lane_base + ",
-                      Offset(absl::StrCat("min(l", c, ", ", lane_size - 1, "u)"),
-                             *lane_side.operand, lane_side.free),
+                      Offset(absl::StrCat("min(l", c, ", ", lane_size - 1, "u)"), lane_side.shape,
+                             lane_side.free),
                       ";\n");
     }
   }
@@ -178,7 +180,7 @@ std::string SharedTiles(const DotContext& context, KernelWriter& writer) {
   // minor dim (x.W's x, x.W^T's W), else along its rows or columns.
   const auto stage = [&](const Side& operand, const std::string& shared, const std::string& first,
                          int64_t size, const std::string& base) {
-    const std::vector<int64_t> strides = ir::RowMajorStrides(operand.operand->shape().dimensions());
+    const std::vector<int64_t> strides = ir::RowMajorStrides(operand.shape.dimensions());
     const bool contraction_minor =
         operand.contracting.size() == 1 && strides[operand.contracting[0]] == 1;
     std::string code;
@@ -192,8 +194,7 @@ std::string SharedTiles(const DotContext& context, KernelWriter& writer) {
           &code, "    {\n      uint m = ", m, ";\n      uint q = ", q,
           ";\n      uint k = k0 + q;\n      uint index = ", first, " + m;\n      ", shared, "[q * ",
           tile, "u + m] = (index < ", size, "u && k < k_end) ? ", operand.value, "(", base, " + ",
-          Offset(absl::StrCat("min(index, ", size - 1, "u)"), *operand.operand, operand.free),
-          " + ",
+          Offset(absl::StrCat("min(index, ", size - 1, "u)"), operand.shape, operand.free), " + ",
           context.ContractionOffset(operand, absl::StrCat("min(k, ", tiling.contraction - 1, "u)")),
           ") : ", type, "(0);\n    }\n");
     }
@@ -239,21 +240,11 @@ absl::StatusOr<std::string> WriteDotKernel(const Instruction& dot, const DotOper
   }
   VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(dot.shape().dtype()));
   if (dot.shape().ElementCount() == 0) return std::string();  // Nothing to compute or store.
-  const ir::DotDimensions& d = operands.dims;
-  DotContext context{dot,
-                     tiling,
-                     type,
-                     {operands.lhs, lhs_value, {}, d.lhs_batch, d.lhs_contracting},
-                     {operands.rhs, rhs_value, {}, d.rhs_batch, d.rhs_contracting},
-                     {},
-                     {}};
-  context.lhs.free = FreeDims(*operands.lhs, d.lhs_batch, d.lhs_contracting);
-  context.rhs.free = FreeDims(*operands.rhs, d.rhs_batch, d.rhs_contracting);
-  context.batch_sizes.assign(dot.shape().dimensions().begin(),
-                             dot.shape().dimensions().begin() + d.lhs_batch.size());
-  for (int64_t dim : d.lhs_contracting) {
-    context.contracting_sizes.push_back(operands.lhs->shape().dimension(dim));
-  }
+  auto side = [](const DotOperandView& view, const std::string& value) {
+    return Side{view.value, value, view.shape, view.free, view.batch, view.contracting};
+  };
+  DotContext context{dot, tiling, type, side(operands.lhs, lhs_value),
+                     side(operands.rhs, rhs_value)};
   if (tiling.cooperative_matrix) return CooperativeMatrixTiles(context, writer);
   if (tiling.shared_memory) return SharedTiles(context, writer);
   return RegisterTiles(context, writer);

@@ -13,15 +13,17 @@
 
 namespace vkspmd::codegen {
 
-// GLSL for the linear offset in `operand` of the element whose coordinates along `dims` are the
-// row-major decomposition of `index` (an index over those dims flattened).
-std::string Offset(const std::string& index, const ir::Instruction& operand,
+// GLSL for the linear offset in (row-major) `shape` of the element whose coordinates along
+// `dims` are the row-major decomposition of `index` (an index over those dims flattened).
+std::string Offset(const std::string& index, const ir::Shape& shape,
                    const std::vector<int64_t>& dims);
 
-// One operand's view: its value function, free dims and contracting dims.
+// One operand's view (kernel_plan.h: DotOperandView): the value it reads, its value function
+// (GLSL taking a linear offset in `shape`) and the dims of `shape` making up each index.
 struct Side {
   const ir::Instruction* operand;
   std::string value;
+  ir::Shape shape;
   std::vector<int64_t> free;
   std::vector<int64_t> batch;
   std::vector<int64_t> contracting;
@@ -33,33 +35,15 @@ struct DotContext {
   const DotTiling& tiling;
   std::string type;
   Side lhs, rhs;
-  std::vector<int64_t> batch_sizes, contracting_sizes;
 
   // GLSL for the offset in `side`'s operand of batch element `batch` (a GLSL uint).
   std::string BatchOffset(const Side& side) const {
-    std::vector<int64_t> strides = ir::RowMajorStrides(side.operand->shape().dimensions());
-    std::vector<int64_t> batch_strides = ir::RowMajorStrides(batch_sizes);
-    std::string code = "0u";
-    for (size_t b = 0; b < side.batch.size(); ++b) {
-      absl::StrAppend(&code, " + ((batch / ", batch_strides[b], "u) % ", batch_sizes[b], "u) * ",
-                      strides[side.batch[b]], "u");
-    }
-    return code;
+    return side.batch.empty() ? "0u" : Offset("batch", side.shape, side.batch);
   }
   // GLSL for the offset in `side`'s operand of contraction step `k` (a GLSL uint below the
-  // contraction's size, so a single contracting dim needs no modulo).
+  // contraction's size, so its outermost dim needs no modulo).
   std::string ContractionOffset(const Side& side, const std::string& k) const {
-    std::vector<int64_t> strides = ir::RowMajorStrides(side.operand->shape().dimensions());
-    if (side.contracting.size() == 1) {
-      return absl::StrCat("(", k, ") * ", strides[side.contracting[0]], "u");
-    }
-    std::vector<int64_t> contracting_strides = ir::RowMajorStrides(contracting_sizes);
-    std::string code = "0u";
-    for (size_t c = 0; c < side.contracting.size(); ++c) {
-      absl::StrAppend(&code, " + (((", k, ") / ", contracting_strides[c], "u) % ",
-                      contracting_sizes[c], "u) * ", strides[side.contracting[c]], "u");
-    }
-    return code;
+    return Offset(k, side.shape, side.contracting);
   }
   // Declares `uint w` (the workgroup), `chunk`, `tile`, `block` and `batch`, returning early
   // from workgroups past the last.

@@ -57,14 +57,14 @@ std::string LoadSlab(const DotContext& context, const Slab& slab, int64_t thread
   const Side& side = *slab.side;
   return SlabLoop(
       slab, threads, depth, indent,
-      absl::StrCat(
-          "{\n", indent, "    uint index = ", slab.first, " + m;\n", indent, "    uint k = ", k0,
-          " + q;\n", indent, "    ", slab.name, "[j] = (index < ", slab.size,
-          "u && k < k_end) ? float16_t(", side.value, "(", slab.base, " + ",
-          Offset(absl::StrCat("min(index, ", slab.size - 1, "u)"), *side.operand, side.free), " + ",
-          context.ContractionOffset(side,
-                                    absl::StrCat("min(k, ", context.tiling.contraction - 1, "u)")),
-          ")) : float16_t(0);\n", indent, "  }"));
+      absl::StrCat("{\n", indent, "    uint index = ", slab.first, " + m;\n", indent,
+                   "    uint k = ", k0, " + q;\n", indent, "    ", slab.name, "[j] = (index < ",
+                   slab.size, "u && k < k_end) ? float16_t(", side.value, "(", slab.base, " + ",
+                   Offset(absl::StrCat("min(index, ", slab.size - 1, "u)"), side.shape, side.free),
+                   " + ",
+                   context.ContractionOffset(
+                       side, absl::StrCat("min(k, ", context.tiling.contraction - 1, "u)")),
+                   ")) : float16_t(0);\n", indent, "  }"));
 }
 
 // Writes the invocation's array to the slab's shared array.
@@ -95,7 +95,7 @@ std::string EmulatedFragments(const DotTiling& tiling, const std::string& lhs_sh
 }
 
 bool ContractionMinor(const Side& side) {
-  const std::vector<int64_t> strides = ir::RowMajorStrides(side.operand->shape().dimensions());
+  const std::vector<int64_t> strides = ir::RowMajorStrides(side.shape.dimensions());
   return side.contracting.size() == 1 && strides[side.contracting[0]] == 1;
 }
 

@@ -5,10 +5,10 @@
 
 namespace vkspmd::codegen {
 
-std::vector<int64_t> FreeDims(const ir::Instruction& operand, const std::vector<int64_t>& batch,
+std::vector<int64_t> FreeDims(int64_t rank, const std::vector<int64_t>& batch,
                               const std::vector<int64_t>& contracting) {
   std::vector<int64_t> free;
-  for (int64_t k = 0; k < operand.shape().rank(); ++k) {
+  for (int64_t k = 0; k < rank; ++k) {
     if (std::find(batch.begin(), batch.end(), k) == batch.end() &&
         std::find(contracting.begin(), contracting.end(), k) == contracting.end()) {
       free.push_back(k);
@@ -19,46 +19,142 @@ std::vector<int64_t> FreeDims(const ir::Instruction& operand, const std::vector<
 
 namespace {
 
-int64_t FreeSize(const ir::Instruction& operand, const std::vector<int64_t>& batch,
-                 const std::vector<int64_t>& contracting) {
-  std::vector<int64_t> sizes;
-  for (int64_t dim : FreeDims(operand, batch, contracting)) {
-    sizes.push_back(operand.shape().dimension(dim));
-  }
-  return ir::Product(sizes);
+int64_t SizeOf(const DotOperandView& view, const std::vector<int64_t>& dims) {
+  int64_t size = 1;
+  for (int64_t dim : dims) size *= view.shape.dimension(dim);
+  return size;
 }
 
-}  // namespace
-
-namespace {
-
-bool FreeDimsTrailing(const ir::Instruction& operand, const std::vector<int64_t>& free) {
-  for (size_t j = 0; j < free.size(); ++j) {
-    if (free[j] != operand.shape().rank() - static_cast<int64_t>(free.size() - j)) return false;
+bool FreeDimsTrailing(const DotOperandView& view) {
+  const int64_t rank = view.shape.rank();
+  const int64_t count = static_cast<int64_t>(view.free.size());
+  for (int64_t j = 0; j < count; ++j) {
+    if (view.free[j] != rank - count + j) return false;
   }
   return true;
 }
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-}  // namespace
+// A buffered value's elements seen through transposes and reshapes: `order` lists parts of its
+// row-major layout (outermost first; each part's size in `sizes`, indexed by part), and `dims[i]`
+// the parts that make up dim i of the value seen, flattened row-major in that order. A reshape
+// splits a part where a dim of its result takes only the part's outer factor.
+struct Refinement {
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> order;
+  std::vector<std::vector<int64_t>> dims;
+};
 
-namespace {
-
-// The dims of the transpose `operand` mapped onto its operand's dims; false where the free dims
-// would not stay in increasing order.
-bool MapThroughTranspose(const ir::Instruction& operand, std::vector<int64_t>& batch,
-                         std::vector<int64_t>& contracting) {
-  const std::vector<int64_t>& permutation = operand.attributes().dimensions;
-  int64_t previous = -1;
-  for (int64_t dim : FreeDims(operand, batch, contracting)) {
-    if (permutation[dim] <= previous) return false;
-    previous = permutation[dim];
+// Reshapes the value seen to `to`, whose dims each take the next parts of the layout in order;
+// false where one would take part of a part that its size does not divide.
+bool RefineByReshape(const ir::Shape& to, Refinement& view) {
+  std::vector<int64_t> parts;
+  for (const std::vector<int64_t>& dim : view.dims)
+    parts.insert(parts.end(), dim.begin(), dim.end());
+  std::vector<std::vector<int64_t>> dims;
+  size_t next = 0;
+  for (int64_t size : to.dimensions()) {
+    std::vector<int64_t> dim;
+    int64_t left = size;
+    while (left > 1) {
+      if (next == parts.size()) return false;
+      const int64_t part = parts[next];
+      const int64_t part_size = view.sizes[part];
+      if (part_size <= left) {
+        if (left % part_size != 0) return false;
+        if (part_size > 1) dim.push_back(part);
+        left /= part_size;
+        ++next;
+        continue;
+      }
+      if (part_size % left != 0) return false;
+      // The dim takes the part's outer `left`; the inner rest is a new part right after it.
+      const int64_t inner = static_cast<int64_t>(view.sizes.size());
+      view.sizes.push_back(part_size / left);
+      view.sizes[part] = left;
+      view.order.insert(std::find(view.order.begin(), view.order.end(), part) + 1, inner);
+      parts[next] = inner;
+      dim.push_back(part);
+      left = 1;
+    }
+    dims.push_back(std::move(dim));
   }
-  for (int64_t& dim : batch) dim = permutation[dim];
-  for (int64_t& dim : contracting) dim = permutation[dim];
+  for (; next < parts.size(); ++next) {
+    if (view.sizes[parts[next]] != 1) return false;
+  }
+  view.dims = std::move(dims);
   return true;
 }
+
+}  // namespace
+
+std::optional<DotOperandView> ViewThrough(
+    const ir::Instruction& dot, int64_t k,
+    const std::function<bool(const ir::Instruction*)>& in_buffer) {
+  const ir::Instruction* operand = dot.operand(k);
+  std::vector<const ir::Instruction*> chain;  // From the dot's operand down.
+  const ir::Instruction* value = operand;
+  while (!in_buffer(value)) {
+    if (value->opcode() != ir::Opcode::kTranspose && value->opcode() != ir::Opcode::kReshape) {
+      return std::nullopt;
+    }
+    chain.push_back(value);
+    value = value->operand(0);
+  }
+  if (chain.empty() || value->shape().ElementCount() == 0) return std::nullopt;
+  Refinement view;
+  view.sizes = value->shape().dimensions();
+  for (int64_t dim = 0; dim < value->shape().rank(); ++dim) {
+    view.order.push_back(dim);
+    view.dims.push_back({dim});
+  }
+  for (auto step = chain.rbegin(); step != chain.rend(); ++step) {
+    if ((*step)->opcode() == ir::Opcode::kReshape) {
+      if (!RefineByReshape((*step)->shape(), view)) return std::nullopt;
+      continue;
+    }
+    std::vector<std::vector<int64_t>> dims;
+    for (int64_t source : (*step)->attributes().dimensions) dims.push_back(view.dims[source]);
+    view.dims = std::move(dims);
+  }
+  // Parts become the dims of the view's shape, numbered in layout order.
+  std::vector<int64_t> position(view.sizes.size());
+  std::vector<int64_t> sizes;
+  for (size_t j = 0; j < view.order.size(); ++j) {
+    position[view.order[j]] = static_cast<int64_t>(j);
+    sizes.push_back(view.sizes[view.order[j]]);
+  }
+  const ir::DotDimensions& d = dot.attributes().dot;
+  const std::vector<int64_t>& batch = k == 0 ? d.lhs_batch : d.rhs_batch;
+  const std::vector<int64_t>& contracting = k == 0 ? d.lhs_contracting : d.rhs_contracting;
+  auto parts_of = [&](const std::vector<int64_t>& operand_dims) {
+    std::vector<int64_t> dims;
+    for (int64_t dim : operand_dims) {
+      for (int64_t part : view.dims[dim]) dims.push_back(position[part]);
+    }
+    return dims;
+  };
+  return DotOperandView{value, ir::Shape(value->shape().dtype(), std::move(sizes)), parts_of(batch),
+                        parts_of(contracting),
+                        parts_of(FreeDims(operand->shape().rank(), batch, contracting))};
+}
+
+DotOperands ViewDotOperands(const ir::Instruction& dot,
+                            const std::function<bool(const ir::Instruction*)>& in_buffer) {
+  const ir::DotDimensions& d = dot.attributes().dot;
+  auto view = [&](int64_t k) {
+    if (std::optional<DotOperandView> through = ViewThrough(dot, k, in_buffer)) return *through;
+    const ir::Instruction* operand = dot.operand(k);
+    const std::vector<int64_t>& batch = k == 0 ? d.lhs_batch : d.rhs_batch;
+    const std::vector<int64_t>& contracting = k == 0 ? d.lhs_contracting : d.rhs_contracting;
+    return DotOperandView{operand, operand->shape(), batch, contracting,
+                          FreeDims(operand->shape().rank(), batch, contracting)};
+  };
+  return DotOperands{view(0), view(1)};
+}
+
+namespace {
 
 // The chunks of a GPU tile kernel (tiles and blocks set): the whole contraction, or split-K while
 // the result has fewer than kGpuWorkgroupTarget workgroups, in whole slabs of `depth` steps of at
@@ -104,59 +200,26 @@ bool UseCooperativeMatrix(const ir::Instruction& dot, const DotOperands& operand
   small.warps_n = kMatrixWarpsN;
   small.frags_m = small.frags_n = kMatrixFrags;
   if (shape.m == 0 || MatrixSharedBytes(small) > target.max_shared_memory_bytes ||
-      operands.lhs->shape().dtype() != ir::DType::kF16 ||
-      operands.rhs->shape().dtype() != ir::DType::kF16) {
+      operands.lhs.shape.dtype() != ir::DType::kF16 ||
+      operands.rhs.shape.dtype() != ir::DType::kF16) {
     return false;
   }
   // The IR's dot has one dtype for operands and result, so the result is f16 too.
   if (dot.shape().dtype() != ir::DType::kF16) return false;
-  const ir::DotDimensions& d = operands.dims;
-  int64_t contraction = 1;
-  for (int64_t dim : d.lhs_contracting) contraction *= operands.lhs->shape().dimension(dim);
-  return FreeSize(*operands.lhs, d.lhs_batch, d.lhs_contracting) >= shape.m &&
-         FreeSize(*operands.rhs, d.rhs_batch, d.rhs_contracting) >= shape.n &&
-         contraction >= shape.k;
-}
-
-bool CanReadThroughTranspose(const ir::Instruction& dot, int64_t k) {
-  const ir::Instruction& operand = *dot.operand(k);
-  if (operand.opcode() != ir::Opcode::kTranspose) return false;
-  const ir::DotDimensions& d = dot.attributes().dot;
-  std::vector<int64_t> batch = k == 0 ? d.lhs_batch : d.rhs_batch;
-  std::vector<int64_t> contracting = k == 0 ? d.lhs_contracting : d.rhs_contracting;
-  return MapThroughTranspose(operand, batch, contracting);
-}
-
-DotOperands ViewDotOperands(const ir::Instruction& dot,
-                            const std::function<bool(const ir::Instruction*)>& in_buffer) {
-  DotOperands view{dot.operand(0), dot.operand(1), dot.attributes().dot};
-  auto look_through = [&](const ir::Instruction*& operand, std::vector<int64_t>& batch,
-                          std::vector<int64_t>& contracting) {
-    if (operand->opcode() != ir::Opcode::kTranspose || !in_buffer(operand->operand(0))) return;
-    std::vector<int64_t> mapped_batch = batch, mapped_contracting = contracting;
-    if (!MapThroughTranspose(*operand, mapped_batch, mapped_contracting)) return;
-    operand = operand->operand(0);
-    batch = std::move(mapped_batch);
-    contracting = std::move(mapped_contracting);
-  };
-  look_through(view.lhs, view.dims.lhs_batch, view.dims.lhs_contracting);
-  look_through(view.rhs, view.dims.rhs_batch, view.dims.rhs_contracting);
-  return view;
+  return SizeOf(operands.lhs, operands.lhs.free) >= shape.m &&
+         SizeOf(operands.rhs, operands.rhs.free) >= shape.n &&
+         SizeOf(operands.lhs, operands.lhs.contracting) >= shape.k;
 }
 
 DotTiling TileDot(const ir::Instruction& dot, const DotOperands& operands, const TargetInfo& target,
                   int64_t max_iterations) {
-  const ir::DotDimensions& d = operands.dims;
   DotTiling tiling;
-  tiling.rows = FreeSize(*operands.lhs, d.lhs_batch, d.lhs_contracting);
-  tiling.columns = FreeSize(*operands.rhs, d.rhs_batch, d.rhs_contracting);
-  std::vector<int64_t> batch_sizes(dot.shape().dimensions().begin(),
-                                   dot.shape().dimensions().begin() + d.lhs_batch.size());
-  std::vector<int64_t> contracting_sizes;
-  for (int64_t dim : d.lhs_contracting) {
-    contracting_sizes.push_back(operands.lhs->shape().dimension(dim));
-  }
-  tiling.contraction = ir::Product(contracting_sizes);
+  tiling.rows = SizeOf(operands.lhs, operands.lhs.free);
+  tiling.columns = SizeOf(operands.rhs, operands.rhs.free);
+  std::vector<int64_t> batch_sizes(
+      dot.shape().dimensions().begin(),
+      dot.shape().dimensions().begin() + dot.attributes().dot.lhs_batch.size());
+  tiling.contraction = SizeOf(operands.lhs, operands.lhs.contracting);
   tiling.chunk = max_iterations;
   if (dot.shape().ElementCount() == 0) return tiling;  // Nothing to compute or store.
   tiling.chunks = std::max<int64_t>(CeilDiv(tiling.contraction, max_iterations), 1);
@@ -218,13 +281,10 @@ DotTiling TileDot(const ir::Instruction& dot, const DotOperands& operands, const
   tiling.swapped = tiling.columns < max_lanes && tiling.columns < tiling.rows;
   const int64_t uniform_size = tiling.swapped ? tiling.columns : tiling.rows;
   const int64_t lane_size = tiling.swapped ? tiling.rows : tiling.columns;
-  const ir::Instruction& lane_operand = tiling.swapped ? *operands.lhs : *operands.rhs;
-  const std::vector<int64_t> lane_free =
-      tiling.swapped ? FreeDims(lane_operand, d.lhs_batch, d.lhs_contracting)
-                     : FreeDims(lane_operand, d.rhs_batch, d.rhs_contracting);
   // A lane reads a run of consecutive elements where they are contiguous in memory: llvmpipe
   // loads every lane's element separately, and a run shares that cost.
-  tiling.lane_runs = FreeDimsTrailing(lane_operand, lane_free) && lane_size >= kColumnsPerLane;
+  tiling.lane_runs = FreeDimsTrailing(tiling.swapped ? operands.lhs : operands.rhs) &&
+                     lane_size >= kColumnsPerLane;
   if (tiling.lane_runs) {
     tiling.per_lane = kColumnsPerLane;
     tiling.per_lane = std::min(tiling.per_lane, lane_size);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "src/codegen/kernel_plan.h"
@@ -61,10 +62,16 @@ bool UseCooperativeMatrix(const ir::Instruction& dot, const DotOperands& operand
 // staged f16 slabs of both operands and one f32 fragment per subgroup for the results' way out.
 int64_t MatrixSharedBytes(const DotTiling& tiling);
 
-// Whether `dot` may read its operand `k` (a transpose) through: its free dims stay in order.
-bool CanReadThroughTranspose(const ir::Instruction& dot, int64_t k);
+// The view of `dot`'s operand `k` that reads the value in a buffer at the end of a chain of
+// transposes and reshapes without buffers of their own (`in_buffer` says which values have
+// one), or nullopt where the operand has a buffer itself, the chain ends in a value computed
+// inline, or a reshape splits a dim into sizes that do not divide it.
+std::optional<DotOperandView> ViewThrough(
+    const ir::Instruction& dot, int64_t k,
+    const std::function<bool(const ir::Instruction*)>& in_buffer);
 
-// The view of `dot`'s operands, reading through transposes whose operand `in_buffer` accepts.
+// The view of `dot`'s operands: read through chains of transposes and reshapes (ViewThrough)
+// where possible, else the operands themselves with their own shapes.
 DotOperands ViewDotOperands(const ir::Instruction& dot,
                             const std::function<bool(const ir::Instruction*)>& in_buffer);
 
@@ -73,8 +80,8 @@ DotOperands ViewDotOperands(const ir::Instruction& dot,
 DotTiling TileDot(const ir::Instruction& dot, const DotOperands& operands, const TargetInfo& target,
                   int64_t max_iterations);
 
-// The dims of `operand` that are neither batch nor contracting dims, in order.
-std::vector<int64_t> FreeDims(const ir::Instruction& operand, const std::vector<int64_t>& batch,
+// The dims of a rank-`rank` operand that are neither batch nor contracting dims, in order.
+std::vector<int64_t> FreeDims(int64_t rank, const std::vector<int64_t>& batch,
                               const std::vector<int64_t>& contracting);
 
 }  // namespace vkspmd::codegen

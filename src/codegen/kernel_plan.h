@@ -102,15 +102,23 @@ struct DotTiling {
   int64_t subgroup = 0;
 };
 
-// The operands a dot kernel reads, and the dot's dimension numbers over them. A transpose of a
-// value in a buffer is read through (dot_tiling.h: ViewDotOperands): the kernel reads the
-// transpose's operand with the dot's dims mapped back through the permutation, so the transpose
-// needs no kernel of its own. A backward pass's x . W^T and the attention heads' transposes become
-// plain reads with other strides.
+// One operand of a dot kernel as the kernel reads it: `value` (a buffer, or a value computed
+// inline) seen as `shape`, a row-major shape of the same elements, and the dims of `shape` that
+// make up the dot's batch, contraction and free (row or column) index, each index flattened
+// row-major over its dims in the order listed. A chain of transposes and reshapes between a dot
+// and a value in a buffer is read through this way (dot_tiling.h: ViewDotOperands): the
+// reshapes refine `shape` and the transposes reorder the dims, so neither needs a kernel. A
+// backward pass's x . W^T, the attention heads' transposes and the [batch, heads, seq, head]
+// -> [batch * seq, heads * head] reshape feeding the output projection become strided reads.
+struct DotOperandView {
+  const ir::Instruction* value = nullptr;
+  ir::Shape shape;
+  std::vector<int64_t> batch, contracting, free;
+};
+
+// The operands a dot kernel reads.
 struct DotOperands {
-  const ir::Instruction* lhs = nullptr;
-  const ir::Instruction* rhs = nullptr;
-  ir::DotDimensions dims;
+  DotOperandView lhs, rhs;
 };
 
 // A kernel computing its output row by row, with the row reductions it absorbed computed first

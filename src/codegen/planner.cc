@@ -165,25 +165,49 @@ void SplitWideFusions(const ir::Computation& entry, std::set<const Instruction*>
   }
 }
 
+using UserLists = std::map<const Instruction*, std::vector<const Instruction*>>;
+
+// Whether `user` of `value` (a transpose or reshape) needs no value of it: a dot reading it
+// through to a buffer (dot_tiling.h: ViewThrough; `needs_buffer` holds the buffers decided so
+// far, those below `value`), or a transpose or reshape that only such dots read.
+bool OnlyReadThrough(const Instruction& user, const Instruction& value, const UserLists& user_lists,
+                     const std::set<const Instruction*>& needs_buffer,
+                     const std::set<const Instruction*>& outputs) {
+  if (user.opcode() == Opcode::kDot) {
+    for (int64_t k = 0; k < 2; ++k) {
+      if (user.operand(k) == &value && !ViewThrough(user, k, [&](const Instruction* buffered) {
+            return needs_buffer.count(buffered) > 0;
+          })) {
+        return false;
+      }
+    }
+    return true;
+  }
+  if ((user.opcode() != Opcode::kTranspose && user.opcode() != Opcode::kReshape) ||
+      outputs.count(&user) > 0) {
+    return false;
+  }
+  auto found = user_lists.find(&user);
+  if (found == user_lists.end()) return false;
+  return std::all_of(found->second.begin(), found->second.end(), [&](const Instruction* next) {
+    return OnlyReadThrough(*next, user, user_lists, needs_buffer, outputs);
+  });
+}
+
 // The instructions that get buffers before row fusion: parameters, dots, reduces, collectives
 // and their operands, outputs, array constants, and values used twice unless cheap to recompute.
 std::set<const Instruction*> NeedsBuffer(const ir::Computation& entry,
                                          const std::set<const Instruction*>& outputs,
                                          bool tuple_result, const TargetInfo& target) {
   std::map<const Instruction*, int> users;
-  // Of a transpose's users, the dots that read it through (when its operand has a buffer).
-  std::map<const Instruction*, int> dots_reading_through;
+  UserLists user_lists;
   std::set<const Instruction*> collective_operands;  // The host reads them from buffers.
   for (const auto& instruction : entry.instructions()) {
     std::set<const Instruction*> distinct(instruction->operands().begin(),
                                           instruction->operands().end());
-    for (const Instruction* operand : distinct) users[operand] += 1;
-    if (instruction->opcode() == Opcode::kDot) {
-      std::set<const Instruction*> through;
-      for (int64_t k = 0; k < 2; ++k) {
-        if (CanReadThroughTranspose(*instruction, k)) through.insert(instruction->operand(k));
-      }
-      for (const Instruction* transpose : through) dots_reading_through[transpose] += 1;
+    for (const Instruction* operand : distinct) {
+      users[operand] += 1;
+      user_lists[operand].push_back(instruction.get());
     }
     if (ir::IsCollective(instruction->opcode())) {
       collective_operands.insert(instruction->operands().begin(), instruction->operands().end());
@@ -196,9 +220,14 @@ std::set<const Instruction*> NeedsBuffer(const ir::Computation& entry,
     // Sorts whose readers are get-tuple-elements have no buffer of their own.
     if (instruction->shape().IsTuple()) continue;
     const Opcode opcode = instruction->opcode();
-    // Operands come first, so whether a transpose's operand has a buffer is known here.
-    if (opcode == Opcode::kTranspose && needs_buffer.count(instruction->operand(0))) {
-      users[instruction] -= dots_reading_through[instruction];
+    // Dots reading a transpose or reshape through (down to a buffer: the chain below comes
+    // first, so which of it has buffers is known here) make no use of its value.
+    if (opcode == Opcode::kTranspose || opcode == Opcode::kReshape) {
+      for (const Instruction* user : user_lists[instruction]) {
+        if (OnlyReadThrough(*user, *instruction, user_lists, needs_buffer, outputs)) {
+          users[instruction] -= 1;
+        }
+      }
     }
     if (opcode == Opcode::kParameter || opcode == Opcode::kDot || opcode == Opcode::kReduce ||
         ir::IsCollective(opcode) || collective_operands.count(instruction) > 0 ||
@@ -542,8 +571,8 @@ class Planner {
         dot, [&](const Instruction* value) { return plan_.materialized.count(value) > 0; });
     const DotTiling tiling = TileDot(dot, operands, target_, DotChunk(dot));
     KernelReads reads(plan_.materialized);
-    reads.Read(operands.lhs);
-    reads.Read(operands.rhs);
+    reads.Read(operands.lhs.value);
+    reads.Read(operands.rhs.value);
     const uint64_t invocations = static_cast<uint64_t>(tiling.groups * tiling.lanes);
     const uint32_t local_size = static_cast<uint32_t>(tiling.lanes);
     if (tiling.chunks == 1) {

@@ -208,8 +208,8 @@ absl::StatusOr<std::string> RowsBody(const KernelPlan& kernel, KernelWriter& wri
 
 absl::StatusOr<std::string> DotBody(const KernelPlan& kernel, KernelWriter& writer) {
   const Instruction& dot = *kernel.root;
-  VKSPMD_ASSIGN_OR_RETURN(std::string lhs, writer.Value(kernel.dot_operands.lhs));
-  VKSPMD_ASSIGN_OR_RETURN(std::string rhs, writer.Value(kernel.dot_operands.rhs));
+  VKSPMD_ASSIGN_OR_RETURN(std::string lhs, writer.Value(kernel.dot_operands.lhs.value));
+  VKSPMD_ASSIGN_OR_RETURN(std::string rhs, writer.Value(kernel.dot_operands.rhs.value));
   return WriteDotKernel(dot, kernel.dot_operands, kernel.dot, lhs, rhs, writer);
 }
 

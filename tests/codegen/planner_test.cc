@@ -204,8 +204,8 @@ TEST_F(PlannerTest, AllReducesRunInWavesAfterTheKernelsThatNeedNone) {
 
 TEST_F(PlannerTest, DotsReadThroughATransposeOfABuffer) {
   // x . W^T forward and g . W backward share W^T; both dots read W itself with mapped dims, so
-  // the transpose has no kernel. The batched dot's head transpose keeps its free dims in order
-  // and is read through too; bad's transpose would swap its free dims and is not.
+  // the transpose has no kernel. The batched dot's head transpose and bad's transpose (which
+  // swaps its free dims) are read through too.
   ProgramPlan plan = Plan(R"(HloModule through
 ENTRY e {
   x = f32[6,4] parameter(0)
@@ -223,13 +223,60 @@ ENTRY e {
   ROOT t = (f32[6,5], f32[6,4], f32[2,7,4,4], f32[2,5,2,5]) tuple(y, dx, s, bad)
 })");
   EXPECT_THAT(KernelNames(plan), ElementsAre("y", "dx", "s", "bad"));
-  EXPECT_EQ(plan.kernels[0].dot_operands.rhs->name(), "w");
-  EXPECT_EQ(plan.kernels[1].dot_operands.rhs->name(), "w");
-  EXPECT_THAT(plan.kernels[1].dot_operands.dims.rhs_contracting, ElementsAre(0));
-  EXPECT_EQ(plan.kernels[2].dot_operands.lhs->name(), "q");
-  EXPECT_THAT(plan.kernels[2].dot_operands.dims.lhs_batch, ElementsAre(0, 2));
-  EXPECT_THAT(plan.kernels[2].dot_operands.dims.lhs_contracting, ElementsAre(1));
-  EXPECT_EQ(plan.kernels[3].dot_operands.lhs->name(), "rt");  // Computed inline instead.
+  EXPECT_EQ(plan.kernels[0].dot_operands.rhs.value->name(), "w");
+  EXPECT_EQ(plan.kernels[1].dot_operands.rhs.value->name(), "w");
+  EXPECT_THAT(plan.kernels[1].dot_operands.rhs.contracting, ElementsAre(0));
+  EXPECT_THAT(plan.kernels[1].dot_operands.rhs.free, ElementsAre(1));
+  EXPECT_EQ(plan.kernels[2].dot_operands.lhs.value->name(), "q");
+  EXPECT_THAT(plan.kernels[2].dot_operands.lhs.batch, ElementsAre(0, 2));
+  EXPECT_THAT(plan.kernels[2].dot_operands.lhs.contracting, ElementsAre(1));
+  EXPECT_EQ(plan.kernels[3].dot_operands.lhs.value->name(), "r");
+  EXPECT_THAT(plan.kernels[3].dot_operands.lhs.free, ElementsAre(2, 1));
+}
+
+TEST_F(PlannerTest, DotsReadThroughReshapesOfTransposes) {
+  // The attention heads' output o [batch, heads, seq, head] goes to [batch * seq, heads * head]
+  // for the output projection: a transpose and a reshape that merges dims from both sides of
+  // it. The dot reads o with rows (batch, seq) and contraction (heads, head); both weight
+  // gradients read it too. A reshape splitting a buffer ([batch * seq, heads * head] back to
+  // heads) is read as that buffer in the finer shape. A reshape that would split a dim into
+  // sizes that do not divide it (pt's 3 into 2 x ...) is computed inline instead.
+  ProgramPlan plan = Plan(R"(HloModule through
+ENTRY e {
+  o = f32[2,3,4,5] parameter(0)
+  w = f32[15,6] parameter(1)
+  a = f32[8,15] parameter(2)
+  p = f32[2,3] parameter(3)
+  v = f32[3,4] parameter(4)
+  ot = f32[2,4,3,5] transpose(o), dimensions={0,2,1,3}
+  m = f32[8,15] reshape(ot)
+  y = f32[8,6] dot(m, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  gw = f32[15,15] dot(m, a), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  ar = f32[2,4,3,5] reshape(a)
+  at = f32[2,3,4,5] transpose(ar), dimensions={0,2,1,3}
+  z = f32[2,3,4,4] dot(at, at), lhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_batch_dims={0,1}, rhs_contracting_dims={3}
+  pt = f32[3,2] transpose(p), dimensions={1,0}
+  pr = f32[2,3] reshape(pt)
+  bad = f32[2,4] dot(pr, v), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT t = (f32[8,6], f32[15,15], f32[2,3,4,4], f32[2,4]) tuple(y, gw, z, bad)
+})");
+  EXPECT_THAT(KernelNames(plan), ElementsAre("y", "gw", "z", "bad"));
+  const DotOperandView& m = plan.kernels[0].dot_operands.lhs;
+  EXPECT_EQ(m.value->name(), "o");
+  EXPECT_THAT(m.shape.dimensions(), ElementsAre(2, 3, 4, 5));
+  EXPECT_THAT(m.free, ElementsAre(0, 2));
+  EXPECT_THAT(m.contracting, ElementsAre(1, 3));
+  const DotOperandView& mt = plan.kernels[1].dot_operands.lhs;
+  EXPECT_EQ(mt.value->name(), "o");
+  EXPECT_THAT(mt.free, ElementsAre(1, 3));
+  EXPECT_THAT(mt.contracting, ElementsAre(0, 2));
+  const DotOperandView& at = plan.kernels[2].dot_operands.rhs;
+  EXPECT_EQ(at.value->name(), "a");
+  EXPECT_THAT(at.shape.dimensions(), ElementsAre(2, 4, 3, 5));
+  EXPECT_THAT(at.batch, ElementsAre(0, 2));
+  EXPECT_THAT(at.contracting, ElementsAre(3));
+  EXPECT_THAT(at.free, ElementsAre(1));
+  EXPECT_EQ(plan.kernels[3].dot_operands.lhs.value->name(), "pr");  // Computed inline.
 }
 
 TEST_F(PlannerTest, AFusionReadingMoreBuffersThanTheDeviceBindsIsSplit) {

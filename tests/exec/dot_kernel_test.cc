@@ -210,6 +210,62 @@ TEST_P(DotKernelTest, SkinnyWeightGradients) {
             "");
 }
 
+// Operands read through chains of transposes and reshapes of buffers (dot_tiling.h:
+// ViewThrough): the attention heads' [b, h, s, d] -> [b * s, h * d] into x.W and into a weight
+// gradient (contraction over two dims of the buffer on one side, one on the other), as the lane
+// side (free dims not trailing), a [b * s, h * d] buffer split back into heads for a batched
+// dot, a reshape splitting a dim after a transpose, a permuted batch dim and size-1 dims.
+TEST_P(DotKernelTest, OperandsReadThroughTransposesAndReshapes) {
+  const std::string heads =
+      "  t = f32[2,5,3,7] transpose(x), dimensions={0,2,1,3}\n"
+      "  m = f32[10,21] reshape(t)\n";
+  EXPECT_EQ(Check(DotModule("f32", {2, 3, 5, 7}, {21, 9}, {10, 9},
+                            "lhs_contracting_dims={1}, rhs_contracting_dims={0}", heads, "m", "y"),
+                  21),
+            "");
+  EXPECT_EQ(Check(DotModule("f32", {2, 3, 5, 7}, {10, 9}, {21, 9},
+                            "lhs_contracting_dims={0}, rhs_contracting_dims={0}", heads, "m", "y"),
+                  10),
+            "");
+  EXPECT_EQ(Check(DotModule("f32", {2, 3, 5, 7}, {9, 10}, {9, 21},
+                            "lhs_contracting_dims={1}, rhs_contracting_dims={0}", heads, "y", "m"),
+                  10),
+            "");
+  const std::string split =
+      "  r = f32[2,5,3,8] reshape(x)\n"
+      "  t = f32[2,3,5,8] transpose(r), dimensions={0,2,1,3}\n";
+  EXPECT_EQ(Check(DotModule("f32", {10, 24}, {2, 3, 8, 4}, {2, 3, 5, 4},
+                            "lhs_batch_dims={0,1}, rhs_batch_dims={0,1}, lhs_contracting_dims={3}, "
+                            "rhs_contracting_dims={2}",
+                            split, "t", "y"),
+                  8),
+            "");
+  EXPECT_EQ(Check(DotModule("f32", {10, 24}, {1}, {2, 3, 5, 5},
+                            "lhs_batch_dims={0,1}, rhs_batch_dims={0,1}, lhs_contracting_dims={3}, "
+                            "rhs_contracting_dims={3}",
+                            split, "t", "t"),
+                  8),
+            "");
+  EXPECT_EQ(Check(DotModule("f32", {4, 6}, {12, 5}, {2, 5},
+                            "lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+                            "  t = f32[6,4] transpose(x), dimensions={1,0}\n"
+                            "  v = f32[2,12] reshape(t)\n",
+                            "v", "y"),
+                  12),
+            "");
+  EXPECT_EQ(Check(DotModule("f32", {4, 3, 5}, {5, 3, 6}, {5, 4, 6},
+                            "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, "
+                            "rhs_contracting_dims={1}",
+                            "  t = f32[5,4,3] transpose(x), dimensions={2,0,1}\n", "t", "y"),
+                  3),
+            "");
+  EXPECT_EQ(Check(DotModule("f32", {6, 4}, {4, 1, 3}, {6, 1, 1, 3},
+                            "lhs_contracting_dims={2}, rhs_contracting_dims={0}",
+                            "  v = f32[6,1,4] reshape(x)\n", "v", "y"),
+                  4),
+            "");
+}
+
 INSTANTIATE_TEST_SUITE_P(Variants, DotKernelTest, ::testing::Values("registers", "shared_memory"),
                          [](const ::testing::TestParamInfo<std::string>& param) {
                            return param.param;

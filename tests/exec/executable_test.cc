@@ -263,6 +263,36 @@ ENTRY e {
   EXPECT_EQ(DispatchesOfCompiling(device(0), text), 3) << "three dots, no transpose kernels";
 }
 
+TEST_F(ExecutableTest, DotsReadingThroughReshapesOfTransposesMatchTheReference) {
+  // The attention heads' output [batch, heads, seq, head] as [batch * seq, heads * head]: the
+  // output projection, its weight gradient and the gradient back to the heads (a buffer split
+  // into heads again) read o and the projection's result through their transposes and
+  // reshapes; the bias gradient (a column sum of m) computes m inline. No copy kernels: three
+  // dots and the sum.
+  const std::string text = absl::StrCat(R"(HloModule through
+)",
+                                        kRowReducers, R"(
+ENTRY e {
+  o = f32[2,3,5,4] parameter(0)
+  w = f32[12,6] parameter(1)
+  g = f32[10,6] parameter(2)
+  v = f32[2,3,5,4] parameter(3)
+  zero = f32[] constant(0)
+  ot = f32[2,5,3,4] transpose(o), dimensions={0,2,1,3}
+  m = f32[10,12] reshape(ot)
+  y = f32[10,6] dot(m, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  gw = f32[12,6] dot(m, g), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  db = f32[12] reduce(m, zero), dimensions={0}, to_apply=%add
+  gm = f32[10,12] dot(g, w), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  gr = f32[2,5,3,4] reshape(gm)
+  gt = f32[2,3,5,4] transpose(gr), dimensions={0,2,1,3}
+  gv = f32[2,3,4,4] dot(gt, v), lhs_batch_dims={0,1}, lhs_contracting_dims={2}, rhs_batch_dims={0,1}, rhs_contracting_dims={2}
+  ROOT t = (f32[10,6], f32[12,6], f32[12], f32[2,3,4,4]) tuple(y, gw, db, gv)
+})");
+  ExpectMatchesReference(text);
+  EXPECT_EQ(DispatchesOfCompiling(device(0), text), 5) << "four dots and the sum, no copies";
+}
+
 TEST_F(ExecutableTest, ASumOfMoreBuffersThanTheDeviceBindsMatchesTheReference) {
   // 70 parameters summed elementwise: more than the 32 storage buffers lavapipe binds per kernel.
   std::string text = "HloModule wide\nENTRY e {\n";
