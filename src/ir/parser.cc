@@ -13,6 +13,7 @@
 #include "src/ir/backend_config.h"
 #include "src/ir/gather_attributes.h"
 #include "src/ir/inline_calls.h"
+#include "src/ir/rng_expansion.h"
 #include "src/ir/text_reader.h"
 #include "src/ir/verifier.h"
 
@@ -71,6 +72,7 @@ enum class FrontEndOp {
   kOptimizationBarrier,  // its operand
   kCopyStart,            // copy, read by copy-done
   kAsyncDone,            // *-done, async-update: the op its start became
+  kRng,                  // ops over an rng-bit-generator (ir/rng_expansion.h)
 };
 
 struct FrontEndOpName {
@@ -93,6 +95,7 @@ constexpr FrontEndOpName kFrontEndOps[] = {
     {"all-reduce-done", FrontEndOp::kAsyncDone},
     {"all-gather-done", FrontEndOp::kAsyncDone},
     {"collective-permute-done", FrontEndOp::kAsyncDone},
+    {"rng", FrontEndOp::kRng},
 };
 
 // all-reduce-start and the like: the synchronous op, whose result is the start's shape
@@ -120,6 +123,7 @@ const Entry* FindByName(const Entry (&table)[N], std::string_view name) {
 // The attributes a front-end op may carry.
 struct FrontEndAttributes {
   Computation* callee = nullptr;
+  std::optional<RngDistribution> distribution;  // rng
   std::vector<int64_t> dimensions;
   bool has_dimensions = false;
   std::optional<Sharding> sharding;
@@ -329,6 +333,7 @@ class ModuleParser {
     instruction->set_name(name);
     instruction->set_location({name_token.line, name_token.column});
     while (reader_.TryConsume(",")) VKSPMD_RETURN_IF_ERROR(ParseAttribute(*instruction));
+    VKSPMD_RETURN_IF_ERROR(CheckRandomCallees(computation, *instruction, name_token));
     // get-tuple-element of the tuple an inlined computation returned: the element itself.
     if (*opcode == Opcode::kGetTupleElement && instruction->operand_count() == 1) {
       Instruction* tuple = instruction->operand(0);
@@ -353,6 +358,25 @@ class ModuleParser {
     names_[name] = added;
     layouts_[name] = std::move(layout);
     return SetRoot(is_root, name_token, added, root);
+  }
+
+  // rng draws from a constant state (ir/rng_expansion.h), so in a loop it would repeat its
+  // values every iteration where XLA draws new ones: a while whose condition or body draws with
+  // rng is refused; any other caller of such a computation draws with rng itself.
+  absl::Status CheckRandomCallees(Computation& computation, const Instruction& instruction,
+                                  const Token& at) {
+    for (const Computation* callee : instruction.attributes().CalledComputations()) {
+      if (!rng_computations_.contains(callee)) continue;
+      if (instruction.opcode() == Opcode::kWhile) {
+        return reader_.ErrorAt(
+            at, fmt::format("while %{}: %{} draws with rng, which would repeat its values in "
+                            "every iteration here; draw with rng-bit-generator and carry its "
+                            "state in the loop",
+                            instruction.name(), callee->name()));
+      }
+      rng_computations_.insert(&computation);
+    }
+    return absl::OkStatus();
   }
 
   absl::Status SetRoot(bool is_root, const Token& name_token, Instruction* value,
@@ -507,6 +531,9 @@ class ModuleParser {
   std::vector<std::unique_ptr<Computation>> computations_;
   Computation* entry_ = nullptr;
   absl::flat_hash_set<const Computation*> inlined_;
+  // Computations that draw with rng (directly or through what they inline or call).
+  absl::flat_hash_set<const Computation*> rng_computations_;
+  int64_t rng_count_ = 0;  // rng ops read so far: each gets its own seed.
   // Per computation: what each text name refers to, async starts (read only by their -done),
   // the instructions rewrites created and their names, each text name's layout, and whether any
   // rewrite happened.
@@ -745,6 +772,7 @@ absl::Status ModuleParser::ParseFrontEndAttribute(FrontEndOp op, std::string_vie
   const bool calls = op == FrontEndOp::kFusion || op == FrontEndOp::kAsyncStart;
   const bool to_apply = op == FrontEndOp::kCall || op == FrontEndOp::kMap;
   const bool known = (name == "calls" && calls) || (name == "to_apply" && to_apply) ||
+                     (name == "distribution" && op == FrontEndOp::kRng) ||
                      (name == "kind" && op == FrontEndOp::kFusion) ||
                      (name == "dimensions" && op == FrontEndOp::kMap) || name == "sharding" ||
                      IgnoredAttributes().contains(name);
@@ -755,6 +783,18 @@ absl::Status ModuleParser::ParseFrontEndAttribute(FrontEndOp op, std::string_vie
   VKSPMD_RETURN_IF_ERROR(reader_.ExpectPunct("="));
   if (name == "calls" || name == "to_apply") {
     VKSPMD_ASSIGN_OR_RETURN(attributes.callee, ReadCallee());
+    return absl::OkStatus();
+  }
+  if (name == "distribution") {
+    const Token token = reader_.current();
+    VKSPMD_ASSIGN_OR_RETURN(std::string distribution, reader_.ReadWord("a distribution"));
+    if (distribution == "rng_uniform") {
+      attributes.distribution = RngDistribution::kUniform;
+    } else if (distribution == "rng_normal") {
+      attributes.distribution = RngDistribution::kNormal;
+    } else {
+      return reader_.ErrorAt(token, fmt::format("unknown rng distribution {}", distribution));
+    }
     return absl::OkStatus();
   }
   if (name == "kind") {
@@ -828,6 +868,7 @@ absl::Status ModuleParser::ParseFrontEndInstruction(FrontEndOp op, const Token& 
       if (!inlined.ok()) return at_op(inlined.status());
       value = *inlined;
       inlined_.insert(attributes.callee);
+      if (rng_computations_.contains(attributes.callee)) rng_computations_.insert(&computation);
       if (op == FrontEndOp::kAsyncStart) {
         // ((operands...), result, contexts...): the result is element 1.
         if (!shape.IsTuple() || shape.tuple_elements().size() < 2) {
@@ -857,6 +898,7 @@ absl::Status ModuleParser::ParseFrontEndInstruction(FrontEndOp op, const Token& 
       if (!mapped.ok()) return at_op(mapped.status());
       value = *mapped;
       inlined_.insert(attributes.callee);
+      if (rng_computations_.contains(attributes.callee)) rng_computations_.insert(&computation);
       VKSPMD_RETURN_IF_ERROR(expect_shape(value->shape()));
       break;
     }
@@ -882,6 +924,21 @@ absl::Status ModuleParser::ParseFrontEndInstruction(FrontEndOp op, const Token& 
           operands[0], operand_layout.minor_to_major, shape, layout.minor_to_major, add);
       if (!lowered.ok()) return at_op(lowered.status());
       value = *lowered;
+      break;
+    }
+    case FrontEndOp::kRng: {
+      VKSPMD_RETURN_IF_ERROR(expect_operands(2));
+      if (!attributes.distribution.has_value()) {
+        return reader_.ErrorAt(name_token, fmt::format("rng %{} needs distribution=", name));
+      }
+      // A seed per rng op: spread by the golden ratio so that neighbours' keys share no bits.
+      const uint64_t seed = 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(++rng_count_);
+      absl::StatusOr<Instruction*> drawn =
+          RngFromBitGenerator(operands[0], operands[1], shape, *attributes.distribution, seed, add);
+      if (!drawn.ok()) return at_op(drawn.status());
+      value = *drawn;
+      rng_computations_.insert(&computation);
+      VKSPMD_RETURN_IF_ERROR(expect_shape(value->shape()));
       break;
     }
     case FrontEndOp::kOptimizationBarrier:

@@ -1,7 +1,8 @@
-// rng-bit-generator written out as Philox4x32-10 over integer elementwise ops (see
-// rng_expansion.h); interp/rng.cc is the same algorithm on the host and the oracle.
+// rng-bit-generator written out as Philox4x32-10 over integer elementwise ops, and rng drawn from
+// an rng-bit-generator (see rng_expansion.h); interp/rng.cc is the same Philox on the host.
 #include "src/ir/rng_expansion.h"
 
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "fmt/format.h"
 #include "src/base/status_macros.h"
+#include "src/ir/inline_calls.h"
 #include "src/ir/unique_names.h"
 
 namespace vkspmd::ir {
@@ -18,14 +20,13 @@ constexpr uint64_t kMultiplier0 = 0xD2511F53u, kMultiplier1 = 0xCD9E8D57u;
 constexpr uint64_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
 constexpr int kRounds = 10;
 
-// Writes instructions into one computation, named uniquely.
+// Writes instructions through `add` (which names them uniquely and places them).
 class Writer {
  public:
-  explicit Writer(Computation& computation) : computation_(computation) {}
+  explicit Writer(AddInstructionFn add) : add_(std::move(add)) {}
 
   Instruction* Add(std::unique_ptr<Instruction> instruction) {
-    instruction->set_name(names_.Take(instruction->name()));
-    return computation_.AddInstruction(std::move(instruction));
+    return add_(std::move(instruction));
   }
 
   Instruction* New(Opcode opcode, Shape shape, std::vector<Instruction*> operands) {
@@ -89,11 +90,21 @@ class Writer {
     return New(Opcode::kReshape, Shape::Scalar(DType::kU64), {slice});
   }
 
+  // Elements [start, start + count) of the vector `value`.
+  Instruction* Slice(Instruction* value, int64_t start, int64_t count) {
+    Instruction* slice = New(Opcode::kSlice, Shape(value->shape().dtype(), {count}), {value});
+    slice->attributes().slice = {{start, start + count, 1}};
+    return slice;
+  }
+
+  Instruction* Unary(Opcode opcode, Instruction* operand) {
+    return New(opcode, operand->shape(), {operand});
+  }
+
   void set_location(SourceLocation location) { location_ = location; }
 
  private:
-  Computation& computation_;
-  UniqueNames names_;
+  AddInstructionFn add_;
   SourceLocation location_;
 };
 
@@ -242,7 +253,11 @@ absl::StatusOr<std::unique_ptr<Module>> ExpandRngBitGenerators(const Module& mod
   }
   const Computation& entry = *module.entry();
   auto owned = std::make_unique<Computation>(entry.name());
-  Writer writer(*owned);
+  UniqueNames names;
+  Writer writer([&](std::unique_ptr<Instruction> instruction) {
+    instruction->set_name(names.Take(instruction->name()));
+    return owned->AddInstruction(std::move(instruction));
+  });
   for (const auto& instruction : entry.instructions()) {
     std::vector<Instruction*> operands;
     for (const Instruction* operand : instruction->operands()) operands.push_back(mapped[operand]);
@@ -270,6 +285,91 @@ absl::StatusOr<std::unique_ptr<Module>> ExpandRngBitGenerators(const Module& mod
   owned->RemoveUnreachable();
   result->set_entry(result->AddComputation(std::move(owned)));
   return result;
+}
+
+absl::StatusOr<Instruction*> RngFromBitGenerator(Instruction* a, Instruction* b, const Shape& shape,
+                                                 RngDistribution distribution, uint64_t seed,
+                                                 const AddInstructionFn& add) {
+  const DType type = shape.IsArray() ? shape.dtype() : DType::kPred;
+  const bool is_float = IsFloat(type);
+  if (!shape.IsArray() || type == DType::kPred || (!is_float && !IsInteger(type))) {
+    return absl::InvalidArgumentError(fmt::format("rng makes numbers, not {}", shape.ToString()));
+  }
+  for (const Instruction* operand : {a, b}) {
+    if (!operand->shape().IsArray() || operand->shape().rank() != 0 ||
+        operand->shape().dtype() != type) {
+      return absl::InvalidArgumentError(fmt::format("rng's bounds must be {}[] scalars, not {}",
+                                                    DTypeName(type), operand->shape().ToString()));
+    }
+  }
+  if (distribution == RngDistribution::kNormal && !is_float) {
+    return absl::InvalidArgumentError(
+        fmt::format("rng_normal makes floating-point numbers, not {}", shape.ToString()));
+  }
+  Writer writer(add);
+  const int64_t count = shape.ElementCount();
+  const bool wide = DTypeByteSize(type) == 8;
+  const DType bits_type = wide ? DType::kU64 : DType::kU32;
+  const int64_t draws = distribution == RngDistribution::kNormal ? 2 * count : count;
+  Instruction* state = writer.New(Opcode::kConstant, Shape(DType::kU64, {2}), {});
+  state->attributes().literal = Literal::Create<uint64_t>(DType::kU64, {2}, {seed, 0});
+  Instruction* generator =
+      writer.New(Opcode::kRngBitGenerator,
+                 Shape::Tuple({Shape(DType::kU64, {2}), Shape(bits_type, {draws})}), {state});
+  generator->attributes().rng_algorithm = RngAlgorithm::kPhilox;
+  Instruction* bits = writer.New(Opcode::kGetTupleElement, Shape(bits_type, {draws}), {generator});
+  bits->attributes().tuple_index = 1;
+
+  Instruction* value = nullptr;
+  if (is_float) {
+    // u in [0, 1): the top 24 (53) bits as an integer, exact in f32 (f64), times 2^-24 (2^-53).
+    const DType compute = wide ? DType::kF64 : DType::kF32;
+    const int precision = wide ? 53 : 24;
+    Instruction* top = writer.BinaryConstant(Opcode::kShiftRightLogical, bits,
+                                             static_cast<uint64_t>((wide ? 64 : 32) - precision));
+    Instruction* scale = writer.Constant(compute, 0);
+    scale->attributes().literal->SetFromDouble(0, std::ldexp(1.0, -precision));
+    Instruction* uniform =
+        writer.Binary(Opcode::kMultiply, writer.Convert(top, compute), writer.Splat(scale, draws));
+    Instruction* low = writer.Splat(writer.Convert(a, compute), count);
+    Instruction* high = writer.Splat(writer.Convert(b, compute), count);
+    if (distribution == RngDistribution::kUniform) {
+      value = writer.Binary(
+          Opcode::kAdd, low,
+          writer.Binary(Opcode::kMultiply, writer.Binary(Opcode::kSubtract, high, low), uniform));
+      // Rounding may reach b itself; the interval is half-open.
+      value = writer.Select(writer.Compare(value, high, ComparisonDirection::kLt), value, low);
+    } else {
+      // Box-Muller: sqrt(-2 log(1 - u1)) cos(2 pi u2), with 1 - u1 in (0, 1].
+      Instruction* u1 = writer.Slice(uniform, 0, count);
+      Instruction* u2 = writer.Slice(uniform, count, count);
+      auto splat = [&](double number) {
+        Instruction* constant = writer.Constant(compute, 0);
+        constant->attributes().literal->SetFromDouble(0, number);
+        return writer.Splat(constant, count);
+      };
+      Instruction* radius = writer.Unary(
+          Opcode::kSqrt, writer.Binary(Opcode::kMultiply, splat(-2.0),
+                                       writer.Unary(Opcode::kLog, writer.Binary(Opcode::kSubtract,
+                                                                                splat(1.0), u1))));
+      Instruction* angle = writer.Binary(Opcode::kMultiply, splat(6.283185307179586), u2);
+      Instruction* normal =
+          writer.Binary(Opcode::kMultiply, radius, writer.Unary(Opcode::kCosine, angle));
+      value = writer.Binary(Opcode::kAdd, low, writer.Binary(Opcode::kMultiply, high, normal));
+    }
+    value = writer.Convert(value, type);
+  } else {
+    // a + bits mod (b - a), in the unsigned type of the computation's width (wrapping).
+    Instruction* low = writer.Convert(a, bits_type);
+    Instruction* range = writer.Binary(Opcode::kSubtract, writer.Convert(b, bits_type), low);
+    range = writer.Binary(Opcode::kMaximum, range, writer.Constant(bits_type, 1));
+    Instruction* offset = writer.Binary(Opcode::kRemainder, bits, writer.Splat(range, count));
+    value = writer.Convert(writer.Binary(Opcode::kAdd, writer.Splat(low, count), offset), type);
+  }
+  if (shape.dimensions() != value->shape().dimensions()) {
+    value = writer.New(Opcode::kReshape, shape, {value});
+  }
+  return value;
 }
 
 }  // namespace vkspmd::ir

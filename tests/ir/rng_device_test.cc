@@ -1,7 +1,12 @@
 // rng-bit-generator on a device (lavapipe in CI): the Philox expansion (ir/rng_expansion.h)
 // against the CPU reference, bit for bit, for 32-, 64- and 8-bit outputs, chained generators and
-// a counter that carries into its high word; and the expansion itself on the reference.
+// a counter that carries into its high word; and the expansion itself on the reference. rng
+// (uniform floats and integers, normal): in range, with the distribution's mean and spread, a
+// seed per op, refused in a loop, and equal to the reference on the device.
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
 
 #include "src/interp/evaluator.h"
 #include "src/ir/parser.h"
@@ -73,6 +78,117 @@ ENTRY main {
       << expanded.status();
 }
 
+// XLA's older rng op as TensorFlow dumps it: two uniform draws of the same shape, a normal one,
+// integers in [-3, 7) and doubles.
+constexpr char kRng[] = R"(HloModule rng_draws
+ENTRY main {
+  a = f32[] constant(2)
+  b = f32[] constant(5)
+  u = f32[40,50]{1,0} rng(a, b), distribution=rng_uniform
+  u2 = f32[40,50]{1,0} rng(a, b), distribution=rng_uniform
+  mu = f32[] constant(1)
+  sigma = f32[] constant(3)
+  n = f32[4000]{0} rng(mu, sigma), distribution=rng_normal
+  lo = s32[] constant(-3)
+  hi = s32[] constant(7)
+  i = s32[2000]{0} rng(lo, hi), distribution=rng_uniform
+  zero = f64[] constant(0)
+  one = f64[] constant(1)
+  d = f64[3,5]{1,0} rng(zero, one), distribution=rng_uniform
+  ROOT t = (f32[40,50]{1,0}, f32[40,50]{1,0}, f32[4000]{0}, s32[2000]{0}, f64[3,5]{1,0}) tuple(u, u2, n, i, d)
+}
+)";
+
+// Mean and standard deviation of `values`.
+std::pair<double, double> Moments(const ir::Literal& values) {
+  double sum = 0, squares = 0;
+  const auto count = static_cast<double>(values.ElementCount());
+  for (int64_t k = 0; k < values.ElementCount(); ++k) sum += values.GetAsDouble(k);
+  const double mean = sum / count;
+  for (int64_t k = 0; k < values.ElementCount(); ++k) {
+    squares += (values.GetAsDouble(k) - mean) * (values.GetAsDouble(k) - mean);
+  }
+  return {mean, std::sqrt(squares / count)};
+}
+
+TEST(RngTest, DrawsHaveTheirDistributions) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(kRng);
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<ir::Literal> result = interp::Evaluate(**module, {});
+  ASSERT_TRUE(result.ok()) << result.status();
+  const std::vector<ir::Literal>& draws = result->tuple_elements();
+  // Uniform on [2, 5): mean 3.5, deviation 3 / sqrt(12) = 0.866; 2000 draws.
+  int same = 0;
+  for (int64_t k = 0; k < draws[0].ElementCount(); ++k) {
+    ASSERT_GE(draws[0].GetAsDouble(k), 2.0);
+    ASSERT_LT(draws[0].GetAsDouble(k), 5.0);
+    same += draws[0].GetAsDouble(k) == draws[1].GetAsDouble(k);
+  }
+  EXPECT_LT(same, 5) << "each rng op draws from its own seed";
+  auto [mean, deviation] = Moments(draws[0]);
+  EXPECT_NEAR(mean, 3.5, 0.06);
+  EXPECT_NEAR(deviation, 0.866, 0.04);
+  // Normal(1, 3): 4000 draws.
+  std::tie(mean, deviation) = Moments(draws[2]);
+  EXPECT_NEAR(mean, 1.0, 0.15);
+  EXPECT_NEAR(deviation, 3.0, 0.12);
+  // Integers in [-3, 7): each of the 10 values, mean 1.5.
+  std::set<int64_t> seen;
+  for (int64_t k = 0; k < draws[3].ElementCount(); ++k) {
+    const int64_t value = draws[3].GetAsInt64(k);
+    ASSERT_GE(value, -3);
+    ASSERT_LT(value, 7);
+    seen.insert(value);
+  }
+  EXPECT_EQ(seen.size(), 10u);
+  EXPECT_NEAR(Moments(draws[3]).first, 1.5, 0.2);
+  for (int64_t k = 0; k < draws[4].ElementCount(); ++k) {
+    ASSERT_GE(draws[4].GetAsDouble(k), 0.0);
+    ASSERT_LT(draws[4].GetAsDouble(k), 1.0);
+  }
+  // The same module draws the same values again.
+  absl::StatusOr<ir::Literal> again = interp::Evaluate(**module, {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(CompareLiterals(*again, *result, 0), "");
+}
+
+// In a loop the constant state would repeat the values every iteration (XLA draws new ones).
+TEST(RngTest, AWhileWhoseBodyDrawsWithRngIsRefusedNamingIt) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseModule(R"(HloModule m
+noise {
+  x = f32[4] parameter(0)
+  zero = f32[] constant(0)
+  one = f32[] constant(1)
+  r = f32[4] rng(zero, one), distribution=rng_uniform
+  ROOT s = f32[4] add(x, r)
+}
+body {
+  s = (s32[], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  one = s32[] constant(1)
+  i1 = s32[] add(i, one)
+  x = f32[4] get-tuple-element(s), index=1
+  y = f32[4] fusion(x), kind=kLoop, calls=noise
+  ROOT t = (s32[], f32[4]) tuple(i1, y)
+}
+cond {
+  s = (s32[], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  three = s32[] constant(3)
+  ROOT lt = pred[] compare(i, three), direction=LT
+}
+ENTRY main {
+  x = f32[4] parameter(0)
+  zero = s32[] constant(0)
+  start = (s32[], f32[4]) tuple(zero, x)
+  ROOT loop = (s32[], f32[4]) while(start), condition=cond, body=body
+}
+)");
+  ASSERT_FALSE(module.ok());
+  EXPECT_NE(module.status().message().find("while %loop: %body draws with rng"), std::string::npos)
+      << module.status();
+}
+
 class RngDeviceTest : public DeviceTest {
  protected:
   void SetUp() override { OpenDevices(1); }
@@ -82,6 +198,14 @@ TEST_F(RngDeviceTest, GeneratorsMatchTheReferenceBitForBit) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(kGenerators);
   ASSERT_TRUE(module.ok()) << module.status();
   EXPECT_EQ(DeviceDiffersFromReference(**module, Arguments(), device(0), 0), "");
+}
+
+// rng on the device: the same draws as the reference (floats within 1e-5: the device may fuse
+// a + (b - a) u, and its log and cosine differ in the last bits).
+TEST_F(RngDeviceTest, RngDrawsMatchTheReference) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(kRng);
+  ASSERT_TRUE(module.ok()) << module.status();
+  EXPECT_EQ(DeviceDiffersFromReference(**module, {}, device(0), 1e-5), "");
 }
 
 }  // namespace
