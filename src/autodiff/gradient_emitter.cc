@@ -101,8 +101,10 @@ ir::InstructionAttributes RemapAttributes(
 
 std::unique_ptr<ir::Computation> CloneComputation(
     const ir::Computation& source,
-    const std::map<const ir::Computation*, ir::Computation*>& computations) {
-  auto clone = std::make_unique<ir::Computation>(source.name());
+    const std::map<const ir::Computation*, ir::Computation*>& computations,
+    std::unique_ptr<ir::Computation> into) {
+  std::unique_ptr<ir::Computation> clone =
+      into != nullptr ? std::move(into) : std::make_unique<ir::Computation>(source.name());
   std::map<const Instruction*, Instruction*> mapped;
   for (const std::unique_ptr<Instruction>& instruction : source.instructions()) {
     std::vector<Instruction*> operands;

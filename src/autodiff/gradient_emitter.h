@@ -70,10 +70,12 @@ class GradientEmitter {
 };
 
 // A copy of `source`; computations it calls are replaced by their images in `computations`
-// (kept where absent, as for a computation already in the module the copy goes to).
+// (kept where absent, as for a computation already in the module the copy goes to). The copy is
+// appended to `into` when given (which may already hold parameters of its own).
 std::unique_ptr<ir::Computation> CloneComputation(
     const ir::Computation& source,
-    const std::map<const ir::Computation*, ir::Computation*>& computations);
+    const std::map<const ir::Computation*, ir::Computation*>& computations,
+    std::unique_ptr<ir::Computation> into = nullptr);
 // `instruction`'s attributes with its called computations replaced as CloneComputation does.
 ir::InstructionAttributes RemapAttributes(
     const ir::Instruction& instruction,

@@ -1,5 +1,8 @@
 // Gradient rule of sort: a sort permutes every operand the same way along one dim, so an
 // operand's adjoint is its output's adjoint permuted back. The permutation is an iota sorted along.
+#include <set>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "src/autodiff/gradient_rules.h"
 #include "src/base/status_macros.h"
@@ -23,18 +26,21 @@ bool IsPositions(const Instruction& operand, int64_t dimension) {
 
 // The sort's comparator with two more parameters (the positions), which it ignores.
 std::unique_ptr<Computation> ComparatorWithPositions(const Computation& comparator) {
-  std::unique_ptr<Computation> extended = CloneComputation(comparator, {});
-  extended->set_name(comparator.name() + "_with_positions");
-  Instruction* root = extended->root();
-  for (const char* name : {"position_lhs", "position_rhs"}) {
+  auto extended = std::make_unique<Computation>(comparator.name() + "_with_positions");
+  const int64_t count = comparator.parameter_count();
+  const char* const names[] = {"position_lhs", "position_rhs"};
+  std::set<std::string> taken;
+  for (const auto& instruction : comparator.instructions()) taken.insert(instruction->name());
+  for (int64_t k = 0; k < 2; ++k) {
     auto parameter = std::make_unique<Instruction>(
         Opcode::kParameter, Shape::Scalar(ir::DType::kS32), std::vector<Instruction*>{});
-    parameter->attributes().parameter_number = extended->parameter_count();
+    parameter->attributes().parameter_number = count + k;
+    std::string name = names[k];
+    while (taken.count(name)) name += "_";  // The comparator may use the name itself.
     parameter->set_name(name);
     extended->AddInstruction(std::move(parameter));
   }
-  extended->set_root(root);
-  return extended;
+  return CloneComputation(comparator, {}, std::move(extended));
 }
 
 // positions[..., j, ...] = the index along the sort dim that output element j came from.

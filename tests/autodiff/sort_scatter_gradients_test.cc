@@ -29,6 +29,12 @@ constexpr char kComparators[] = R"(%less (a: f64[], b: f64[]) -> pred[] {
   ROOT %gt = pred[] compare(%a, %b), direction=GT
 }
 
+%named_like_positions (position_lhs: f64[], position_rhs: f64[]) -> pred[] {
+  %position_lhs = f64[] parameter(0)
+  %position_rhs = f64[] parameter(1)
+  ROOT %lt = pred[] compare(%position_lhs, %position_rhs), direction=LT
+}
+
 %greater_with_index (a: f64[], b: f64[], i: s32[], j: s32[]) -> pred[] {
   %a = f64[] parameter(0)
   %b = f64[] parameter(1)
@@ -86,6 +92,11 @@ std::vector<RuleCase> Cases() {
        {{"x", "f64[2,5,3]"}},
        "  %y = f64[2,5,3] sort(%x), dimensions={1}, is_stable=true, to_apply=%less\n",
        "f64[2,5,3]"},
+      // The recomputed sort's extra parameters get other names than the comparator's own.
+      {"sort_comparator_with_parameters_named_position",
+       {{"x", "f64[9]"}},
+       "  %y = f64[9] sort(%x), dimensions={0}, to_apply=%named_like_positions\n",
+       "f64[9]"},
       {"sort_one_element",
        {{"x", "f64[4,1]"}},
        "  %y = f64[4,1] sort(%x), dimensions={1}, to_apply=%less\n",
