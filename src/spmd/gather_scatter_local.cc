@@ -149,9 +149,11 @@ absl::StatusOr<Instruction*> EmitLocalGather(SpmdBuilder& builder, const LocalOp
       Instruction * mask,
       code.Broadcast(valid, ir::Shape(DType::kPred, gathered->shape().dimensions()),
                      spaces.result_batch));
-  VKSPMD_ASSIGN_OR_RETURN(Instruction * zero, builder.Scalar(gathered->shape().dtype(), 0));
-  VKSPMD_ASSIGN_OR_RETURN(Instruction * zero_result, builder.Broadcast(zero, gathered->shape()));
-  return builder.Add(Opcode::kSelect, {mask, gathered, zero_result});
+  // Rows another device holds add -0 for floats: x + -0 is x bit for bit (-0 and NaN included).
+  const DType type = gathered->shape().dtype();
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * none, builder.Scalar(type, ir::IsFloat(type) ? -0.0 : 0));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * nones, builder.Broadcast(none, gathered->shape()));
+  return builder.Add(Opcode::kSelect, {mask, gathered, nones});
 }
 
 absl::StatusOr<Instruction*> EmitLocalScatter(SpmdBuilder& builder, const LocalOp& op,

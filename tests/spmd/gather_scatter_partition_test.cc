@@ -2,6 +2,7 @@
 // 2x2 emulated devices and must equal the unpartitioned evaluation, with the collectives GSPMD
 // uses (a vocabulary-sharded embedding: a masked local gather and one all-reduce; an operand
 // split on a dim the op leaves whole, or indices split on their batch dim: none).
+#include <cmath>
 #include <fstream>
 #include <iterator>
 
@@ -117,6 +118,25 @@ TEST(GatherScatterPartitionTest, VocabularyShardedEmbeddingIsAMaskedGatherAndOne
       EXPECT_EQ(Count(result, Opcode::kAllReduce), 1);
       EXPECT_EQ(Count(result, Opcode::kAllGather), 0) << "the table is never gathered";
     }
+  }
+}
+
+// Rows another device holds add -0 to the all-reduce: a table of negative zeros gives negative
+// zeros (x + -0 is x bit for bit; +0 would turn them positive).
+TEST(GatherScatterPartitionTest, VocabularyShardedEmbeddingKeepsNegativeZeros) {
+  const Mesh mesh = MakeMesh({4});
+  absl::StatusOr<std::unique_ptr<ir::Module>> module =
+      AnnotatedModule(kEmbedding, {{"table", "(0, None)"}}, mesh);
+  ASSERT_TRUE(module.ok()) << module.status();
+  std::vector<ir::Literal> arguments = RandomArguments(*(*module)->entry(), 1);
+  arguments[0] =
+      ir::Literal::Create<float>(ir::DType::kF32, {11, 6}, std::vector<float>(66, -0.0f));
+  absl::StatusOr<EquivalenceOutcome> outcome =
+      RunEquivalence(**module, mesh, 1, nullptr, &arguments);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  ASSERT_EQ(Count(outcome->partition, Opcode::kAllReduce), 1);
+  for (int64_t e = 0; e < outcome->actual.ElementCount(); ++e) {
+    EXPECT_TRUE(std::signbit(outcome->actual.Get<float>(e))) << "element " << e;
   }
 }
 
