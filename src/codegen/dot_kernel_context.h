@@ -66,6 +66,9 @@ struct DotContext {
   }
 };
 
+// The register-tiled variant's body for CPU drivers (dot_register_tiles.cc).
+std::string RegisterTiles(const DotContext& context, KernelWriter& writer);
+
 // The cooperative-matrix (tensor core) variant's body (dot_kernel_matrix.cc).
 std::string CooperativeMatrixTiles(const DotContext& context, KernelWriter& writer);
 

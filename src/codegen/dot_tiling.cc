@@ -211,6 +211,12 @@ bool UseCooperativeMatrix(const ir::Instruction& dot, const DotOperands& operand
          SizeOf(operands.lhs, operands.lhs.contracting) >= shape.k;
 }
 
+bool MinorRunsOfFour(const ir::Shape& shape, const std::vector<int64_t>& dims) {
+  const int64_t rank = shape.rank();
+  return !dims.empty() && dims.back() == rank - 1 && shape.dimension(rank - 1) % 4 == 0 &&
+         ir::DTypeByteSize(shape.dtype()) == 4;
+}
+
 DotTiling TileDot(const ir::Instruction& dot, const DotOperands& operands, const TargetInfo& target,
                   int64_t max_iterations) {
   DotTiling tiling;
@@ -301,6 +307,20 @@ DotTiling TileDot(const ir::Instruction& dot, const DotOperands& operands, const
   if (target.subgroup_shuffle && target.subgroup_size > 1 && target.subgroup_size <= 8 &&
       ir::DTypeByteSize(dot.shape().dtype()) <= 4) {
     tiling.subgroup = target.subgroup_size;
+  }
+  // With shuffles (CPU drivers): lanes whose columns have the contraction as their minor dim
+  // (x.W^T's W) read each column 4 steps at a time as one vec4 (dot_register_tiles.cc), 4 columns
+  // a lane, strided by the lanes; and at most kShuffledMaxLanes lanes, so that small dots still
+  // spread over several workgroups (the weight gradient x^T.g [64,256] ran as 4 workgroups of 64
+  // lanes on 2 threads).
+  const DotOperandView& lane_view = tiling.swapped ? operands.lhs : operands.rhs;
+  if (tiling.subgroup > 0 && tiling.subgroup % 4 == 0 && !tiling.lane_runs &&
+      lane_size >= kColumnsPerLane && MinorRunsOfFour(lane_view.shape, lane_view.contracting)) {
+    tiling.per_lane = kColumnsPerLane;
+    tiling.lanes = CeilDiv(CeilDiv(lane_size, tiling.per_lane), 8) * 8;
+  }
+  if (tiling.subgroup > 0) {
+    tiling.lanes = std::clamp<int64_t>(tiling.lanes, tiling.subgroup, kShuffledMaxLanes);
   }
   tiling.rows_per_tile =
       std::min<int64_t>(tiling.subgroup > 0 ? kShuffledRowsPerTile : kRowsPerTile, uniform_size);

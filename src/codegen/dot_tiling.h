@@ -22,6 +22,9 @@ namespace vkspmd::codegen {
 constexpr int64_t kRowsPerTile = 4;
 constexpr int64_t kShuffledRowsPerTile = 16;
 constexpr int64_t kColumnsPerLane = 4;
+// Lanes per workgroup with shuffles (CPU drivers): 1024^3 ran the same with 16 as with 64 lanes,
+// and small dots get 4x the workgroups to spread over the driver's threads.
+constexpr int64_t kShuffledMaxLanes = 16;
 
 // The shared-memory (GPU) variant: kSharedTile x kSharedTile results per workgroup, staged
 // kSharedDepth contraction steps at a time, kSharedPerThread x kSharedPerThread per invocation.
@@ -79,6 +82,12 @@ DotOperands ViewDotOperands(const ir::Instruction& dot,
 // invocation.
 DotTiling TileDot(const ir::Instruction& dot, const DotOperands& operands, const TargetInfo& target,
                   int64_t max_iterations);
+
+// Whether the index flattened over `dims` of (row-major) `shape` runs through memory in aligned
+// groups of 4 elements of 32 bits: its innermost dim is the shape's minor dim, of a multiple of 4
+// elements, so every other stride is a multiple of 4 too. CPU drivers read such runs as vec4
+// (dot_register_tiles.cc).
+bool MinorRunsOfFour(const ir::Shape& shape, const std::vector<int64_t>& dims);
 
 // The dims of a rank-`rank` operand that are neither batch nor contracting dims, in order.
 std::vector<int64_t> FreeDims(int64_t rank, const std::vector<int64_t>& batch,

@@ -266,6 +266,44 @@ TEST_P(DotKernelTest, OperandsReadThroughTransposesAndReshapes) {
             "");
 }
 
+// Vector runs of 4 on CPU drivers (dot_register_tiles.cc): lane-side columns whose contraction is
+// their minor dim, read 4 steps at a time (x.W^T's W, the lhs of a swapped batched dot); the
+// uniform side read 4 contraction steps (x.W's x) or 4 rows (x^T.g's x) per lane and handed out
+// by shuffles. Odd and prime sizes, a contraction of whole rounds plus a tail, only a tail, rows
+// past the last group (clamped groups), 12 rows (not split evenly: scalar reads), split-K, integers
+// and a lane side computed in the kernel.
+TEST_P(DotKernelTest, VectorRunsOfFour) {
+  const std::string xwt = "lhs_contracting_dims={1}, rhs_contracting_dims={1}";
+  const std::string xw = "lhs_contracting_dims={1}, rhs_contracting_dims={0}";
+  const std::string xtg = "lhs_contracting_dims={0}, rhs_contracting_dims={0}";
+  EXPECT_EQ(Check(DotModule("f32", {127, 68}, {129, 68}, {127, 129}, xwt), 68), "");
+  EXPECT_EQ(Check(DotModule("f32", {7, 12}, {13, 12}, {7, 13}, xwt), 12), "");
+  EXPECT_EQ(Check(DotModule("f32", {1, 4}, {5, 4}, {1, 5}, xwt), 4), "");
+  EXPECT_EQ(Check(DotModule("f32", {1, 1}, {1, 1}, {1, 1}, xwt), 1), "");
+  EXPECT_EQ(Check(DotModule("f32", {3, 17, 20}, {3, 9, 20}, {3, 17, 9},
+                            "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, "
+                            "rhs_contracting_dims={2}"),
+                  20),
+            "");
+  EXPECT_EQ(Check(DotModule("f32", {3, 1032}, {5, 1032}, {3, 5}, xwt), 1032), "");
+  EXPECT_EQ(Check(DotModule("s32", {9, 64}, {16, 64}, {9, 16}, xwt), 64), "");
+  EXPECT_EQ(Check(DotModule("f32", {33, 20}, {29, 20}, {33, 29}, xwt,
+                            "  s = f32[29,20] multiply(y, y)\n", "x", "s"),
+                  20),
+            "");
+  EXPECT_EQ(Check(DotModule("f32", {127, 68}, {68, 129}, {127, 129}, xw), 68), "");
+  EXPECT_EQ(Check(DotModule("f32", {33, 12}, {12, 132}, {33, 132}, xw), 12), "");
+  EXPECT_EQ(Check(DotModule("f32", {131, 20}, {131, 37}, {20, 37}, xtg), 131), "");
+  EXPECT_EQ(Check(DotModule("f32", {67, 8}, {67, 64}, {8, 64}, xtg), 67), "");
+  EXPECT_EQ(Check(DotModule("f32", {67, 12}, {67, 64}, {12, 64}, xtg), 67), "");
+  EXPECT_EQ(Check(DotModule("u32", {29, 16}, {29, 20}, {16, 20}, xtg), 29), "");
+  EXPECT_EQ(Check(DotModule("f32", {2, 1031, 16}, {2, 1031, 24}, {2, 16, 24},
+                            "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={1}, "
+                            "rhs_contracting_dims={1}"),
+                  1031),
+            "");
+}
+
 INSTANTIATE_TEST_SUITE_P(Variants, DotKernelTest, ::testing::Values("registers", "shared_memory"),
                          [](const ::testing::TestParamInfo<std::string>& param) {
                            return param.param;
