@@ -244,10 +244,11 @@ absl::StatusOr<Instruction*> EmitFromMaximal(SpmdBuilder& builder, Instruction* 
   VKSPMD_ASSIGN_OR_RETURN(Instruction * owner, builder.Scalar(ir::DType::kS32, device));
   VKSPMD_ASSIGN_OR_RETURN(Instruction * mine,
                           builder.builder().Compare(id, owner, ir::ComparisonDirection::kEq));
-  VKSPMD_ASSIGN_OR_RETURN(Instruction * zero, builder.Scalar(type, 0));
-  VKSPMD_ASSIGN_OR_RETURN(Instruction * zeros, builder.Broadcast(zero, local->shape()));
+  // The other devices add -0 for floats: x + -0 is x bit for bit (-0 and NaN included).
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * none, builder.Scalar(type, ir::IsFloat(type) ? -0.0 : 0));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * nones, builder.Broadcast(none, local->shape()));
   VKSPMD_ASSIGN_OR_RETURN(Instruction * kept,
-                          builder.Add(ir::Opcode::kSelect, {mine, local, zeros}));
+                          builder.Add(ir::Opcode::kSelect, {mine, local, nones}));
   std::vector<int64_t> all_axes(builder.mesh().axis_count());
   for (int64_t axis = 0; axis < builder.mesh().axis_count(); ++axis) all_axes[axis] = axis;
   const ir::Opcode combine = type == ir::DType::kPred ? ir::Opcode::kOr : ir::Opcode::kAdd;

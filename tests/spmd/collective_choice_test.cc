@@ -1,6 +1,7 @@
 // Golden collective choices (issue 6): the partitioner emits exactly the collectives GSPMD does
 // for the textbook patterns, and none where the shardings already line up.
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
@@ -331,6 +332,28 @@ ENTRY %main (p: f32[4,6]) -> f32[4,6] {
   EXPECT_EQ(result.collectives[0].kind, Opcode::kAllReduce);
   EXPECT_EQ(result.collectives[0].axes, (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(result.result_shardings[0].dims, (std::vector<std::vector<int64_t>>{{0}, {1}}));
+}
+
+// The all-reduce that spreads a maximal value sums it with -0 from the other devices: negative
+// zeros arrive as negative zeros.
+TEST(CollectiveChoiceTest, MaximalValueKeepsNegativeZeros) {
+  const Mesh mesh = MakeMesh({4}, {});
+  absl::StatusOr<std::unique_ptr<ir::Module>> module =
+      ir::ParseAndVerifyModule(R"(HloModule maximal, num_partitions=4
+ENTRY %main (p: f32[4,6]) -> f32[4,6] {
+  %p = f32[4,6] parameter(0), sharding={maximal device=2}
+  ROOT %c = f32[4,6] copy(f32[4,6] %p), sharding={replicated}
+})");
+  ASSERT_TRUE(module.ok()) << module.status();
+  const std::vector<ir::Literal> arguments = {
+      ir::Literal::Create<float>(ir::DType::kF32, {4, 6}, std::vector<float>(24, -0.0f))};
+  absl::StatusOr<EquivalenceOutcome> outcome =
+      RunEquivalence(**module, mesh, 1, nullptr, &arguments);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  ASSERT_EQ(Count(outcome->partition, Opcode::kAllReduce), 1);
+  for (int64_t e = 0; e < outcome->actual.ElementCount(); ++e) {
+    EXPECT_TRUE(std::signbit(outcome->actual.Get<float>(e))) << "element " << e;
+  }
 }
 
 // All collective-permutes of the partitioned entry, each as its sorted source_target_pairs.
