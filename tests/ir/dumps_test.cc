@@ -128,8 +128,8 @@ INSTANTIATE_TEST_SUITE_P(AllDumps, DumpsTest, ::testing::ValuesIn(CaseNames()),
 
 TEST(DumpsTest, HasTheMlpAndTransformerDumps) {
   const std::vector<std::string> names = CaseNames();
-  for (const char* name :
-       {"jax_mlp_preopt", "jax_mlp_compiled", "torch_xla_mlp", "jax_transformer_block_preopt"}) {
+  for (const char* name : {"jax_mlp_preopt", "jax_mlp_compiled", "torch_xla_mlp",
+                           "jax_transformer_block_preopt", "jax_embed_block_preopt"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
   }
 }

@@ -515,5 +515,42 @@ for d in range(2):
     spmd_outs.append([full_out, g1[4 * (1 - d):4 * (1 - d) + 4]])
 case("jax_transformer_block_spmd_compiled", JAX_BLOCK_SPMD, spmd_args, spmd_outs, devices=2)
 
+# --- An embedding lookup feeding the block: JAX's pre-optimisation dump of
+# jit(lambda table, ids, *p: block(table[ids], *p)): negative ids wrapped by a select, a gather of
+# one row per id, and the jitted block as a call.
+V = 11
+JAX_EMBED_BLOCK = JAX_BLOCK.replace(
+    "HloModule jit_block, entry_computation_layout={(f32[5,8]{1,0}, ",
+    "HloModule jit_model, entry_computation_layout={(f32[11,8]{1,0}, s32[5]{0}, ").replace(
+    "ENTRY main.100 {", "block.100 {") + """
+ENTRY main.140 {
+  Arg_0.111 = f32[11,8]{1,0} parameter(0), metadata={op_name="params[\\'embed\\']"}
+  Arg_1.112 = s32[5]{0} parameter(1), metadata={op_name="ids"}
+  Arg_2.113 = f32[8]{0} parameter(2)
+  Arg_3.114 = f32[8]{0} parameter(3)
+  Arg_4.115 = f32[8,24]{1,0} parameter(4)
+  Arg_5.116 = f32[8,8]{1,0} parameter(5)
+  Arg_6.117 = f32[8]{0} parameter(6)
+  Arg_7.118 = f32[8]{0} parameter(7)
+  Arg_8.119 = f32[8,12]{1,0} parameter(8)
+  Arg_9.120 = f32[12,8]{1,0} parameter(9)
+  constant.121 = s32[] constant(0)
+  broadcast.122 = s32[5]{0} broadcast(constant.121), dimensions={}
+  compare.123 = pred[5]{0} compare(Arg_1.112, broadcast.122), direction=LT, metadata={op_name="jit(model)/jit(main)/lt"}
+  constant.124 = s32[] constant(11)
+  broadcast.125 = s32[5]{0} broadcast(constant.124), dimensions={}
+  add.126 = s32[5]{0} add(Arg_1.112, broadcast.125)
+  select.127 = s32[5]{0} select(compare.123, add.126, Arg_1.112)
+  reshape.128 = s32[5,1]{1,0} reshape(select.127)
+  gather.129 = f32[5,8]{1,0} gather(Arg_0.111, reshape.128), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,8}, metadata={op_name="jit(model)/jit(main)/gather" source_file="/home/user/block.py" source_line=34}
+  ROOT call.130 = f32[5,8]{1,0} call(gather.129, Arg_2.113, Arg_3.114, Arg_4.115, Arg_5.116, Arg_6.117, Arg_7.118, Arg_8.119, Arg_9.120), to_apply=block.100
+}
+"""
+embed_table = f32(V, D)
+embed_ids = np.array([3, -1, 10, 0, -11], np.int32)
+embed_args = [embed_table, embed_ids] + block_args[1:]
+embed_out = block(embed_table[embed_ids], *block_args[1:])
+case("jax_embed_block_preopt", JAX_EMBED_BLOCK, embed_args, embed_out)
+
 for c in CASES:
     write(*c)
