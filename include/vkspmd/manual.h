@@ -62,4 +62,12 @@ Tensor all_to_all(const Tensor& tensor, const std::vector<std::string>& axes, in
 Tensor ppermute(const Tensor& tensor, const std::string& axis,
                 const std::vector<std::pair<int64_t, int64_t>>& permutation);
 
+// JAX's lax.axis_index: each device's index along mesh axes `axes` (several: their linear index,
+// first major, i.e. its rank in the group of a collective over them) as an s32 scalar, a
+// per-device value of the manual region. JAX takes only the axis name because shard_map binds
+// the mesh; here `region_tensor`, any tensor of the region, says which mesh (its devices may be
+// in any order: the index is the device's coordinate, not its id). Throws when `region_tensor`
+// is not inside a manual region or the mesh lacks an axis.
+Tensor axis_index(const Tensor& region_tensor, const std::vector<std::string>& axes);
+
 }  // namespace vkspmd

@@ -135,6 +135,16 @@ void BindCollectives(py::module_& module) {
       "Inside a manual region: `split_dim` cut into one piece per member of the group along "
       "`axis_name`, piece k sent to member k, the received pieces concatenated along "
       "`concat_dim` in sender order (jax.lax.all_to_all with tiled=True).");
+  module.def(
+      "axis_index",
+      [](const Tensor& t, py::handle axis_name) { return axis_index(t, AxesArgument(axis_name)); },
+      py::arg("t"), py::arg("axis_name"),
+      "jax.lax.axis_index inside a manual region: each device's index along mesh axis "
+      "`axis_name` (a sequence of axes: the linear index over them, first major) as an int32 "
+      "scalar with one value per device. `t` is any tensor of the region: it names the mesh, "
+      "which JAX's shard_map binds implicitly. The index is the device's mesh coordinate, so a "
+      "mesh listing its devices in any order gives 0..size-1 along the axis. ValueError outside a "
+      "region or for an axis the mesh lacks.");
   module.def("ppermute", &ppermute, py::arg("t"), py::arg("axis_name"), py::arg("perm"),
              "jax.lax.ppermute inside a manual region: each (source, target) pair of positions "
              "along mesh axis `axis_name` sends source's value to target, in every group along "

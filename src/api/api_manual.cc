@@ -130,4 +130,9 @@ Tensor ppermute(const Tensor& tensor, const std::string& axis,
   return Wrap(lazy::trace::Permute(node, MeshAxes(node, {axis}, "ppermute")[0], permutation));
 }
 
+Tensor axis_index(const Tensor& region_tensor, const std::vector<std::string>& axes) {
+  NodePtr node = NodeOf(region_tensor, "axis_index");
+  return Wrap(lazy::trace::AxisIndex(node, MeshAxes(node, axes, "axis_index")));
+}
+
 }  // namespace vkspmd

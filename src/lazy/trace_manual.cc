@@ -131,6 +131,33 @@ absl::StatusOr<std::vector<int64_t>> ManualAxes(const NodePtr& x,
   return axes;
 }
 
+absl::StatusOr<NodePtr> AxisIndex(const NodePtr& x, const std::vector<int64_t>& axes) {
+  VKSPMD_RETURN_IF_ERROR(CheckManual(x, "axis_index"));
+  // partition-id is the device's id in the local mesh (0..N-1), which may list its devices in
+  // any order: the coordinate comes from a table indexed by it, not from arithmetic on the id.
+  // The {manual} annotation keeps the operand-less partition-id inside the region, so the
+  // partitioner copies it as the user's per-device code rather than refusing it.
+  const spmd::Mesh& mesh = x->placement->local_mesh;
+  VKSPMD_ASSIGN_OR_RETURN(NodePtr id, MakeOp(ir::Opcode::kPartitionId, {}));
+  id->proto->set_sharding(ir::Sharding::Manual());
+  id->placement = x->placement;
+  id->manual = true;
+  std::vector<int32_t> table(mesh.device_count());
+  for (int64_t p = 0; p < mesh.device_count(); ++p) {
+    table[p] = static_cast<int32_t>(mesh.IndexAlong(p, axes));
+  }
+  ir::InstructionAttributes constant;
+  constant.literal =
+      ir::Literal::Create<int32_t>(ir::DType::kS32, {static_cast<int64_t>(table.size())}, table);
+  VKSPMD_ASSIGN_OR_RETURN(NodePtr coordinates, MakeOp(ir::Opcode::kConstant, {}, constant));
+  VKSPMD_ASSIGN_OR_RETURN(NodePtr start, Convert(id, ir::DType::kS32));
+  ir::InstructionAttributes slice;
+  slice.dynamic_slice_sizes = {1};
+  VKSPMD_ASSIGN_OR_RETURN(NodePtr entry,
+                          MakeOp(ir::Opcode::kDynamicSlice, {coordinates, start}, slice));
+  return Reshape(entry, {});
+}
+
 absl::StatusOr<NodePtr> AllReduce(const NodePtr& x, const std::vector<int64_t>& axes,
                                   ir::Opcode reducer) {
   VKSPMD_RETURN_IF_ERROR(CheckManual(x, "all_reduce"));

@@ -27,6 +27,10 @@ absl::StatusOr<std::vector<int64_t>> ManualAxes(const NodePtr& x,
                                                 const std::vector<std::string>& names,
                                                 const std::string& op);
 
+// JAX's axis_index: each device's linear index over mesh `axes` (first major; its rank in the
+// group of a collective along them) as an s32 scalar of the manual region `x` is in.
+absl::StatusOr<NodePtr> AxisIndex(const NodePtr& x, const std::vector<int64_t>& axes);
+
 // Collectives over the device groups along `axes` (major first) of a manual value's mesh.
 // `reducer` is kAdd, kMaximum or kMinimum.
 absl::StatusOr<NodePtr> AllReduce(const NodePtr& x, const std::vector<int64_t>& axes,

@@ -75,11 +75,34 @@ def test_each_collective_equals_numpy():
         np.concatenate([np.zeros_like(shards[0])] + shards[:3], axis=0), rtol=1e-6)
 
 
+def test_axis_index_gives_each_device_its_mesh_coordinates():
+    # A permuted 2x2 mesh: device (i, j) holds block (i, j) and adds 10 i + j whatever its id.
+    mesh = vkspmd.Mesh(np.array([3, 1, 0, 2]), (2, 2), ("x", "y"))
+    a = values(4, 4)
+
+    def shift(t):
+        i, j = collectives.axis_index(t, "x"), collectives.axis_index(t, "y")
+        return t + (i * 10 + j).to(vkspmd.float32)
+
+    out = vkspmd.shard_map(shift, mesh, [("x", "y")], [("x", "y")])(vkspmd.tensor(a)).numpy()
+    np.testing.assert_allclose(out, a + np.kron([[0, 1], [10, 11]], np.ones((2, 2))), rtol=1e-6)
+    # Over both axes, first major: the linear index 2 i + j, as int32.
+    index = vkspmd.shard_map(
+        lambda t: vkspmd.reshape(collectives.axis_index(t, ("x", "y")), (1, 1)), mesh,
+        [(None, None)], [("x", "y")])(vkspmd.tensor(a[:2, :2])).numpy()
+    assert index.dtype == np.int32
+    np.testing.assert_array_equal(index, [[0, 1], [2, 3]])
+
+
 def test_errors_are_value_errors_with_the_cpp_message():
     mesh = vkspmd.Mesh(np.arange(4), (4,), ("x",))
     shard = vkspmd.enable_manual_sharding(vkspmd.tensor(values(8, 4)), ("x", None), mesh=mesh)
     with pytest.raises(ValueError, match="all_reduce: unknown mesh axis 'tp'"):
         collectives.all_reduce(shard, "tp")
+    with pytest.raises(ValueError, match="axis_index: unknown mesh axis 'tp'"):
+        collectives.axis_index(shard, "tp")
+    with pytest.raises(vkspmd.Error, match="axis_index: the f32.4. operand is not inside a manual"):
+        collectives.axis_index(vkspmd.tensor(values(4)), "x")
     with pytest.raises(ValueError, match="all_reduce: reduce_op must be"):
         collectives.all_reduce(shard, "x", "prod")
     with pytest.raises(ValueError, match="does not split into 4"):
