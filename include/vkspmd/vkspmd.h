@@ -1,6 +1,7 @@
 // The whole public API of vkspmd.
 #pragma once
 
+#include "vkspmd/auto_sharding.h"
 #include "vkspmd/autograd.h"
 #include "vkspmd/cache.h"
 #include "vkspmd/checkpoint.h"

@@ -15,6 +15,7 @@
 #include "src/debug/trace_writer.h"
 #include "src/ir/printer.h"
 #include "src/ir/structural_hash.h"
+#include "src/lazy/auto_sharding.h"
 #include "src/lazy/engine.h"
 #include "src/lazy/lowering.h"
 
@@ -236,7 +237,8 @@ absl::Status Context::SyncNodes(std::vector<NodePtr> nodes, const std::vector<Do
         Aliases(graph.parameters, graph.outputs, donations, graphs_reading, graph.donated);
     std::string key;
     if (use_cache) {
-      key = absl::StrCat(absl::Hex(graph.signature[0], absl::kZeroPad16),
+      key = absl::StrCat(AutoShardingCacheKeyPrefix(*placement),
+                         absl::Hex(graph.signature[0], absl::kZeroPad16),
                          absl::Hex(graph.signature[1], absl::kZeroPad16));
       for (const ir::InputOutputAlias& alias : task.aliases) {
         absl::StrAppend(&key, " ", absl::StrJoin(alias.output_index, ","), "<-",
@@ -257,6 +259,7 @@ absl::Status Context::SyncNodes(std::vector<NodePtr> nodes, const std::vector<Do
             "lazy sync: the graph signature numbers the parameters unlike the lowering");
       }
       lowered.module->input_output_aliases() = task.aliases;
+      VKSPMD_RETURN_IF_ERROR(AutoShardGraph(lowered));
       task.hash = ir::StructuralHashHex(*lowered.module);
       if (cached != lowerings_.end() && cached->second.hash != task.hash) {
         return absl::InternalError(absl::StrCat("lazy sync: the lowering cache gave graph ",
@@ -283,15 +286,19 @@ absl::Status Context::SyncNodes(std::vector<NodePtr> nodes, const std::vector<Do
       const bool failed = parameter->device_value != nullptr && parameter->device_value->Failed();
       if (parameter->host_value.has_value() && (parameter->device_value == nullptr || failed)) {
         // A scalar equal to one uploaded before (and not donated) reads that upload.
-        const bool shareable = parameter->shape().rank() == 0 && !graph.donated[p];
+        const bool shareable =
+            parameter->shape().rank() == 0 && !graph.donated[p] && !parameter->free_sharding;
         const std::string key =
             shareable ? ScalarKey(*parameter->host_value, *placement) : std::string();
         parameter->device_value = shareable ? SharedScalars::Find(key) : nullptr;
         if (parameter->device_value == nullptr) {
-          // Uploaded replicated (see Lower), so its sharding is known now.
+          // Uploaded replicated (see Lower), so its sharding is known now; a free leaf goes
+          // where the graph's auto-sharding plan put it, known when the graph compiles.
           parameter->device_value = std::make_shared<DeviceValue>(
               placement, parameter->shape(),
-              spmd::AxisSharding::Replicated(parameter->shape().rank()));
+              parameter->free_sharding
+                  ? std::nullopt
+                  : std::optional(spmd::AxisSharding::Replicated(parameter->shape().rank())));
           input.host = *parameter->host_value;
           if (shareable) {
             parameter->device_value->MarkShared();

@@ -192,7 +192,7 @@ class Lowering {
     const int64_t number = static_cast<int64_t>(graph_.parameters.size());
     ir::Instruction* parameter = builder_.Parameter(number, node.shape());
     graph_.parameters.push_back(node.shared_from_this());
-    if (!graph_.placement->is_mesh) return parameter;
+    if (!graph_.placement->is_mesh || node.free_sharding) return parameter;
     // Host data (and scalars) go to every device, as PyTorch/XLA does with unmarked data, so the
     // next step, which reads it as device data, builds the same module.
     if (node.host_value.has_value() &&
@@ -263,7 +263,9 @@ absl::StatusOr<GraphSignature> Signature(const std::vector<NodePtr>& outputs,
         // Mirrors LowerParameter: shape, and on a mesh the sharding annotation it gets.
         h.Add(0x1eaf);
         h.AddShape(node->shape());
-        if (placement.is_mesh) {
+        if (placement.is_mesh && node->free_sharding) {
+          h.Add(4);  // No annotation: auto-sharding places it.
+        } else if (placement.is_mesh) {
           const bool failed = node->device_value != nullptr && node->device_value->Failed();
           if (node->host_value.has_value() && (node->device_value == nullptr || failed)) {
             h.Add(1);  // Replicated.

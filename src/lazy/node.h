@@ -31,6 +31,9 @@ struct Node : std::enable_shared_from_this<Node> {
   // Inside a manual region (after SPMDFullToShardShape, before SPMDShardToFullShape): the shape
   // is one device's shard and the value differs per device, so it is never a graph output.
   bool manual = false;
+  // A leaf whose sharding auto-sharding chooses (vkspmd::auto_shard): lowered without a sharding
+  // annotation, so the ILP places it; the graph's run moves the data there.
+  bool free_sharding = false;
   std::optional<ir::Literal> host_value;
   std::shared_ptr<DeviceValue> device_value;
   // Hash of the op (opcode, shape, attributes, sharding constraint), computed by the first

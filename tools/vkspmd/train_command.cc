@@ -22,6 +22,7 @@
 #include "tools/train/progress.h"
 #include "tools/train/text_corpus.h"
 #include "tools/vkspmd/command.h"
+#include "vkspmd/auto_sharding.h"
 #include "vkspmd/autograd.h"
 #include "vkspmd/checkpoint.h"
 #include "vkspmd/lazy.h"
@@ -60,6 +61,10 @@ struct TrainOptions {
   std::string trace;                // Empty: no profiler trace.
   std::string trace_steps = "1:4";  // A:B, steps A to B-1 (0-based) in the trace.
   std::string precision = "f32";    // f32, bf16 or f16 (mixed precision, f32 master weights).
+  // --strategy auto: auto-sharding's ILP (vkspmd/auto_sharding.h).
+  double memory_limit_mib = 0;  // 0: no limit
+  double time_limit_s = 30;
+  std::string cost_model;  // empty: the defaults
 };
 
 // The compute dtype of --precision (nn::Module::set_compute_dtype).
@@ -110,6 +115,62 @@ std::vector<int64_t> ParseMeshShape(const std::string& text) {
 std::string MemoryText(uint64_t bytes) {
   if (bytes >= (1u << 20)) return fmt::format("{:.1f} MiB", bytes / 1048576.0);
   return fmt::format("{:.1f} KiB", bytes / 1024.0);
+}
+
+// --strategy auto's mesh: the --mesh shape as it is, its axes named x, y, z, ...
+Mesh AutoMesh(const std::vector<int64_t>& shape) {
+  std::vector<std::string> names;
+  for (size_t axis = 0; axis < shape.size(); ++axis) names.push_back(std::string(1, 'x' + axis));
+  return Mesh(shape, {}, names);
+}
+
+// The options of auto_shard from --memory-limit-mib, --time-limit and --cost-model (errors for
+// them with another strategy, which would ignore them).
+std::optional<AutoShardOptions> AutoOptions(const TrainOptions& options) {
+  if (options.strategy != "auto") {
+    if (options.memory_limit_mib != 0 || options.time_limit_s != 30 ||
+        !options.cost_model.empty()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "--memory-limit-mib, --time-limit and --cost-model need --strategy auto");
+    }
+    return std::nullopt;
+  }
+  if (!(options.memory_limit_mib >= 0) || !(options.time_limit_s > 0)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--memory-limit-mib {} and --time-limit {}: expected a limit >= 0 "
+                            "(0: none) and a time > 0",
+                            options.memory_limit_mib, options.time_limit_s));
+  }
+  AutoShardOptions auto_options;
+  if (options.memory_limit_mib > 0) {
+    auto_options.memory_limit_bytes =
+        std::max<int64_t>(1, static_cast<int64_t>(options.memory_limit_mib * 1048576.0));
+  }
+  auto_options.time_limit_seconds = options.time_limit_s;
+  auto_options.cost_model_file = options.cost_model;
+  return auto_options;
+}
+
+// The plan auto_shard chose: its modelled cost and solve, then each parameter's sharding (the
+// optimizer state's only counted).
+void PrintAutoPlan(const AutoShardPlan& plan, const nn::Module& model, size_t state_tensors) {
+  const auto named = model.named_parameters();
+  size_t sharded_state = 0;
+  for (size_t i = named.size(); i < plan.shardings.size(); ++i) {
+    sharded_state += plan.shardings[i] != "{replicated}" ? 1 : 0;
+  }
+  fmt::print(
+      "  auto-sharding plan: modelled {:.3f} ms/step (compute {:.3f}, all-reduces {:.3f}, "
+      "resharding {:.3f}), peak {} per device; {} instructions, {} variables, solved in {:.2f} s "
+      "({})\n",
+      1e3 * plan.modelled_seconds(), 1e3 * plan.compute_seconds, 1e3 * plan.communication_seconds,
+      1e3 * plan.resharding_seconds, MemoryText(plan.peak_memory_bytes), plan.instructions,
+      plan.variables, plan.solve_seconds, plan.optimal ? "optimal" : "best found");
+  for (size_t i = 0; i < named.size() && i < plan.shardings.size(); ++i) {
+    fmt::print("    {} {} {}\n", named[i].first, plan.shardings[i], plan.axes[i]);
+  }
+  fmt::print("    optimizer state: {} of {} tensors sharded\n", sharded_state, state_tensors);
+  std::fflush(stdout);
 }
 
 // One model and its data, behind one interface for the loop.
@@ -339,7 +400,10 @@ int Train(const TrainOptions& options) {
     throw Error(static_cast<ErrorCode>(loss_log.status().code()),
                 fmt::format("--out: {}", loss_log.status().message()));
   }
-  const Mesh mesh = nn::strategy_mesh(options.strategy, ParseMeshShape(options.mesh));
+  const std::optional<AutoShardOptions> auto_options = AutoOptions(options);
+  const Mesh mesh = auto_options.has_value()
+                        ? AutoMesh(ParseMeshShape(options.mesh))
+                        : nn::strategy_mesh(options.strategy, ParseMeshShape(options.mesh));
   manual_seed(options.seed);
   std::unique_ptr<Task> task;
   if (options.model == "transformer") {
@@ -350,7 +414,8 @@ int Train(const TrainOptions& options) {
   } else {
     task = std::make_unique<RegressionTask>(options);
   }
-  nn::apply_strategy(task->model(), mesh, options.strategy);
+  // Auto-sharding annotates nothing: auto_shard plans the first step's graph.
+  if (!auto_options.has_value()) nn::apply_strategy(task->model(), mesh, options.strategy);
   task->model().set_compute_dtype(compute_dtype);
   // float16's range needs the loss scaled (bfloat16 has float32's exponent range).
   std::unique_ptr<optim::GradScaler> scaler;
@@ -485,14 +550,27 @@ int Train(const TrainOptions& options) {
       trace_metrics = vkspmd::metrics();  // Waits: the trace starts with this step's work.
       profiler::start_trace(options.trace);
     }
-    Tensor loss = task->Loss(step);
-    if (scaler != nullptr) {
-      scaler->step(*optimizer, grad(scaler->scale(loss), parameters));
-      scaler->update();
+    Tensor loss;
+    auto trace_step = [&] {
+      loss = task->Loss(step);
+      if (scaler != nullptr) {
+        scaler->step(*optimizer, grad(scaler->scale(loss), parameters));
+        scaler->update();
+      } else {
+        optimizer->step(grad(loss, parameters));
+      }
+    };
+    if (auto_options.has_value() && step == first_step) {
+      // The first step of the run is planned by the ILP (and run); the state stays where it
+      // puts it.
+      std::vector<Tensor> auto_state = parameters;
+      auto_state.insert(auto_state.end(), state.begin(), state.end());
+      PrintAutoPlan(auto_shard(trace_step, mesh, auto_state, *auto_options), task->model(),
+                    state.size());
     } else {
-      optimizer->step(grad(loss, parameters));
+      trace_step();
+      mark_step();
     }
-    mark_step();
     if (profiler::tracing() && !options.trace.empty() && step + 1 == trace_end) {
       stop_trace(trace_end);
     }
@@ -610,8 +688,16 @@ void RegisterTrainCommand(CLI::App& app) {
   command->add_option("--model", options->model, "mlp or transformer")->capture_default_str();
   command->add_option("--mesh", options->mesh, "mesh shape, e.g. 2x2, 4 or 1")
       ->capture_default_str();
-  command->add_option("--strategy", options->strategy, "dp, tp, fsdp or dp+tp")
+  command
+      ->add_option("--strategy", options->strategy,
+                   "dp, tp, fsdp, dp+tp, or auto (auto-sharding's ILP chooses every sharding)")
       ->capture_default_str();
+  command->add_option("--memory-limit-mib", options->memory_limit_mib,
+                      "--strategy auto: bytes per device the step may hold, in MiB (0: none)");
+  command->add_option("--time-limit", options->time_limit_s, "--strategy auto: solver limit, s")
+      ->capture_default_str();
+  command->add_option("--cost-model", options->cost_model,
+                      "--strategy auto: a cost model file (as for `vkspmd partition --auto`)");
   command->add_option("--steps", options->steps)->capture_default_str();
   command->add_option("--batch", options->batch, "global batch (split over the data axis)")
       ->capture_default_str();

@@ -1,0 +1,71 @@
+// Auto-sharding of a training step (JAX's and PyTorch/XLA's auto_shard): the step's lazy graph is
+// sharded by an integer linear program instead of annotations, and its state stays where it puts
+// it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vkspmd/mesh.h"
+#include "vkspmd/tensor.h"
+
+namespace vkspmd {
+
+struct AutoShardOptions {
+  // Bytes per device that the step's live values (state included) may hold at its fullest
+  // points; none: no limit. A limit no plan meets is an error.
+  std::optional<int64_t> memory_limit_bytes;
+  // The solver's limit; the best plan found by then is taken (AutoShardPlan::optimal says whether
+  // it was proven optimal). No plan by then is an error.
+  double time_limit_seconds = 30;
+  // A cost model file (`vkspmd partition --cost-model`'s format: α/β per collective and mesh
+  // axis, the compute rate); empty: the built-in defaults (docs/auto_sharding.md).
+  std::string cost_model_file;
+};
+
+// What the ILP chose for the step.
+struct AutoShardPlan {
+  // Per tensor of auto_shard's `state`, in its order: the sharding chosen, as HLO text over the
+  // mesh's device ids ("{replicated}", "{devices=[2,1]<=[2]}"), and per dim the mesh axes
+  // splitting it ("[{x}, {}]"). A tensor the step does not read stays replicated.
+  std::vector<std::string> shardings;
+  std::vector<std::string> axes;
+  // The modelled seconds per step: the kernels', their all-reduces', resharding on edges.
+  double compute_seconds = 0, communication_seconds = 0, resharding_seconds = 0;
+  double modelled_seconds() const {
+    return compute_seconds + communication_seconds + resharding_seconds;
+  }
+  int64_t peak_memory_bytes = 0;  // modelled, per device, at the step's fullest point
+  int64_t instructions = 0;       // of the step's graph with a choice
+  int64_t variables = 0;          // of the ILP after its reductions
+  double solve_seconds = 0;
+  bool optimal = false;
+  // Every instruction's sharding and the modelled costs, as `vkspmd partition --auto` prints.
+  std::string report;
+};
+
+// Auto-shards a training step over `mesh`. `step` traces one step (forward, backward, optimizer
+// update: lazy ops, no value reads); `state` names the tensors that persist across steps
+// (parameters, optimizer state), whose shardings the ILP chooses. auto_shard
+//   1. runs what is pending (sync), then leaves each state tensor's sharding to the ILP (a
+//      tensor marked with a non-replicated sharding on `mesh` keeps it);
+//   2. calls step() once and mark_step(): the step's graph is sharded by the ILP (one sharding
+//      per instruction, minimising the modelled step time under options), then partitioned,
+//      compiled and launched. That first step is not thrown away: auto_shard(step, ...) stands
+//      for one `step(); mark_step();` of the training loop;
+//   3. marks every state tensor with the sharding the plan gave it, so its updates stay there
+//      (as after mark_sharding), and keeps the mesh auto-sharded: every later graph on it is
+//      planned by the ILP too (once per distinct graph, given where its inputs already are).
+// Inputs made from host data in the step (a batch) are uploaded whole; the plan slices them.
+// Calling it again for the same mesh replaces the options and plans the next step afresh.
+// Errors (vkspmd::Error; the state tensors keep their values and shardings from before the call,
+// host-side effects of step() such as an optimizer's step counts stay): a memory limit no plan
+// meets (kFailedPrecondition, naming the limit), no plan within the time limit (kDeadlineExceeded),
+// an op without a sharding rule, a state tensor marked on another mesh, an unreadable cost model.
+AutoShardPlan auto_shard(const std::function<void()>& step, const Mesh& mesh,
+                         const std::vector<Tensor>& state, const AutoShardOptions& options = {});
+
+}  // namespace vkspmd

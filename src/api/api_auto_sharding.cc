@@ -1,0 +1,149 @@
+// auto_shard: a training step's graph sharded by auto-sharding's ILP (src/lazy/auto_sharding.h).
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "src/api/api_support.h"
+#include "src/lazy/auto_sharding.h"
+#include "src/lazy/context.h"
+#include "src/spmd/axis_sharding.h"
+#include "vkspmd/auto_sharding.h"
+#include "vkspmd/lazy.h"
+
+namespace vkspmd {
+namespace {
+
+using lazy::NodePtr;
+
+spmd::CostModel LoadCostModel(const std::string& path, const spmd::Mesh& mesh) {
+  if (path.empty()) return spmd::CostModel::Default(mesh);
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  if (!file) {
+    throw Error(ErrorCode::kNotFound,
+                absl::StrCat("auto_shard: cannot read the cost model file ", path));
+  }
+  absl::StatusOr<spmd::CostModel> model = spmd::CostModel::Parse(text.str(), mesh);
+  if (!model.ok()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                absl::StrCat("auto_shard: cost model ", path, ": ", model.status().message()));
+  }
+  return *std::move(model);
+}
+
+// A state tensor as it was before auto_shard, to put back when planning fails.
+struct Saved {
+  std::shared_ptr<lazy::TensorState> state;
+  NodePtr node;
+  std::optional<lazy::ShardingAnnotation> annotation;
+  NodePtr free_leaf;  // The leaf the ILP places (null: the tensor keeps its marked sharding).
+};
+
+// A leaf holding the same value whose sharding the ILP chooses on `placement`.
+NodePtr FreeLeaf(const NodePtr& leaf, const lazy::PlacementPtr& placement) {
+  auto node = std::make_shared<lazy::Node>();
+  node->proto = std::make_unique<ir::Instruction>(ir::Opcode::kParameter, leaf->shape(),
+                                                  std::vector<ir::Instruction*>{});
+  node->host_value = leaf->host_value;
+  node->device_value = leaf->device_value;
+  node->placement = placement;
+  node->free_sharding = true;
+  return node;
+}
+
+}  // namespace
+
+AutoShardPlan auto_shard(const std::function<void()>& step, const Mesh& mesh,
+                         const std::vector<Tensor>& state, const AutoShardOptions& options) {
+  if (options.memory_limit_bytes.has_value() && *options.memory_limit_bytes <= 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                absl::StrCat("auto_shard: memory_limit_bytes must be positive, not ",
+                             *options.memory_limit_bytes));
+  }
+  if (!(options.time_limit_seconds > 0)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                absl::StrCat("auto_shard: time_limit_seconds must be positive, not ",
+                             options.time_limit_seconds));
+  }
+  const lazy::PlacementPtr placement = lazy::PlacementOf(mesh);
+  lazy::AutoShardingConfig config;
+  config.model = LoadCostModel(options.cost_model_file, placement->local_mesh);
+  config.options.memory_limit_bytes = options.memory_limit_bytes;
+  config.options.time_limit_seconds = options.time_limit_seconds;
+  sync();  // The state's pending values become data the ILP can place.
+  std::vector<Saved> saved;
+  for (const Tensor& tensor : state) {
+    const NodePtr node = lazy::NodeOf(tensor, "auto_shard");
+    lazy::TensorState& tensor_state = *tensor.state();
+    Saved entry{tensor.state(), node, tensor_state.annotation, nullptr};
+    const std::optional<lazy::ShardingAnnotation>& annotation = tensor_state.annotation;
+    if (annotation.has_value() && !annotation->sharding.IsReplicated()) {
+      if (annotation->placement->key != placement->key) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    absl::StrCat("auto_shard: a state tensor ", lazy::ShapeText(node),
+                                 " is marked on ", annotation->mesh.to_string(), ", not on ",
+                                 mesh.to_string(), "; clear_sharding it first"));
+      }
+    } else if (!node->is_leaf()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  absl::StrCat("auto_shard: a state tensor ", lazy::ShapeText(node),
+                               " has no value to place (inside a manual sharding region?)"));
+    } else {
+      entry.free_leaf = FreeLeaf(node, placement);
+    }
+    saved.push_back(std::move(entry));
+  }
+  for (Saved& entry : saved) {
+    if (entry.free_leaf == nullptr) continue;
+    entry.state->node = entry.free_leaf;
+    entry.state->annotation.reset();
+  }
+  lazy::SetAutoSharding(*placement, std::move(config));
+  std::optional<lazy::AutoShardingRecord> record;
+  try {
+    step();
+    mark_step();
+    record = lazy::TakeAutoShardingRecord(*placement);
+    if (!record.has_value()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  absl::StrCat("auto_shard: the step computed nothing on ", mesh.to_string(),
+                               " (it must update the state tensors)"));
+    }
+  } catch (...) {
+    lazy::SetAutoSharding(*placement, std::nullopt);
+    for (Saved& entry : saved) {
+      entry.state->node = entry.node;
+      entry.state->annotation = entry.annotation;
+      entry.state->replaced = nullptr;
+    }
+    throw;
+  }
+  AutoShardPlan plan;
+  for (const Saved& entry : saved) {
+    spmd::AxisSharding sharding = entry.annotation.has_value() && entry.free_leaf == nullptr
+                                      ? entry.annotation->sharding
+                                      : spmd::AxisSharding::Replicated(entry.node->shape().rank());
+    if (entry.free_leaf != nullptr) {
+      auto found = record->parameters.find(entry.free_leaf.get());
+      if (found != record->parameters.end()) sharding = found->second;
+    }
+    plan.shardings.push_back(spmd::ToHloSharding(sharding, placement->mesh).ToString());
+    plan.axes.push_back(sharding.ToString(placement->mesh));
+    // Later updates stay where the plan put the tensor (Tensor::assign constrains to it).
+    entry.state->annotation = lazy::ShardingAnnotation{mesh, placement, sharding};
+  }
+  const spmd::AutoShardingPlan& chosen = record->plan;
+  plan.compute_seconds = chosen.compute;
+  plan.communication_seconds = chosen.communication;
+  plan.resharding_seconds = chosen.resharding;
+  plan.peak_memory_bytes = chosen.peak_memory_bytes;
+  plan.instructions = chosen.instructions;
+  plan.variables = chosen.variables;
+  plan.solve_seconds = chosen.solve_seconds;
+  plan.optimal = chosen.optimal;
+  plan.report = std::move(record->report);
+  return plan;
+}
+
+}  // namespace vkspmd

@@ -1,0 +1,230 @@
+// auto_shard on the MLP and a small transformer: AdamW training auto-sharded on 2, 4 and 2x2
+// devices equals the one-device run (losses and final parameters), a memory limit below data
+// parallelism's state shards the parameters, and an infeasible limit is a clear error.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <memory>
+
+#include "absl/strings/str_join.h"
+#include "src/spmd/auto_sharding_cost.h"
+#include "tests/lazy/lazy_test_util.h"
+#include "tests/nn/reference.h"
+#include "vkspmd/vkspmd.h"
+
+namespace vkspmd::testing {
+namespace {
+
+constexpr uint64_t kSeed = 21;
+constexpr int kSteps = 3;
+
+struct TrainingRun {
+  std::vector<double> losses;
+  std::vector<Values> parameters;
+  std::vector<std::string> names;
+  AutoShardPlan plan;
+};
+
+// Trains `model` for kSteps AdamW steps on the batches `loss_of` makes; with a mesh the first step
+// is auto_shard's.
+TrainingRun Train(nn::Module& model, const std::function<Tensor(int)>& loss_of, const Mesh* mesh,
+                  const AutoShardOptions& options = {}) {
+  std::vector<Tensor> parameters = model.parameters();
+  optim::AdamW optimizer(parameters, 1e-2);
+  std::vector<Tensor> state = parameters;
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    state.push_back(optimizer.exp_avg(i));
+    state.push_back(optimizer.exp_avg_sq(i));
+  }
+  mark_step();
+  TrainingRun run;
+  for (int step = 0; step < kSteps; ++step) {
+    Tensor loss;
+    auto trace = [&] {
+      loss = loss_of(step);
+      optimizer.step(grad(loss, parameters));
+    };
+    if (mesh != nullptr && step == 0) {
+      run.plan = auto_shard(trace, *mesh, state, options);
+      // The step ran as planned: its new state is where the plan put it.
+      for (size_t i = 0; i < state.size(); ++i) {
+        EXPECT_EQ(sharding_spec(state[i]), run.plan.shardings.at(i)) << "state tensor " << i;
+      }
+    } else {
+      trace();
+      mark_step();
+    }
+    run.losses.push_back(loss.item());
+  }
+  for (const auto& [name, parameter] : model.named_parameters()) {
+    run.names.push_back(name);
+    run.parameters.push_back(parameter.to_vector<float>());
+  }
+  return run;
+}
+
+void ExpectSameTraining(const TrainingRun& actual, const TrainingRun& expected,
+                        const std::string& what) {
+  ASSERT_EQ(actual.losses.size(), expected.losses.size());
+  for (size_t i = 0; i < expected.losses.size(); ++i) {
+    EXPECT_NEAR(actual.losses[i], expected.losses[i], 1e-4 * std::abs(expected.losses[i]))
+        << what << " step " << i;
+  }
+  ASSERT_EQ(actual.parameters.size(), expected.parameters.size());
+  for (size_t i = 0; i < expected.parameters.size(); ++i) {
+    // An attention key's bias adds the same q·b to a query's every score, which softmax
+    // cancels: its gradient is rounding noise, which AdamW scales up to lr-sized steps.
+    if (expected.names[i].ends_with("key.bias")) continue;
+    EXPECT_EQ(CompareValues(actual.parameters[i], expected.parameters[i], 1e-4), "")
+        << what << " parameter " << expected.names[i];
+  }
+}
+
+int64_t ShardedCount(const std::vector<std::string>& shardings, size_t count) {
+  int64_t sharded = 0;
+  for (size_t i = 0; i < count && i < shardings.size(); ++i) {
+    sharded += shardings[i] != "{replicated}" ? 1 : 0;
+  }
+  return sharded;
+}
+
+// The MLP's batches: fixed random inputs, one per step.
+std::function<Tensor(int)> MlpLoss(nn::MlpRegressor& model) {
+  return [&model](int step) {
+    manual_seed(100 + step);
+    Tensor x = randn({8, 16});
+    Tensor y = randn({8, 4});
+    return model.loss(x, y);
+  };
+}
+
+std::function<Tensor(int)> LanguageModelLoss(nn::TransformerLM& model) {
+  return [&model](int step) {
+    std::vector<int32_t> tokens, targets;
+    for (int32_t i = 0; i < 4 * 6; ++i) {
+      tokens.push_back((7 * i + step) % 16);
+      targets.push_back((5 * i + 3 * step + 1) % 16);
+    }
+    return model.loss(tensor(std::span<const int32_t>(tokens), {4, 6}),
+                      tensor(std::span<const int32_t>(targets), {4, 6}));
+  };
+}
+
+// A cost model file for `mesh` whose collectives are nearly free, so the ILP shards even a tiny
+// step (under the defaults it stays replicated: each collective costs more than its compute).
+std::string CheapCollectivesFile(const Mesh& mesh) {
+  absl::StatusOr<spmd::Mesh> shape = spmd::Mesh::Parse(absl::StrJoin(mesh.shape(), "x"));
+  EXPECT_TRUE(shape.ok()) << shape.status();
+  spmd::CostModel model = spmd::CostModel::Default(*shape);
+  for (auto& axis : model.axes) {
+    for (spmd::AlphaBeta& collective : axis) collective = {1e-9, 1e-14};
+  }
+  const std::string path =
+      ::testing::TempDir() + "/auto-shard-cheap-" + absl::StrJoin(mesh.shape(), "x");
+  std::ofstream(path) << model.Serialize(*shape);
+  return path;
+}
+
+nn::TransformerConfig SmallConfig() {
+  return nn::TransformerConfig{.vocab = 16, .d_model = 16, .heads = 2, .layers = 1, .max_seq = 6};
+}
+
+class AutoShardTest : public ::testing::Test {
+ protected:
+  // The largest mesh first: devices grow only while no tensor lives on them.
+  AutoShardTest() : four_({4}, {}, {"x"}), two_({2}, {}, {"x"}), grid_({2, 2}, {}, {"x", "y"}) {}
+  Mesh four_, two_, grid_;
+};
+
+TEST_F(AutoShardTest, MlpTrainsLikeOneDeviceOnEveryMesh) {
+  manual_seed(kSeed);
+  nn::MlpRegressor reference(16, 32, 4);
+  const TrainingRun expected = Train(reference, MlpLoss(reference), nullptr);
+  for (const Mesh* mesh : {&two_, &four_, &grid_}) {
+    manual_seed(kSeed);
+    nn::MlpRegressor model(16, 32, 4);
+    const TrainingRun run = Train(model, MlpLoss(model), mesh);
+    ExpectSameTraining(run, expected, mesh->to_string());
+    EXPECT_EQ(run.plan.shardings.size(), 3 * model.parameters().size());
+    EXPECT_GT(run.plan.instructions, 0);
+    EXPECT_NE(run.plan.report.find("modelled step"), std::string::npos);
+  }
+}
+
+TEST_F(AutoShardTest, TransformerTrainsLikeOneDeviceOnEveryMesh) {
+  manual_seed(kSeed);
+  nn::TransformerLM reference(SmallConfig());
+  const TrainingRun expected = Train(reference, LanguageModelLoss(reference), nullptr);
+  for (const Mesh* mesh : {&two_, &four_, &grid_}) {
+    manual_seed(kSeed);
+    nn::TransformerLM model(SmallConfig());
+    AutoShardOptions options;
+    options.cost_model_file = CheapCollectivesFile(*mesh);
+    const TrainingRun run = Train(model, LanguageModelLoss(model), mesh, options);
+    ExpectSameTraining(run, expected, mesh->to_string());
+    EXPECT_GE(ShardedCount(run.plan.shardings, run.plan.shardings.size()), 1) << run.plan.report;
+    // The plan is kept: every parameter is marked where the plan put it.
+    const auto parameters = model.parameters();
+    for (size_t i = 0; i < parameters.size(); ++i) {
+      EXPECT_EQ(sharding_spec(parameters[i]), run.plan.shardings[i]) << i;
+    }
+  }
+}
+
+TEST_F(AutoShardTest, AMemoryLimitBelowDataParallelismShardsTheParameters) {
+  manual_seed(kSeed);
+  nn::MlpRegressor reference(16, 256, 4);
+  const TrainingRun expected = Train(reference, MlpLoss(reference), nullptr);
+  int64_t state_bytes = 0;  // The parameters and AdamW's two moments.
+  for (const Tensor& parameter : reference.parameters()) state_bytes += 3 * 4 * parameter.numel();
+  // Unlimited, this tiny model's step is cheapest replicated (collectives cost more than its
+  // compute under the default model): every device holds the whole state, as under data
+  // parallelism.
+  manual_seed(kSeed);
+  nn::MlpRegressor unlimited(16, 256, 4);
+  const TrainingRun replicated = Train(unlimited, MlpLoss(unlimited), &four_);
+  EXPECT_EQ(ShardedCount(replicated.plan.shardings, replicated.plan.shardings.size()), 0);
+  EXPECT_GT(replicated.plan.peak_memory_bytes, state_bytes);
+  // A limit half the state below that peak: data parallelism's replicated state does not fit.
+  manual_seed(kSeed);
+  nn::MlpRegressor model(16, 256, 4);
+  AutoShardOptions options;
+  options.memory_limit_bytes = replicated.plan.peak_memory_bytes - state_bytes / 2;
+  const TrainingRun run = Train(model, MlpLoss(model), &four_, options);
+  ExpectSameTraining(run, expected, "memory limit");
+  EXPECT_LE(run.plan.peak_memory_bytes, *options.memory_limit_bytes);
+  // The largest parameter (fc1.weight, [256, 16]) at least, and its state.
+  EXPECT_NE(run.plan.shardings[0], "{replicated}") << run.plan.report;
+  EXPECT_GE(ShardedCount(run.plan.shardings, run.plan.shardings.size()), 2) << run.plan.report;
+}
+
+TEST_F(AutoShardTest, AnInfeasibleMemoryLimitIsAClearErrorAndLeavesTheStateAlone) {
+  manual_seed(kSeed);
+  nn::MlpRegressor model(16, 32, 4);
+  std::vector<Tensor> parameters = model.parameters();
+  optim::SGD optimizer(parameters, 1e-2);
+  mark_step();
+  const Values before = parameters[0].to_vector<float>();
+  AutoShardOptions options;
+  options.memory_limit_bytes = 64;
+  try {
+    auto_shard([&] { optimizer.step(grad(MlpLoss(model)(0), parameters)); }, two_, parameters,
+               options);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kFailedPrecondition) << error.what();
+    EXPECT_NE(std::string(error.what()).find("memory limit"), std::string::npos) << error.what();
+  }
+  EXPECT_EQ(parameters[0].to_vector<float>(), before);
+  EXPECT_EQ(sharding_spec(parameters[0]), "");  // Still on one device, unmarked.
+  // Bad options are refused before any work.
+  options.memory_limit_bytes = 0;
+  EXPECT_THROW(auto_shard([] {}, two_, parameters, options), Error);
+  options = {};
+  options.cost_model_file = "/nonexistent/cost-model";
+  EXPECT_THROW(auto_shard([] {}, two_, parameters, options), Error);
+}
+
+}  // namespace
+}  // namespace vkspmd::testing
