@@ -274,6 +274,34 @@ ir::Sharding ToHloSharding(const AxisSharding& sharding, const Mesh& mesh_order)
   return ir::Sharding::Tiled(array, replication > 1);
 }
 
+namespace {
+
+// ", manual over mesh axes y" for a sharding with manual subgroups: the axes its tiling leaves
+// out once they are read as replicated (with replicated subgroups too, "manual or replicated");
+// "" when the tiling does not match the mesh. Users name axes, not tile-assignment dims.
+std::string ManualSubgroupAxes(const ir::Sharding& sharding, const Mesh& mesh, int64_t rank) {
+  std::vector<ir::SubgroupType> types = sharding.subgroup_types();
+  bool replicated = sharding.last_tile_dim_replicate();
+  for (ir::SubgroupType& type : types) {
+    replicated = replicated || type == ir::SubgroupType::kReplicated;
+    type = ir::SubgroupType::kReplicated;
+  }
+  const absl::StatusOr<AxisSharding> tiling = FromHloSharding(
+      ir::Sharding::Tiled(sharding.tile_assignment(), sharding.last_tile_dim_replicate(), types),
+      mesh, rank);
+  if (!tiling.ok()) return "";
+  const std::vector<int64_t> used = tiling->UsedAxes();
+  std::vector<int64_t> left;
+  for (int64_t axis = 0; axis < mesh.axis_count(); ++axis) {
+    if (std::find(used.begin(), used.end(), axis) == used.end()) left.push_back(axis);
+  }
+  if (left.empty()) return "";
+  return fmt::format(", {} over mesh axes {}", replicated ? "manual or replicated" : "manual",
+                     mesh.AxesLabel(left));
+}
+
+}  // namespace
+
 absl::StatusOr<AxisSharding> FromHloSharding(
     const ir::Sharding& sharding, const Mesh& mesh, int64_t rank,
     const std::vector<std::vector<int64_t>>& preferred_orders) {
@@ -302,9 +330,10 @@ absl::StatusOr<AxisSharding> FromHloSharding(
   const ir::Sharding wanted = Normalize(sharding);
   if (!wanted.subgroup_types().empty()) {
     return absl::UnimplementedError(fmt::format(
-        "sharding {}: manual subgroups (partially manual values) are not supported by the "
-        "partitioner; a value is either wholly manual ({{manual}}) or not manual",
-        sharding.ToString()));
+        "sharding {}: manual subgroups (partially manual values{}) are not supported by the "
+        "partitioner; a value is either wholly manual ({{manual}}) or not manual (JAX's shard_map "
+        "with auto= axes has no equivalent here)",
+        sharding.ToString(), ManualSubgroupAxes(sharding, mesh, rank)));
   }
   if (wanted.kind() == ir::Sharding::Kind::kReplicated) return AxisSharding::Replicated(rank);
   if (wanted.TiledDataRank() != rank) {

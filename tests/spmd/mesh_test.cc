@@ -3,6 +3,7 @@
 // along mesh axes, and one clear error per kind of bad input.
 #include "src/spmd/mesh.h"
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "src/ir/parser.h"
 #include "src/spmd/axis_sharding.h"
@@ -237,8 +238,23 @@ TEST(AxisShardingTest, ShardingsOutsideTheMeshAreRejectedNamingBoth) {
   EXPECT_EQ(std::string(manual_subgroup.message()),
             "sharding {devices=[2,2]<=[4] last_tile_dims={manual}}: manual subgroups (partially "
             "manual values) are not supported by the partitioner; a value is either wholly manual "
-            "({manual}) or not manual");
+            "({manual}) or not manual (JAX's shard_map with auto= axes has no equivalent here)");
   EXPECT_FALSE(FromHloSharding(ir::Sharding::Maximal(7), mesh, 2).ok());
+  // On a named mesh the refusal names the manual axes (as JAX's shard_map(auto=) would).
+  const Mesh named = MakeMesh({2, 2}, {"x", "y"});
+  EXPECT_THAT(std::string(FromHloSharding(
+                              *ir::ParseSharding("{devices=[2,1,2]<=[4] last_tile_dims={manual}}"),
+                              named, 2)
+                              .status()
+                              .message()),
+              ::testing::HasSubstr("(partially manual values, manual over mesh axes y)"));
+  EXPECT_THAT(
+      std::string(FromHloSharding(*ir::ParseSharding("{devices=[1,1,2,2]<=[2,2]T(1,0) "
+                                                     "last_tile_dims={manual, replicated}}"),
+                                  named, 2)
+                      .status()
+                      .message()),
+      ::testing::HasSubstr("manual or replicated over mesh axes x+y"));
 }
 
 constexpr char kTwoMeshProgram[] = R"(HloModule two_meshes

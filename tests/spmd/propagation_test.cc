@@ -179,7 +179,8 @@ ENTRY %main (p: f32[4]) -> f32[4] {
                            mesh),
             "4:8: %n (negate): sharding {devices=[2,1]0,1 last_tile_dims={manual}}: manual "
             "subgroups (partially manual values) are not supported by the partitioner; a value "
-            "is either wholly manual ({manual}) or not manual");
+            "is either wholly manual ({manual}) or not manual (JAX's shard_map with auto= axes "
+            "has no equivalent here)");
   EXPECT_EQ(PartitionError(R"(HloModule m
 %add (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
