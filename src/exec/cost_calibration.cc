@@ -6,10 +6,12 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <utility>
 
 #include "fmt/format.h"
 #include "src/base/status_macros.h"
+#include "src/debug/graph_analysis.h"
 #include "src/exec/mesh_program.h"
 #include "src/ir/parser.h"
 
@@ -27,29 +29,35 @@ int64_t Elements(int64_t bytes, int64_t group) {
   return std::max<int64_t>(group, bytes / 4 / group * group);
 }
 
-std::string Header(int64_t devices) {
+// `name` says what the program times (VKSPMD_DEBUG=1 prints it with the time). The result
+// aliases parameter 0 (every program's result has its shape): run after run, the result comes back
+// in the donated argument's buffer, as a training step's parameters do, so no run allocates (and
+// first touches) a new result buffer.
+std::string Header(int64_t devices, const std::string& name) {
   return fmt::format(
-      "HloModule calibration, num_partitions={}\n\n"
+      "HloModule {}, num_partitions={}, input_output_alias={{ {{}}: (0, {{}}, may-alias) }}\n\n"
       "%add (a: f32[], b: f32[]) -> f32[] {{\n  %a = f32[] parameter(0)\n"
       "  %b = f32[] parameter(1)\n  ROOT %s = f32[] add(%a, %b)\n}}\n\n",
-      devices);
+      name, devices);
 }
 
 std::string NegateProgram(int64_t devices, int64_t elements) {
-  return Header(devices) + fmt::format(
-                               "ENTRY %main (p: f32[{0}]) -> f32[{0}] {{\n"
-                               "  %p = f32[{0}] parameter(0)\n"
-                               "  ROOT %n = f32[{0}] negate(%p)\n}}\n",
-                               elements);
+  return Header(devices, fmt::format("negate_{}", elements)) +
+         fmt::format(
+             "ENTRY %main (p: f32[{0}]) -> f32[{0}] {{\n"
+             "  %p = f32[{0}] parameter(0)\n"
+             "  ROOT %n = f32[{0}] negate(%p)\n}}\n",
+             elements);
 }
 
 // `count` dots chained x·w·w·…, each M×M by M×M: none can fuse with the next.
 std::string DotsProgram(int64_t devices, int64_t m, int count) {
-  std::string text = Header(devices) + fmt::format(
-                                           "ENTRY %main (x: f32[{0},{0}], w: f32[{0},{0}]) -> "
-                                           "f32[{0},{0}] {{\n  %d0 = f32[{0},{0}] parameter(0)\n"
-                                           "  %w = f32[{0},{0}] parameter(1)\n",
-                                           m);
+  std::string text = Header(devices, fmt::format("dots_{}x{}", count, m)) +
+                     fmt::format(
+                         "ENTRY %main (x: f32[{0},{0}], w: f32[{0},{0}]) -> "
+                         "f32[{0},{0}] {{\n  %d0 = f32[{0},{0}] parameter(0)\n"
+                         "  %w = f32[{0},{0}] parameter(1)\n",
+                         m);
   for (int k = 1; k <= count; ++k) {
     text += fmt::format(
         "  {}%d{} = f32[{},{}] dot(%d{}, %w), lhs_contracting_dims={{1}}, "
@@ -80,12 +88,15 @@ std::string CollectiveProgram(const spmd::Mesh& mesh, int64_t axis, CollectiveKi
       pairs.push_back(fmt::format("{{{},{}}}", group[i], group[(i + 1) % group.size()]));
     }
   }
-  std::string text = Header(mesh.device_count()) +
-                     fmt::format(
-                         "ENTRY %main (p: f32[{0}]) -> f32[{0}] {{\n  %x0 = f32[{0}] parameter(0)\n"
-                         "  %half = f32[] constant(0.5)\n"
-                         "  %h = f32[{0}] broadcast(%half), dimensions={{}}\n",
-                         elements);
+  std::string text =
+      Header(mesh.device_count(),
+             fmt::format("{}_axis{}_{}x{}_elements", std::string(spmd::CollectiveKindName(kind)),
+                         axis, chain, elements)) +
+      fmt::format(
+          "ENTRY %main (p: f32[{0}]) -> f32[{0}] {{\n  %x0 = f32[{0}] parameter(0)\n"
+          "  %half = f32[] constant(0.5)\n"
+          "  %h = f32[{0}] broadcast(%half), dimensions={{}}\n",
+          elements);
   for (int k = 1; k <= chain; ++k) {
     const std::string root = k == chain ? "ROOT " : "";
     const std::string common = fmt::format("channel_id={}, replica_groups={}", k, replica_groups);
@@ -138,21 +149,30 @@ absl::StatusOr<double> TimeProgram(const std::string& text, const spmd::Mesh& me
   std::unique_ptr<MeshProgram> program = MeshProgram::FromPerDeviceModule(std::move(module), mesh);
   VKSPMD_RETURN_IF_ERROR(program->Compile(devices));
   std::vector<std::unique_ptr<ShardedBuffer>> owned;
-  std::vector<const ShardedBuffer*> arguments;
   for (size_t k = 0; k < parameters.size(); ++k) {
     VKSPMD_ASSIGN_OR_RETURN(owned.emplace_back(), program->Scatter(ir::Literal(parameters[k]), k));
-    arguments.push_back(owned.back().get());
   }
+  std::vector<bool> donate(parameters.size(), false);
+  donate[0] = program->aliased_parameters().count(0) > 0;
   std::vector<double> seconds;
   for (int r = 0; r <= repeats; ++r) {
+    std::vector<ShardedBuffer*> arguments;
+    for (const std::unique_ptr<ShardedBuffer>& argument : owned)
+      arguments.push_back(argument.get());
     const auto start = std::chrono::steady_clock::now();
     VKSPMD_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<ShardedBuffer>> results,
-                            program->Run(arguments));
+                            program->Run(arguments, donate));
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (r > 0) seconds.push_back(elapsed);  // the first run warms caches and allocators
+    if (donate[0]) owned[0] = std::move(results.at(0));  // the next run's argument
   }
   std::sort(seconds.begin(), seconds.end());
+  if (debug::DebugEnabled()) {
+    std::fprintf(stderr, "vkspmd: calibration: %.3f ms (%.3f..%.3f) for %s\n",
+                 seconds[seconds.size() / 2] * 1e3, seconds.front() * 1e3, seconds.back() * 1e3,
+                 text.substr(0, text.find(',')).c_str());
+  }
   return seconds[seconds.size() / 2];
 }
 
@@ -191,13 +211,13 @@ ProgramLoad TinyDotsLoad() {
   return {kTinyDots, kTinyDots * 2 * m * m * m, kTinyDots * 3 * 4 * m * m};
 }
 
-ProgramLoad BigDotsLoad(const CalibrationOptions& options) {
-  const double m = static_cast<double>(options.dot_size);
+ProgramLoad BigDotsLoad(int64_t dot_size) {
+  const double m = static_cast<double>(dot_size);
   return {kBigDots, kBigDots * 2 * m * m * m, kBigDots * 3 * 4 * m * m};
 }
 
-ProgramLoad ElementwiseLoad(const CalibrationOptions& options) {
-  const double e = static_cast<double>(options.elementwise_elements);
+ProgramLoad ElementwiseLoad(int64_t elements) {
+  const double e = static_cast<double>(elements);
   return {1, e, 8 * e};
 }
 
@@ -219,8 +239,8 @@ absl::StatusOr<spmd::CostModel> FitCostModel(const CalibrationTimings& timings,
                                              const spmd::Mesh& mesh,
                                              const CalibrationOptions& options) {
   const ProgramLoad base = BaseLoad();
-  const std::array<ProgramLoad, 3> loads = {TinyDotsLoad(), BigDotsLoad(options),
-                                            ElementwiseLoad(options)};
+  const std::array<ProgramLoad, 3> loads = {TinyDotsLoad(), BigDotsLoad(timings.dot_size),
+                                            ElementwiseLoad(timings.elementwise_elements)};
   const std::array<double, 3> measured = {timings.tiny_dots, timings.big_dots, timings.elementwise};
   std::array<std::array<double, 3>, 3> a;
   std::array<double, 3> b;
@@ -234,7 +254,7 @@ absl::StatusOr<spmd::CostModel> FitCostModel(const CalibrationTimings& timings,
     return absl::InternalError(fmt::format(
         "calibration: the dot timings give no flop rate (base {:.3g} s, {} tiny dots {:.3g} s, {} "
         "{}^3 dots {:.3g} s): the device did not time as a device does",
-        timings.base, kTinyDots, timings.tiny_dots, kBigDots, options.dot_size, timings.big_dots));
+        timings.base, kTinyDots, timings.tiny_dots, kBigDots, timings.dot_size, timings.big_dots));
   }
   // Noise can make the small terms come out negative: a kernel never costs less than nothing.
   (*unit)[0] = std::max(0.0, (*unit)[0]);
@@ -290,11 +310,28 @@ absl::StatusOr<CalibrationTimings> TimeCalibrationPrograms(
                           TimeProgram(NegateProgram(n, kBaseElements), mesh, devices, repeats));
   VKSPMD_ASSIGN_OR_RETURN(timings.tiny_dots, TimeProgram(DotsProgram(n, kTinyDotSize, kTinyDots),
                                                          mesh, devices, repeats));
-  VKSPMD_ASSIGN_OR_RETURN(timings.big_dots, TimeProgram(DotsProgram(n, options.dot_size, kBigDots),
-                                                        mesh, devices, repeats));
-  VKSPMD_ASSIGN_OR_RETURN(
-      timings.elementwise,
-      TimeProgram(NegateProgram(n, options.elementwise_elements), mesh, devices, repeats));
+  // The big programs must stand out of a few dispatches' time (and its noise), else the flop and
+  // byte rates are lost in it: grown until they do (a GPU does a 256³ dot in microseconds).
+  const double dispatches = 4 * std::max(0.0, timings.tiny_dots - timings.base) / (kTinyDots - 1);
+  timings.dot_size = options.dot_size;
+  for (;;) {
+    VKSPMD_ASSIGN_OR_RETURN(
+        timings.big_dots,
+        TimeProgram(DotsProgram(n, timings.dot_size, kBigDots), mesh, devices, repeats));
+    if (timings.big_dots - timings.base > dispatches || timings.dot_size >= 4096) break;
+    timings.dot_size *= 2;
+  }
+  timings.elementwise_elements = options.elementwise_elements;
+  for (;;) {
+    VKSPMD_ASSIGN_OR_RETURN(
+        timings.elementwise,
+        TimeProgram(NegateProgram(n, timings.elementwise_elements), mesh, devices, repeats));
+    if (timings.elementwise - timings.base > dispatches ||
+        timings.elementwise_elements >= (int64_t{1} << 26)) {
+      break;
+    }
+    timings.elementwise_elements *= 4;
+  }
   timings.collectives.resize(mesh.axis_count());
   for (int64_t axis = 0; axis < mesh.axis_count(); ++axis) {
     timings.collectives[axis].resize(spmd::kCollectiveKinds);

@@ -19,11 +19,11 @@ namespace vkspmd::exec {
 
 struct CalibrationOptions {
   // Bytes per device of the timed collectives: the points α and β are fitted through.
-  std::vector<int64_t> collective_bytes = {16 << 10, 256 << 10, 2 << 20};
+  std::vector<int64_t> collective_bytes = {4 << 10, 64 << 10, 512 << 10};
   int chain = 4;           // collectives per timed program (their mean is taken)
-  int repeats = 5;         // timed runs per program, after one warm-up; the median is taken
+  int repeats = 7;         // timed runs per program, after one warm-up; the median is taken
   int64_t dot_size = 256;  // M of the chained M×M by M×M dots (flop/s)
-  int64_t elementwise_elements = int64_t{1} << 22;  // f32 elements of the negate (bytes/s)
+  int64_t elementwise_elements = int64_t{1} << 18;  // f32 elements of the negate (bytes/s)
   // Where measured models are kept; unset: the compile cache's directory (VKSPMD_CACHE_DIR, as
   // docs/runtime.md says), empty: no cache.
   std::optional<std::string> cache_directory;
@@ -49,10 +49,11 @@ absl::StatusOr<Calibration> MeasuredCostModel(const spmd::Mesh& mesh,
 // The raw timings a calibration takes (median wall seconds of one run of each program, all
 // devices running it at once); FitCostModel turns them into a model.
 struct CalibrationTimings {
-  double base = 0;         // one negate of 8 elements
-  double tiny_dots = 0;    // kTinyDots chained 8×8 dots
-  double big_dots = 0;     // kBigDots chained dot_size² dots
-  double elementwise = 0;  // one negate of elementwise_elements
+  double base = 0;                                 // one negate of 8 elements
+  double tiny_dots = 0;                            // kTinyDots chained 8×8 dots
+  double big_dots = 0;                             // kBigDots chained dot_size² dots
+  double elementwise = 0;                          // one negate of elementwise_elements
+  int64_t dot_size = 0, elementwise_elements = 0;  // the sizes timed
   // [axis][kind][size]: `chain` collectives of collective_bytes[size] per device, each followed
   // by the kernel bringing the value back to the input's shape (the next collective's input).
   std::vector<std::vector<std::vector<double>>> collectives;
@@ -67,8 +68,8 @@ struct ProgramLoad {
 };
 ProgramLoad BaseLoad();
 ProgramLoad TinyDotsLoad();
-ProgramLoad BigDotsLoad(const CalibrationOptions& options);
-ProgramLoad ElementwiseLoad(const CalibrationOptions& options);
+ProgramLoad BigDotsLoad(int64_t dot_size);
+ProgramLoad ElementwiseLoad(int64_t elements);
 // The kernels of a collective program (the restoring kernels), `bytes` per device.
 ProgramLoad CollectiveProgramLoad(spmd::CollectiveKind kind, int64_t bytes, int64_t group,
                                   const CalibrationOptions& options);

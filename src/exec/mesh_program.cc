@@ -1,9 +1,13 @@
 // Partitioning, compiling and feeding a mesh program.
 #include "src/exec/mesh_program.h"
 
+#include <cstdio>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "src/base/status_macros.h"
 #include "src/debug/trace_writer.h"
+#include "src/exec/program_dump.h"
 #include "src/exec/sharded_value.h"
 #include "src/spmd/partitioner.h"
 
@@ -27,6 +31,9 @@ absl::StatusOr<std::unique_ptr<MeshProgram>> MeshProgram::Create(
 
 absl::StatusOr<std::unique_ptr<MeshProgram>> MeshProgram::Partition(const ir::Module& module,
                                                                     const spmd::Mesh& mesh) {
+  if (absl::Status dumped = DumpPartitionInputIfRequested(module, mesh); !dumped.ok()) {
+    std::fprintf(stderr, "vkspmd: VKSPMD_DUMP_DIR: %s\n", std::string(dumped.message()).c_str());
+  }
   absl::StatusOr<spmd::PartitionResult> partitioned;
   {
     debug::ScopedTraceSpan span("partition (sharding propagation, SPMD partitioner)");

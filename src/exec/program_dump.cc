@@ -82,4 +82,15 @@ absl::Status DumpCompilationIfRequested(const ir::Module& module, const codegen:
   return DumpKernels(plan, directory);
 }
 
+absl::Status DumpPartitionInputIfRequested(const ir::Module& module, const spmd::Mesh& mesh) {
+  std::optional<std::string> root = base::EnvironmentValue("VKSPMD_DUMP_DIR");
+  if (!root.has_value() || root->empty()) return absl::OkStatus();
+  const std::string text = ir::PrintModule(module);
+  const std::string directory = absl::StrFormat("%s/%s-%016x-gspmd", *root, FileSafe(module.name()),
+                                                std::hash<std::string>{}(text));
+  VKSPMD_RETURN_IF_ERROR(MakeDirectory(directory));
+  VKSPMD_RETURN_IF_ERROR(WriteFile(directory + "/mesh.txt", mesh.ToString() + "\n"));
+  return WriteFile(directory + "/module.hlo", text);
+}
+
 }  // namespace vkspmd::exec

@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "src/codegen/kernel_plan.h"
 #include "src/ir/module.h"
+#include "src/spmd/mesh.h"
 
 namespace vkspmd::exec {
 
@@ -20,5 +21,10 @@ absl::Status DumpKernels(const codegen::ProgramPlan& plan, const std::string& di
 // caller warns and goes on: dumping never stops a compilation).
 absl::Status DumpCompilationIfRequested(const ir::Module& module, const codegen::ProgramPlan& plan,
                                         int mesh_index);
+
+// With VKSPMD_DUMP_DIR set, writes DIR/<module>-<hash>-gspmd/module.hlo: the module as given to
+// the partitioner, its shardings as the caller annotated them (a strategy's mark_sharding), and
+// mesh.txt; `vkspmd partition`/`run --mesh` take it back.
+absl::Status DumpPartitionInputIfRequested(const ir::Module& module, const spmd::Mesh& mesh);
 
 }  // namespace vkspmd::exec

@@ -17,7 +17,8 @@ double Work(const ir::Instruction& instruction, const OpRule& rule) {
 }
 
 // Dispatches the op costs on its own: elementwise chains fuse into the kernel of a neighbour or
-// into one kernel per chain, and layout-only ops (reshape, broadcast) and leaves make none.
+// into one kernel per chain, slices and transposes into their consumers' kernels, and leaves,
+// layout-only ops (reshape, broadcast) and annotations (custom-call Sharding) make none.
 double Dispatches(const ir::Instruction& instruction) {
   const ir::Opcode opcode = instruction.opcode();
   if (ir::IsElementwiseUnary(opcode) || ir::IsElementwiseBinary(opcode)) return 0;
@@ -33,6 +34,9 @@ double Dispatches(const ir::Instruction& instruction) {
     case ir::Opcode::kSelect:
     case ir::Opcode::kClamp:
     case ir::Opcode::kConvert:
+    case ir::Opcode::kSlice:
+    case ir::Opcode::kTranspose:
+    case ir::Opcode::kCustomCall:
       return 0;
     default:
       return 1;

@@ -1,13 +1,19 @@
 // `vkspmd partition FILE.hlo [--mesh 2x2[:x,y]] [--spec NAME=SPEC ...] [--print
-// propagated|partitioned] [--auto ...]`: optionally auto-shards (spmd/auto_sharding.h), propagates
+// propagated|partitioned] [--auto ...] [--cost]`: optionally auto-shards (spmd/auto_sharding.h,
+// under the default, a measured (exec/cost_calibration.h) or a given cost model), propagates
 // the module's shardings over a mesh and partitions it into the per-device program; prints the
 // propagated or partitioned module, then the collectives (kind, mesh axes, elements, bytes sent per
 // device), the total bytes per device and every fallback to replication.
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "fmt/format.h"
+#include "src/exec/cost_calibration.h"
 #include "src/ir/printer.h"
+#include "src/runtime/device_set.h"
+#include "src/runtime/runtime_config.h"
 #include "src/spmd/auto_sharding.h"
 #include "src/spmd/mesh_search.h"
 #include "src/spmd/partition_spec.h"
@@ -26,7 +32,11 @@ struct PartitionOptions {
   bool auto_shard = false;
   double memory_limit_mib = 0;  // 0: none
   double time_limit_s = 30;
-  std::string cost_model;  // a file in CostModel::Serialize's format; empty: the defaults
+  // "defaults", "measured" (on the mesh's devices, cached) or a file in CostModel::Serialize's
+  // format.
+  std::string cost_model = "defaults";
+  bool recalibrate = false;  // measured: measure even when the cache holds a model
+  bool cost = false;         // print the modelled cost of the module's own shardings
 };
 
 int Fail(int code, std::string_view message) {
@@ -51,18 +61,43 @@ void PrintReport(const spmd::PartitionResult& result, const spmd::Mesh& mesh) {
   }
 }
 
+// The cost model --cost-model names for `mesh`: the defaults, a file, or measured on the mesh's
+// devices (from the cache when it holds one; the model goes to stderr).
+absl::StatusOr<spmd::CostModel> ChosenCostModel(const spmd::Mesh& mesh,
+                                                const PartitionOptions& options) {
+  if (options.cost_model == "defaults") return spmd::CostModel::Default(mesh);
+  if (options.cost_model != "measured") {
+    absl::StatusOr<std::string> text = ReadInputFile(options.cost_model, 1 << 20);
+    if (!text.ok()) return text.status();
+    return spmd::CostModel::Parse(*text, mesh);
+  }
+  absl::StatusOr<runtime::RuntimeConfig> config = runtime::RuntimeConfig::FromEnvironment();
+  if (!config.ok()) return config.status();
+  config->mesh_device_count =
+      std::max(config->mesh_device_count, static_cast<int>(mesh.device_count()));
+  absl::StatusOr<std::unique_ptr<runtime::DeviceSet>> devices = runtime::DeviceSet::Create(*config);
+  if (!devices.ok()) return devices.status();
+  std::vector<runtime::MeshDevice*> mesh_devices;
+  for (int64_t d = 0; d < mesh.device_count(); ++d) {
+    mesh_devices.push_back(&(*devices)->device(static_cast<int>(d)));
+  }
+  exec::CalibrationOptions calibration_options;
+  calibration_options.refresh = options.recalibrate;
+  absl::StatusOr<exec::Calibration> calibration =
+      exec::MeasuredCostModel(mesh, mesh_devices, calibration_options);
+  if (!calibration.ok()) return calibration.status();
+  fmt::print(stderr, "cost model of {} on {}: {}\n{}", mesh.ToString(),
+             (*devices)->physical_devices().at(0).name,
+             calibration->from_cache ? "from the cache " + calibration->cache_path
+                                     : fmt::format("measured in {:.1f} s", calibration->seconds),
+             calibration->model.Serialize(mesh));
+  return calibration->model;
+}
+
 // Chooses every instruction's sharding by auto-sharding's ILP, writes them as sharding= and
 // prints the plan and its modelled cost on stderr.
 absl::Status AutoShardModule(ir::Module& module, const spmd::Mesh& mesh,
-                             const PartitionOptions& options) {
-  spmd::CostModel model = spmd::CostModel::Default(mesh);
-  if (!options.cost_model.empty()) {
-    absl::StatusOr<std::string> text = ReadInputFile(options.cost_model, 1 << 20);
-    if (!text.ok()) return text.status();
-    absl::StatusOr<spmd::CostModel> parsed = spmd::CostModel::Parse(*text, mesh);
-    if (!parsed.ok()) return parsed.status();
-    model = *std::move(parsed);
-  }
+                             const spmd::CostModel& model, const PartitionOptions& options) {
   spmd::AutoShardingOptions auto_options;
   auto_options.time_limit_seconds = options.time_limit_s;
   if (options.memory_limit_mib > 0) {
@@ -77,6 +112,22 @@ absl::Status AutoShardModule(ir::Module& module, const spmd::Mesh& mesh,
              mesh.ToString(), plan->instructions, plan->choice_groups, plan->variables, plan->rows,
              plan->solve_seconds, plan->optimal ? "" : " (time limit: best plan found)",
              plan->Report(module, mesh));
+  return absl::OkStatus();
+}
+
+// --cost: the modelled step of the shardings propagation gave the module (its annotations).
+absl::Status PrintModelledCost(const ir::Module& module, const spmd::PartitionResult& result,
+                               const spmd::CostModel& model, const PartitionOptions& options) {
+  spmd::AutoShardingOptions cost_options;
+  cost_options.time_limit_seconds = options.time_limit_s;
+  absl::StatusOr<spmd::AutoShardingPlan> costed =
+      spmd::CostOfShardings(module, result.mesh, model, result.propagation.shardings, cost_options);
+  if (!costed.ok()) return costed.status();
+  fmt::print(stderr,
+             "modelled step of the propagated shardings: {:.3f} ms (compute {:.3f}, all-reduces "
+             "{:.3f}, resharding {:.3f})\n",
+             costed->cost() * 1e3, costed->compute * 1e3, costed->communication * 1e3,
+             costed->resharding * 1e3);
   return absl::OkStatus();
 }
 
@@ -104,14 +155,27 @@ int RunPartition(const PartitionOptions& options) {
   for (const spmd::Mesh& mesh : meshes) {
     absl::Status applied = ApplySpecs(**module, options.specs, mesh);
     if (!applied.ok()) return Fail(kExitUsageError, std::string(applied.message()));
+    std::optional<spmd::CostModel> model;
+    if (options.auto_shard || options.cost) {
+      absl::StatusOr<spmd::CostModel> chosen = ChosenCostModel(mesh, options);
+      if (!chosen.ok()) return Fail(kExitRuntimeError, std::string(chosen.status().message()));
+      model = *std::move(chosen);
+    }
     if (options.auto_shard) {
-      absl::Status planned = AutoShardModule(**module, mesh, options);
+      absl::Status planned = AutoShardModule(**module, mesh, *model, options);
       if (!planned.ok()) return Fail(kExitRuntimeError, std::string(planned.message()));
     }
     absl::StatusOr<spmd::PartitionResult> result = spmd::Partition(**module, mesh);
     if (!result.ok()) {
       last = result.status();
       continue;
+    }
+    if (options.cost) {
+      // The shardings refer to the module as partitioned (while and conditional lowered).
+      const ir::Module& costed =
+          result->lowered_input != nullptr ? *result->lowered_input : **module;
+      absl::Status printed = PrintModelledCost(costed, *result, *model, options);
+      if (!printed.ok()) return Fail(kExitRuntimeError, std::string(printed.message()));
     }
     if (options.print == "propagated") {
       // While and conditional were lowered: the shardings refer to the lowered module.
@@ -153,9 +217,17 @@ void RegisterPartitionCommand(CLI::App& app) {
                       "--auto: bytes per device the live values may hold, in MiB");
   command->add_option("--time-limit", options->time_limit_s, "--auto: solver time limit, s")
       ->capture_default_str();
-  command->add_option("--cost-model", options->cost_model,
-                      "--auto: a cost model file (as `vkspmd devices --collective-costs` "
-                      "writes); default: unmeasured defaults");
+  command
+      ->add_option("--cost-model", options->cost_model,
+                   "--auto, --cost: defaults (analytic, deterministic), measured (timed on the "
+                   "mesh's devices at start-up, cached with the compile cache) or a file as "
+                   "measured prints it")
+      ->capture_default_str();
+  command->add_flag("--recalibrate", options->recalibrate,
+                    "--cost-model measured: measure even when the cache holds a model");
+  command->add_flag("--cost", options->cost,
+                    "print the modelled step time of the module's (propagated) shardings on "
+                    "stderr");
   command->callback([options] { CommandExitCode() = RunPartition(*options); });
 }
 
