@@ -13,4 +13,5 @@ PYBIND11_MODULE(_C, module) {
   vkspmd::python::BindCheckpoint(module);
   vkspmd::python::BindDTensor(module);
   vkspmd::python::BindManual(module);
+  vkspmd::python::BindAutoSharding(module);
 }

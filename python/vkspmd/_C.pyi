@@ -235,6 +235,24 @@ def disable_manual_sharding(t: Tensor, partition_spec: Sequence[AxisSpec],
 def shard_map(f: Any, mesh: Mesh, in_specs: Sequence[Sequence[AxisSpec]],
               out_specs: Sequence[Sequence[AxisSpec]]) -> Any: ...
 def sharding_spec(t: Tensor) -> str: ...
+
+class AutoShardPlan:
+    shardings: List[str]
+    axes: List[str]
+    compute_seconds: float
+    communication_seconds: float
+    resharding_seconds: float
+    modelled_seconds: float
+    peak_memory_bytes: int
+    instructions: int
+    variables: int
+    solve_seconds: float
+    optimal: bool
+    report: str
+
+def auto_shard(step: Any, mesh: Mesh, state: Sequence[Tensor], *,
+               memory_limit: Optional[int] = None, time_limit: float = 30.0,
+               cost_model: Optional[str] = None) -> AutoShardPlan: ...
 def sync() -> None: ...
 def mark_step() -> None: ...
 def wait_device_ops() -> None: ...

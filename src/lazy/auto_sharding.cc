@@ -1,6 +1,7 @@
 // The registry of auto-sharded placements and the planning of their graphs.
 #include "src/lazy/auto_sharding.h"
 
+#include <algorithm>
 #include <mutex>
 #include <utility>
 
@@ -66,6 +67,15 @@ absl::Status AutoShardGraph(LoweredGraph& graph) {
   absl::StatusOr<spmd::AutoShardingPlan> plan =
       spmd::AutoShard(module, mesh, config.model, config.options);
   if (!plan.ok()) {
+    // A later graph on the mesh that the ILP has no rule for (a manual region's collectives)
+    // is left to propagation, as without auto-sharding; auto_shard's own step (the one reading
+    // free leaves) reports it.
+    const bool planning_step =
+        std::any_of(graph.parameters.begin(), graph.parameters.end(),
+                    [](const NodePtr& parameter) { return parameter->free_sharding; });
+    if (!planning_step && plan.status().code() == absl::StatusCode::kUnimplemented) {
+      return absl::OkStatus();
+    }
     return absl::Status(plan.status().code(), absl::StrCat("auto-sharding the graph on ",
                                                            graph.placement->mesh.ToString(), ": ",
                                                            plan.status().message()));

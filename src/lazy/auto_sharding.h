@@ -37,7 +37,9 @@ std::string AutoShardingCacheKeyPrefix(const Placement& placement);
 
 // When the graph's placement is registered: chooses every instruction's sharding by the ILP
 // (entry parameters without sharding=, such as free leaves, included; annotated ones kept), writes
-// them as sharding= and keeps the plan as the placement's record. Otherwise does nothing.
+// them as sharding= and keeps the plan as the placement's record. Otherwise does nothing. A graph
+// the ILP cannot plan (UNIMPLEMENTED: an op without a rule, a manual region's collectives) that
+// reads no free leaf is left to propagation.
 absl::Status AutoShardGraph(LoweredGraph& graph);
 
 // The record of the last graph planned on `placement` since the last call, taken out.

@@ -52,6 +52,6 @@ def test_docstrings_explain_the_arguments():
                      vkspmd.distributed.init_device_mesh, vkspmd.nn.Parameter,
                      vkspmd.nn.Module.register_parameter, vkspmd.Tensor.__getitem__,
                      vkspmd.enable_manual_sharding, vkspmd.disable_manual_sharding,
-                     vkspmd.shard_map, vkspmd.collectives.all_reduce, vkspmd.collectives.ppermute,
-                     vkspmd.collectives.axis_index):
+                     vkspmd.shard_map, vkspmd.auto_shard, vkspmd.collectives.all_reduce,
+                     vkspmd.collectives.ppermute, vkspmd.collectives.axis_index):
         assert len(function.__doc__) > 80, function

@@ -1,0 +1,71 @@
+// Auto-sharding from Python (vkspmd/auto_sharding.h): vkspmd.auto_shard and the plan it returns.
+#include "vkspmd/auto_sharding.h"
+
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fmt/format.h"
+#include "python/src/bindings.h"
+
+namespace vkspmd::python {
+
+void BindAutoSharding(py::module_& module) {
+  py::class_<AutoShardPlan>(module, "AutoShardPlan",
+                            "What auto_shard's ILP chose for a training step.")
+      .def_readonly("shardings", &AutoShardPlan::shardings,
+                    "Per state tensor (auto_shard's order): its sharding as HLO text over the "
+                    "mesh's device ids, e.g. '{devices=[2,1]<=[2]}' or '{replicated}'.")
+      .def_readonly("axes", &AutoShardPlan::axes,
+                    "Per state tensor: per dim the mesh axes splitting it, e.g. '[{x}, {}]'.")
+      .def_readonly("compute_seconds", &AutoShardPlan::compute_seconds)
+      .def_readonly("communication_seconds", &AutoShardPlan::communication_seconds)
+      .def_readonly("resharding_seconds", &AutoShardPlan::resharding_seconds)
+      .def_property_readonly("modelled_seconds", &AutoShardPlan::modelled_seconds,
+                             "The modelled step time: compute + communication + resharding.")
+      .def_readonly("peak_memory_bytes", &AutoShardPlan::peak_memory_bytes)
+      .def_readonly("instructions", &AutoShardPlan::instructions)
+      .def_readonly("variables", &AutoShardPlan::variables)
+      .def_readonly("solve_seconds", &AutoShardPlan::solve_seconds)
+      .def_readonly("optimal", &AutoShardPlan::optimal)
+      .def_readonly("report", &AutoShardPlan::report,
+                    "Every instruction's sharding and the modelled costs, as `vkspmd partition "
+                    "--auto` prints them.")
+      .def("__repr__", [](const AutoShardPlan& plan) {
+        return fmt::format(
+            "AutoShardPlan(modelled_seconds={:.6g}, peak_memory_bytes={}, instructions={}, "
+            "optimal={}, shardings=[{}])",
+            plan.modelled_seconds(), plan.peak_memory_bytes, plan.instructions,
+            plan.optimal ? "True" : "False", fmt::join(plan.shardings, ", "));
+      });
+  module.def(
+      "auto_shard",
+      [](const std::function<void()>& step, const Mesh& mesh, const std::vector<Tensor>& state,
+         std::optional<int64_t> memory_limit, double time_limit,
+         std::optional<std::string> cost_model) {
+        AutoShardOptions options;
+        options.memory_limit_bytes = memory_limit;
+        options.time_limit_seconds = time_limit;
+        options.cost_model_file = cost_model.value_or("");
+        return auto_shard(step, mesh, state, options);
+      },
+      py::arg("step"), py::arg("mesh"), py::arg("state"), py::kw_only(),
+      py::arg("memory_limit") = py::none(), py::arg("time_limit") = 30.0,
+      py::arg("cost_model") = py::none(),
+      "Auto-shards a training step over `mesh` (JAX's / PyTorch/XLA's auto-sharding): every "
+      "instruction's sharding is chosen by an integer linear program instead of mark_sharding. "
+      "`step` is a function of no arguments that traces one step (forward, grad, optimizer "
+      "step; no value reads); `state` is a sequence of the Tensors that persist across steps "
+      "(model.parameters() and the optimizer's state_tensors() values), whose shardings the ILP "
+      "chooses. auto_shard runs what is pending, calls step() once and mark_step() (that step "
+      "is the first training step, not a rehearsal), and marks each state tensor where the plan "
+      "put it; later graphs on `mesh` are auto-sharded too. memory_limit: bytes per device the "
+      "step may hold (None: no limit); time_limit: the solver's seconds; cost_model: a cost model "
+      "file path (None: the defaults). Returns an AutoShardPlan. A memory limit no plan meets is "
+      "a vkspmd.Error naming it, and the state keeps its values and shardings.");
+}
+
+}  // namespace vkspmd::python
