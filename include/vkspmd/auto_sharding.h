@@ -22,8 +22,17 @@ struct AutoShardOptions {
   // it was proven optimal). No plan by then is an error.
   double time_limit_seconds = 30;
   // A cost model file (`vkspmd partition --cost-model`'s format: α/β per collective and mesh
-  // axis, the compute rate); empty: the built-in defaults (docs/auto_sharding.md).
+  // axis, the compute rate); empty: the built-in defaults (docs/auto_sharding.md), or the
+  // measured model with measure_cost_model.
   std::string cost_model_file;
+  // Measure the cost model on the mesh's devices instead (each collective's α/β per mesh axis,
+  // the kernels' costs; `vkspmd partition --cost-model measured`'s): timed once per device set,
+  // driver and mesh (a few seconds on lavapipe), then read from the on-disk cache
+  // (VKSPMD_CACHE_DIR). Plans then follow the machine's timings, so they may differ between
+  // machines and runs. Not with cost_model_file, nor in a job of several processes (each would
+  // time its own devices and could plan differently: measure once and pass the file).
+  bool measure_cost_model = false;
+  bool recalibrate = false;  // measure_cost_model: measure even when the cache holds a model
 };
 
 // What the ILP chose for the step.
@@ -45,6 +54,9 @@ struct AutoShardPlan {
   bool optimal = false;
   // Every instruction's sharding and the modelled costs, as `vkspmd partition --auto` prints.
   std::string report;
+  // Where the costs came from: "defaults", "file PATH", "measured in S s on DEVICE (cached in
+  // PATH)" or "measured earlier on DEVICE (from the cache PATH)".
+  std::string cost_model;
 };
 
 // Auto-shards a training step over `mesh`. `step` traces one step (forward, backward, optimizer
@@ -64,7 +76,8 @@ struct AutoShardPlan {
 // Errors (vkspmd::Error; the state tensors keep their values and shardings from before the call,
 // host-side effects of step() such as an optimizer's step counts stay): a memory limit no plan
 // meets (kFailedPrecondition, naming the limit), no plan within the time limit (kDeadlineExceeded),
-// an op without a sharding rule, a state tensor marked on another mesh, an unreadable cost model.
+// an op without a sharding rule, a state tensor marked on another mesh, an unreadable cost model,
+// a measured one asked for with a file or in a job of several processes.
 AutoShardPlan auto_shard(const std::function<void()>& step, const Mesh& mesh,
                          const std::vector<Tensor>& state, const AutoShardOptions& options = {});
 

@@ -1,13 +1,20 @@
-// auto_shard: a training step's graph sharded by auto-sharding's ILP (src/lazy/auto_sharding.h).
+// auto_shard: a training step's graph sharded by auto-sharding's ILP (src/lazy/auto_sharding.h),
+// under the default, a file's or a measured cost model (src/exec/cost_calibration.h).
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "src/api/api_support.h"
+#include "src/base/status_macros.h"
+#include "src/exec/cost_calibration.h"
 #include "src/lazy/auto_sharding.h"
 #include "src/lazy/context.h"
+#include "src/lazy/device_pool.h"
+#include "src/lazy/engine.h"
 #include "src/spmd/axis_sharding.h"
 #include "vkspmd/auto_sharding.h"
+#include "vkspmd/distributed.h"
 #include "vkspmd/lazy.h"
 
 namespace vkspmd {
@@ -16,7 +23,6 @@ namespace {
 using lazy::NodePtr;
 
 spmd::CostModel LoadCostModel(const std::string& path, const spmd::Mesh& mesh) {
-  if (path.empty()) return spmd::CostModel::Default(mesh);
   std::ifstream file(path);
   std::stringstream text;
   text << file.rdbuf();
@@ -30,6 +36,56 @@ spmd::CostModel LoadCostModel(const std::string& path, const spmd::Mesh& mesh) {
                 absl::StrCat("auto_shard: cost model ", path, ": ", model.status().message()));
   }
   return *std::move(model);
+}
+
+// The model timed on the placement's devices (exec/cost_calibration.h), or read from the cache.
+// It runs on the engine's worker, after what is queued, as a graph would.
+spmd::CostModel MeasureCostModel(const lazy::Placement& placement, bool recalibrate,
+                                 std::string& source) {
+  if (distributed::process_count() > 1) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                "auto_shard: measure_cost_model in a job of several processes: each would time "
+                "its own devices and could choose another plan; measure once (`vkspmd partition "
+                "--cost-model measured` prints the model) and pass it as cost_model_file");
+  }
+  std::optional<exec::Calibration> calibration;
+  std::string device;
+  lazy::ThrowIfError(lazy::Engine::Get().Call([&](lazy::DevicePool& pool) -> absl::Status {
+    VKSPMD_ASSIGN_OR_RETURN(std::vector<runtime::MeshDevice*> devices, pool.DevicesFor(placement));
+    exec::CalibrationOptions options;
+    options.refresh = recalibrate;
+    VKSPMD_ASSIGN_OR_RETURN(calibration,
+                            exec::MeasuredCostModel(placement.local_mesh, devices, options));
+    device = devices.at(0)->device().physical_device().name;
+    return absl::OkStatus();
+  }));
+  source = calibration->from_cache
+               ? absl::StrCat("measured earlier on ", device, " (from the cache ",
+                              calibration->cache_path, ")")
+               : absl::StrFormat("measured in %.1f s on %s (%s)", calibration->seconds, device,
+                                 calibration->cache_path.empty()
+                                     ? std::string("not cached")
+                                     : absl::StrCat("cached in ", calibration->cache_path));
+  return std::move(calibration->model);
+}
+
+// The model the options name, and where it came from (AutoShardPlan::cost_model).
+spmd::CostModel ChosenCostModel(const AutoShardOptions& options, const lazy::Placement& placement,
+                                std::string& source) {
+  if (options.measure_cost_model) {
+    if (!options.cost_model_file.empty()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  absl::StrCat("auto_shard: measure_cost_model and cost_model_file ",
+                               options.cost_model_file, " both name a cost model; give one"));
+    }
+    return MeasureCostModel(placement, options.recalibrate, source);
+  }
+  if (options.cost_model_file.empty()) {
+    source = "defaults";
+    return spmd::CostModel::Default(placement.local_mesh);
+  }
+  source = absl::StrCat("file ", options.cost_model_file);
+  return LoadCostModel(options.cost_model_file, placement.local_mesh);
 }
 
 // A state tensor as it was before auto_shard, to put back when planning fails.
@@ -68,7 +124,8 @@ AutoShardPlan auto_shard(const std::function<void()>& step, const Mesh& mesh,
   }
   const lazy::PlacementPtr placement = lazy::PlacementOf(mesh);
   lazy::AutoShardingConfig config;
-  config.model = LoadCostModel(options.cost_model_file, placement->local_mesh);
+  std::string cost_model_source;
+  config.model = ChosenCostModel(options, *placement, cost_model_source);
   config.options.memory_limit_bytes = options.memory_limit_bytes;
   config.options.time_limit_seconds = options.time_limit_seconds;
   sync();  // The state's pending values become data the ILP can place.
@@ -143,6 +200,7 @@ AutoShardPlan auto_shard(const std::function<void()>& step, const Mesh& mesh,
   plan.solve_seconds = chosen.solve_seconds;
   plan.optimal = chosen.optimal;
   plan.report = std::move(record->report);
+  plan.cost_model = std::move(cost_model_source);
   return plan;
 }
 

@@ -64,7 +64,9 @@ struct TrainOptions {
   // --strategy auto: auto-sharding's ILP (vkspmd/auto_sharding.h).
   double memory_limit_mib = 0;  // 0: no limit
   double time_limit_s = 30;
-  std::string cost_model;  // empty: the defaults
+  // defaults, measured or a file; empty: measured (on the devices this run trains on) in a job of
+  // one process, else the defaults (every process must choose the same plan).
+  std::string cost_model;
 };
 
 // The compute dtype of --precision (nn::Module::set_compute_dtype).
@@ -147,7 +149,21 @@ std::optional<AutoShardOptions> AutoOptions(const TrainOptions& options) {
         std::max<int64_t>(1, static_cast<int64_t>(options.memory_limit_mib * 1048576.0));
   }
   auto_options.time_limit_seconds = options.time_limit_s;
-  auto_options.cost_model_file = options.cost_model;
+  const std::string cost_model = !options.cost_model.empty()        ? options.cost_model
+                                 : distributed::process_count() > 1 ? "defaults"
+                                                                    : "measured";
+  if (cost_model == "measured") {
+    auto_options.measure_cost_model = true;
+  } else if (cost_model != "defaults") {
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(cost_model, error)) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("--cost-model {}: expected defaults, measured or a cost model file "
+                              "(no such file)",
+                              cost_model));
+    }
+    auto_options.cost_model_file = cost_model;
+  }
   return auto_options;
 }
 
@@ -166,6 +182,7 @@ void PrintAutoPlan(const AutoShardPlan& plan, const nn::Module& model, size_t st
       1e3 * plan.modelled_seconds(), 1e3 * plan.compute_seconds, 1e3 * plan.communication_seconds,
       1e3 * plan.resharding_seconds, MemoryText(plan.peak_memory_bytes), plan.instructions,
       plan.variables, plan.solve_seconds, plan.optimal ? "optimal" : "best found");
+  fmt::print("    cost model: {}\n", plan.cost_model);
   for (size_t i = 0; i < named.size() && i < plan.shardings.size(); ++i) {
     fmt::print("    {} {} {}\n", named[i].first, plan.shardings[i], plan.axes[i]);
   }
@@ -697,7 +714,10 @@ void RegisterTrainCommand(CLI::App& app) {
   command->add_option("--time-limit", options->time_limit_s, "--strategy auto: solver limit, s")
       ->capture_default_str();
   command->add_option("--cost-model", options->cost_model,
-                      "--strategy auto: a cost model file (as for `vkspmd partition --auto`)");
+                      "--strategy auto: defaults (analytic, deterministic), measured (timed on "
+                      "the mesh's devices at start-up, cached with the compile cache) or a file "
+                      "as `vkspmd partition --cost-model measured` prints it (default: measured; "
+                      "defaults in a job of several processes)");
   command->add_option("--steps", options->steps)->capture_default_str();
   command->add_option("--batch", options->batch, "global batch (split over the data axis)")
       ->capture_default_str();
