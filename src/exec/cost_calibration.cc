@@ -280,14 +280,21 @@ absl::StatusOr<spmd::CostModel> FitCostModel(const CalibrationTimings& timings,
         continue;
       }
       const std::vector<double>& seconds = timings.collectives[axis].at(kind);
-      std::vector<std::pair<double, double>> samples;
+      std::vector<std::pair<double, double>> samples, whole_runs;
+      bool swamped = false;
       for (size_t s = 0; s < options.collective_bytes.size(); ++s) {
         const int64_t bytes = options.collective_bytes[s];
         const double kernels = Charge(CollectiveProgramLoad(k, bytes, n, options), *unit);
-        samples.emplace_back(unit_beta.Collective(k, axis, ModelBytes(k, bytes, n), mesh),
-                             (seconds.at(s) - fixed - kernels) / options.chain);
+        const double volume = unit_beta.Collective(k, axis, ModelBytes(k, bytes, n), mesh);
+        const double net = (seconds.at(s) - fixed - kernels) / options.chain;
+        swamped |= !(net > 0);
+        samples.emplace_back(volume, net);
+        whole_runs.emplace_back(volume, seconds.at(s) / options.chain);
       }
-      model.axes[axis][kind] = spmd::FitAlphaBeta(samples);
+      // On a busy machine the run's fixed cost and kernels can measure more than the whole run;
+      // a collective still takes time, so it is charged its share of the whole run instead (an
+      // overestimate, never a free collective).
+      model.axes[axis][kind] = spmd::FitAlphaBeta(swamped ? whole_runs : samples);
     }
   }
   return model;

@@ -92,6 +92,37 @@ TEST(CostCalibrationFitTest, RecoversTheModelTheTimingsCameFrom) {
   }
 }
 
+// On a busy machine a collective's run can measure less than the fixed cost and kernels the fit
+// subtracts; the collective is then charged its share of the whole run (here a flat 60 us per
+// run: alpha = 60 us / chain, beta 0), never nothing.
+TEST(CostCalibrationFitTest, SwampedCollectivesAreChargedTheirWholeRun) {
+  const spmd::Mesh mesh = spmd::Mesh::Parse("2").value();
+  CalibrationOptions options;
+  CostModel truth = CostModel::Default(mesh);
+  truth.kernel_seconds = 38e-6;
+  truth.flops_per_second = 7.5e9;
+  truth.bytes_per_second = 3.2e9;
+  const double fixed = 120e-6;
+  CalibrationTimings timings;
+  timings.base = Synthetic(truth, fixed, BaseLoad());
+  timings.tiny_dots = Synthetic(truth, fixed, TinyDotsLoad());
+  timings.dot_size = 512;
+  timings.elementwise_elements = 1 << 20;
+  timings.big_dots = Synthetic(truth, fixed, BigDotsLoad(timings.dot_size));
+  timings.elementwise = Synthetic(truth, fixed, ElementwiseLoad(timings.elementwise_elements));
+  timings.collectives.assign(
+      1, std::vector<std::vector<double>>(
+             spmd::kCollectiveKinds, std::vector<double>(options.collective_bytes.size(), 60e-6)));
+  absl::StatusOr<CostModel> fitted = FitCostModel(timings, mesh, options);
+  ASSERT_TRUE(fitted.ok()) << fitted.status();
+  for (int kind = 0; kind < spmd::kCollectiveKinds; ++kind) {
+    const auto k = static_cast<CollectiveKind>(kind);
+    EXPECT_NEAR(fitted->axes[0][kind].alpha, 60e-6 / options.chain, 1e-15) << CollectiveKindName(k);
+    EXPECT_EQ(fitted->axes[0][kind].beta, 0) << CollectiveKindName(k);
+    EXPECT_GT(fitted->Collective(k, 0, 1 << 20, mesh), 0) << CollectiveKindName(k);
+  }
+}
+
 class CostModelCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
