@@ -34,6 +34,9 @@ void BindAutoSharding(py::module_& module) {
       .def_readonly("report", &AutoShardPlan::report,
                     "Every instruction's sharding and the modelled costs, as `vkspmd partition "
                     "--auto` prints them.")
+      .def_readonly("cost_model", &AutoShardPlan::cost_model,
+                    "Where the costs came from: 'defaults', 'file PATH' or 'measured ...' (timed "
+                    "now or read from the cache).")
       .def("__repr__", [](const AutoShardPlan& plan) {
         return fmt::format(
             "AutoShardPlan(modelled_seconds={:.6g}, peak_memory_bytes={}, instructions={}, "
@@ -49,7 +52,12 @@ void BindAutoSharding(py::module_& module) {
         AutoShardOptions options;
         options.memory_limit_bytes = memory_limit;
         options.time_limit_seconds = time_limit;
-        options.cost_model_file = cost_model.value_or("");
+        // As `vkspmd train --cost-model`: "defaults", "measured" or a file.
+        if (cost_model == "measured") {
+          options.measure_cost_model = true;
+        } else if (cost_model.has_value() && *cost_model != "defaults") {
+          options.cost_model_file = *cost_model;
+        }
         return auto_shard(step, mesh, state, options);
       },
       py::arg("step"), py::arg("mesh"), py::arg("state"), py::kw_only(),
@@ -63,8 +71,9 @@ void BindAutoSharding(py::module_& module) {
       "chooses. auto_shard runs what is pending, calls step() once and mark_step() (that step "
       "is the first training step, not a rehearsal), and marks each state tensor where the plan "
       "put it; later graphs on `mesh` are auto-sharded too. memory_limit: bytes per device the "
-      "step may hold (None: no limit); time_limit: the solver's seconds; cost_model: a cost model "
-      "file path (None: the defaults). Returns an AutoShardPlan. A memory limit no plan meets is "
+      "step may hold (None: no limit); time_limit: the solver's seconds; cost_model: 'defaults' "
+      "(or None), 'measured' (timed on the mesh's devices, cached on disk) or a cost model file "
+      "path. Returns an AutoShardPlan. A memory limit no plan meets is "
       "a vkspmd.Error naming it, and the state keeps its values and shardings.");
 }
 

@@ -249,6 +249,7 @@ class AutoShardPlan:
     solve_seconds: float
     optimal: bool
     report: str
+    cost_model: str
 
 def auto_shard(step: Any, mesh: Mesh, state: Sequence[Tensor], *,
                memory_limit: Optional[int] = None, time_limit: float = 30.0,
