@@ -99,6 +99,32 @@ absl::StatusOr<std::string> ComparatorCode(const Instruction& sort,
       case Opcode::kSelect:
         value = absl::StrCat("(", operand(0), " ? ", operand(1), " : ", operand(2), ")");
         break;
+      // XLA's comparison expander writes a TOTALORDER compare as integer ops on the float's
+      // bits (compiled dumps): bitcast-convert between 32-bit types and integer add/subtract.
+      case Opcode::kAdd:
+      case Opcode::kSubtract: {
+        if (!ir::IsInteger(type) || ir::DTypeByteSize(type) != 4) {
+          return Unsupported(sort, "comparator arithmetic on " + instruction.shape().ToString());
+        }
+        const char* op = instruction.opcode() == Opcode::kAdd ? " + " : " - ";
+        value = absl::StrCat("(", operand(0), op, operand(1), ")");
+        break;
+      }
+      case Opcode::kBitcastConvert: {
+        const ir::DType from = instruction.operand(0)->shape().dtype();
+        const bool from_float = from == ir::DType::kF32, to_float = type == ir::DType::kF32;
+        if (ir::DTypeByteSize(from) != 4 || ir::DTypeByteSize(type) != 4 ||
+            (!from_float && !ir::IsInteger(from)) || (!to_float && !ir::IsInteger(type))) {
+          return Unsupported(sort,
+                             "comparator bitcast-convert to " + instruction.shape().ToString());
+        }
+        const bool to_signed = type == ir::DType::kS32, from_signed = from == ir::DType::kS32;
+        const char* function = from_float ? (to_signed ? "floatBitsToInt" : "floatBitsToUint")
+                               : to_float ? (from_signed ? "intBitsToFloat" : "uintBitsToFloat")
+                                          : (to_signed ? "int" : "uint");
+        value = absl::StrCat(function, "(", operand(0), ")");
+        break;
+      }
       default:
         return Unsupported(sort, absl::StrCat("comparators using ",
                                               std::string(ir::OpcodeName(instruction.opcode())),

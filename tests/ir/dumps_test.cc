@@ -128,10 +128,48 @@ INSTANTIATE_TEST_SUITE_P(AllDumps, DumpsTest, ::testing::ValuesIn(CaseNames()),
 
 TEST(DumpsTest, HasTheMlpAndTransformerDumps) {
   const std::vector<std::string> names = CaseNames();
-  for (const char* name : {"jax_mlp_preopt", "jax_mlp_compiled", "torch_xla_mlp",
-                           "jax_transformer_block_preopt", "jax_embed_block_preopt"}) {
+  for (const char* name :
+       {"jax_mlp_preopt", "jax_mlp_compiled", "torch_xla_mlp", "jax_transformer_block_preopt",
+        "jax_embed_block_preopt", "jax_scan_compiled", "jax_cond_compiled", "jax_argsort_compiled",
+        "jax_scatter_add_compiled"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
   }
+}
+
+// The compiled cond's other branch (its predicate stored as .false.arg0) against NumPy.
+TEST(DumpsTest, CompiledCondTakesTheFalseBranch) {
+  absl::StatusOr<std::unique_ptr<Module>> module = ParseAndVerifyModule(Text("jax_cond_compiled"));
+  ASSERT_TRUE(module.ok()) << module.status();
+  std::vector<Literal> arguments = LoadArguments("jax_cond_compiled");
+  ASSERT_EQ(arguments.size(), 3u);
+  absl::StatusOr<Literal> predicate =
+      io::ReadNpyFile((kDumps / "jax_cond_compiled.false.arg0.npy").string());
+  ASSERT_TRUE(predicate.ok()) << predicate.status();
+  arguments[0] = *predicate;
+  absl::StatusOr<Literal> result = interp::Evaluate(**module, arguments);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ExpectOutputs(*result, "jax_cond_compiled.false");
+}
+
+// The compiled scan and cond compute what their pre-optimisation dumps (tests/testdata/
+// control_flow) compute: those, run on the compiled dumps' inputs, give the same NumPy outputs.
+TEST(DumpsTest, PreOptimisationSiblingsGiveTheCompiledDumpsResults) {
+  const std::vector<vkspmd::testing::TestdataProgram> siblings =
+      vkspmd::testing::ReadTestdataPrograms(VKSPMD_TESTDATA_DIR "/control_flow");
+  int compared = 0;
+  for (const vkspmd::testing::TestdataProgram& program : siblings) {
+    const std::string sibling = program.path.stem().string();
+    if (sibling != "scan" && sibling != "cond") continue;
+    SCOPED_TRACE(sibling);
+    const std::string dump = "jax_" + sibling + "_compiled";
+    ++compared;
+    absl::StatusOr<std::unique_ptr<Module>> module = ParseAndVerifyModule(program.text);
+    ASSERT_TRUE(module.ok()) << module.status();
+    absl::StatusOr<Literal> result = interp::Evaluate(**module, LoadArguments(dump));
+    ASSERT_TRUE(result.ok()) << result.status();
+    ExpectOutputs(*result, dump);
+  }
+  EXPECT_EQ(compared, 2);
 }
 
 }  // namespace

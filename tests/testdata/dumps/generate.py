@@ -552,5 +552,11 @@ embed_args = [embed_table, embed_ids] + block_args[1:]
 embed_out = block(embed_table[embed_ids], *block_args[1:])
 case("jax_embed_block_preopt", JAX_EMBED_BLOCK, embed_args, embed_out)
 
+# Compiled-style scan, cond, argsort and scatter-add (compiled_control_flow.py beside this file).
+import compiled_control_flow  # noqa: E402
+
+for c in compiled_control_flow.cases():
+    case(*c)
+
 for c in CASES:
     write(*c)
