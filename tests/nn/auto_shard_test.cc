@@ -1,6 +1,7 @@
 // auto_shard on the MLP and a small transformer: AdamW training auto-sharded on 2, 4 and 2x2
 // devices equals the one-device run (losses and final parameters), a memory limit below data
-// parallelism's state shards the parameters, and an infeasible limit is a clear error.
+// parallelism's state shards the parameters, steady steps move no state through the host, and an
+// infeasible limit is a clear error.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -26,17 +27,23 @@ struct TrainingRun {
   AutoShardPlan plan;
 };
 
+// The parameters and AdamW's two moments of each: what auto_shard places.
+std::vector<Tensor> StateOf(const std::vector<Tensor>& parameters, const optim::AdamW& optimizer) {
+  std::vector<Tensor> state = parameters;
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    state.push_back(optimizer.exp_avg(i));
+    state.push_back(optimizer.exp_avg_sq(i));
+  }
+  return state;
+}
+
 // Trains `model` for kSteps AdamW steps on the batches `loss_of` makes; with a mesh the first step
 // is auto_shard's.
 TrainingRun Train(nn::Module& model, const std::function<Tensor(int)>& loss_of, const Mesh* mesh,
                   const AutoShardOptions& options = {}) {
   std::vector<Tensor> parameters = model.parameters();
   optim::AdamW optimizer(parameters, 1e-2);
-  std::vector<Tensor> state = parameters;
-  for (size_t i = 0; i < parameters.size(); ++i) {
-    state.push_back(optimizer.exp_avg(i));
-    state.push_back(optimizer.exp_avg_sq(i));
-  }
+  const std::vector<Tensor> state = StateOf(parameters, optimizer);
   mark_step();
   TrainingRun run;
   for (int step = 0; step < kSteps; ++step) {
@@ -170,6 +177,49 @@ TEST_F(AutoShardTest, TransformerTrainsLikeOneDeviceOnEveryMesh) {
       EXPECT_EQ(sharding_spec(parameters[i]), run.plan.shardings[i]) << i;
     }
   }
+}
+
+// Once the state sits where the plan put it, a step is one cached graph that moves no state
+// through the host: only the batch and AdamW's scalars go up and the loss comes back (a state
+// tensor resharded through the host each step, as once made auto slower than dp, adds its KiBs).
+TEST_F(AutoShardTest, SteadyStepsMoveNoStateThroughTheHost) {
+  manual_seed(kSeed);
+  nn::TransformerLM model(SmallConfig());
+  std::vector<Tensor> parameters = model.parameters();
+  optim::AdamW optimizer(parameters, 1e-2);
+  const std::vector<Tensor> state = StateOf(parameters, optimizer);
+  mark_step();
+  const std::function<Tensor(int)> loss_of = LanguageModelLoss(model);
+  Tensor loss;
+  auto trace = [&](int step) {
+    loss = loss_of(step);
+    optimizer.step(grad(loss, parameters));
+  };
+  AutoShardOptions options;
+  options.cost_model_file = CheapCollectivesFile(two_);
+  const AutoShardPlan plan = auto_shard([&] { trace(0); }, two_, state, options);
+  ASSERT_GE(ShardedCount(plan.shardings, plan.shardings.size()), 1) << plan.report;
+  (void)loss.item();
+  constexpr int kSettle = 3, kMeasured = 3;
+  for (int step = 1; step <= kSettle; ++step) {
+    trace(step);
+    mark_step();
+    (void)loss.item();
+  }
+  const Metrics before = metrics();
+  for (int step = kSettle + 1; step <= kSettle + kMeasured; ++step) {
+    trace(step);
+    mark_step();
+    (void)loss.item();
+  }
+  const Metrics after = metrics();
+  EXPECT_EQ(after.compile_count - before.compile_count, 0);
+  // Per step and device: the 2x24 int32 tokens and targets and the 7 float scalars go up, the
+  // f32 loss comes back. The smallest state tensor (a [16] bias) alone is 64 bytes.
+  const int64_t devices = 2;
+  EXPECT_LE(after.host_to_device_bytes - before.host_to_device_bytes,
+            kMeasured * devices * (2 * 24 * 4 + 7 * 4));
+  EXPECT_LE(after.device_to_host_bytes - before.device_to_host_bytes, kMeasured * devices * 4);
 }
 
 TEST_F(AutoShardTest, AMemoryLimitBelowDataParallelismShardsTheParameters) {
