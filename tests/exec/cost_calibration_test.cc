@@ -39,6 +39,18 @@ double Synthetic(const CostModel& model, double fixed, const ProgramLoad& load) 
   return fixed + model.Kernel(load.work, load.bytes, load.kernels);
 }
 
+// The kernel programs' timings under `model` (no collectives yet).
+CalibrationTimings KernelTimings(const CostModel& model, double fixed) {
+  CalibrationTimings timings;
+  timings.base = Synthetic(model, fixed, BaseLoad());
+  timings.tiny_dots = Synthetic(model, fixed, TinyDotsLoad());
+  timings.dot_size = 512;
+  timings.elementwise_elements = 1 << 20;
+  timings.big_dots = Synthetic(model, fixed, BigDotsLoad(timings.dot_size));
+  timings.elementwise = Synthetic(model, fixed, ElementwiseLoad(timings.elementwise_elements));
+  return timings;
+}
+
 TEST(CostCalibrationFitTest, RecoversTheModelTheTimingsCameFrom) {
   for (const char* shape : {"4", "2x2"}) {
     const spmd::Mesh mesh = spmd::Mesh::Parse(shape).value();
@@ -53,13 +65,7 @@ TEST(CostCalibrationFitTest, RecoversTheModelTheTimingsCameFrom) {
       }
     }
     const double fixed = 120e-6;
-    CalibrationTimings timings;
-    timings.base = Synthetic(truth, fixed, BaseLoad());
-    timings.tiny_dots = Synthetic(truth, fixed, TinyDotsLoad());
-    timings.dot_size = 512;
-    timings.elementwise_elements = 1 << 20;
-    timings.big_dots = Synthetic(truth, fixed, BigDotsLoad(timings.dot_size));
-    timings.elementwise = Synthetic(truth, fixed, ElementwiseLoad(timings.elementwise_elements));
+    CalibrationTimings timings = KernelTimings(truth, fixed);
     timings.collectives.resize(mesh.axis_count());
     for (int64_t axis = 0; axis < mesh.axis_count(); ++axis) {
       const int64_t n = mesh.axis_size(axis);
@@ -103,13 +109,7 @@ TEST(CostCalibrationFitTest, SwampedCollectivesAreChargedTheirWholeRun) {
   truth.flops_per_second = 7.5e9;
   truth.bytes_per_second = 3.2e9;
   const double fixed = 120e-6;
-  CalibrationTimings timings;
-  timings.base = Synthetic(truth, fixed, BaseLoad());
-  timings.tiny_dots = Synthetic(truth, fixed, TinyDotsLoad());
-  timings.dot_size = 512;
-  timings.elementwise_elements = 1 << 20;
-  timings.big_dots = Synthetic(truth, fixed, BigDotsLoad(timings.dot_size));
-  timings.elementwise = Synthetic(truth, fixed, ElementwiseLoad(timings.elementwise_elements));
+  CalibrationTimings timings = KernelTimings(truth, fixed);
   timings.collectives.assign(
       1, std::vector<std::vector<double>>(
              spmd::kCollectiveKinds, std::vector<double>(options.collective_bytes.size(), 60e-6)));
