@@ -1,4 +1,4 @@
-// tests/testdata/dumps: HLO text as JAX and PyTorch/XLA dump it (pre-optimisation and compiled).
+// tests/testdata/dumps: HLO text as JAX and PyTorch/XLA dump it (pre-optimisation, compiled, SPMD).
 // Each program parses and verifies with its fusions, calls and async pairs rewritten into IR
 // ops, prints to text that reads back the same, and evaluates on the CPU reference to the
 // outputs NumPy computed (generate.py beside the programs).
@@ -131,24 +131,28 @@ TEST(DumpsTest, HasTheMlpAndTransformerDumps) {
   for (const char* name :
        {"jax_mlp_preopt", "jax_mlp_compiled", "torch_xla_mlp", "jax_transformer_block_preopt",
         "jax_embed_block_preopt", "jax_scan_compiled", "jax_cond_compiled", "jax_argsort_compiled",
-        "jax_scatter_add_compiled"}) {
+        "jax_scatter_add_compiled", "torch_xla_embed_block", "torch_xla_embed_block_spmd",
+        "torch_xla_while", "torch_xla_cond", "torch_xla_sort_topk", "torch_xla_scatter_add"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
   }
 }
 
-// The compiled cond's other branch (its predicate stored as .false.arg0) against NumPy.
-TEST(DumpsTest, CompiledCondTakesTheFalseBranch) {
-  absl::StatusOr<std::unique_ptr<Module>> module = ParseAndVerifyModule(Text("jax_cond_compiled"));
-  ASSERT_TRUE(module.ok()) << module.status();
-  std::vector<Literal> arguments = LoadArguments("jax_cond_compiled");
-  ASSERT_EQ(arguments.size(), 3u);
-  absl::StatusOr<Literal> predicate =
-      io::ReadNpyFile((kDumps / "jax_cond_compiled.false.arg0.npy").string());
-  ASSERT_TRUE(predicate.ok()) << predicate.status();
-  arguments[0] = *predicate;
-  absl::StatusOr<Literal> result = interp::Evaluate(**module, arguments);
-  ASSERT_TRUE(result.ok()) << result.status();
-  ExpectOutputs(*result, "jax_cond_compiled.false");
+// The conds' other branches (JAX's predicate, PyTorch/XLA's x whose sum decides, stored as
+// .false.arg0) against NumPy.
+TEST(DumpsTest, CondsTakeTheFalseBranch) {
+  for (const std::string name : {"jax_cond_compiled", "torch_xla_cond"}) {
+    SCOPED_TRACE(name);
+    absl::StatusOr<std::unique_ptr<Module>> module = ParseAndVerifyModule(Text(name));
+    ASSERT_TRUE(module.ok()) << module.status();
+    std::vector<Literal> arguments = LoadArguments(name);
+    ASSERT_FALSE(arguments.empty());
+    absl::StatusOr<Literal> first = io::ReadNpyFile((kDumps / (name + ".false.arg0.npy")).string());
+    ASSERT_TRUE(first.ok()) << first.status();
+    arguments[0] = *first;
+    absl::StatusOr<Literal> result = interp::Evaluate(**module, arguments);
+    ASSERT_TRUE(result.ok()) << result.status();
+    ExpectOutputs(*result, name + ".false");
+  }
 }
 
 // The compiled scan and cond compute what their pre-optimisation dumps (tests/testdata/

@@ -558,5 +558,20 @@ import compiled_control_flow  # noqa: E402
 for c in compiled_control_flow.cases():
     case(*c)
 
+# PyTorch/XLA's embedding-fed block (also as a 2x2 SPMD dump), while, cond, argsort and index_add_
+# (torch_xla_programs.py beside this file).
+import torch_xla_programs  # noqa: E402
+
+torch_cases, torch_variants = torch_xla_programs.cases(
+    np.load(os.path.join(os.path.dirname(HERE), "sort_argsort.arg0.npy")))
+for c in torch_cases:
+    case(*c)
+for prefix, files in torch_variants.items():
+    for suffix, value in files.items():
+        if isinstance(value, list):
+            save_outputs(prefix, value)
+        else:
+            save(f"{prefix}.{suffix}", value)
+
 for c in CASES:
     write(*c)
