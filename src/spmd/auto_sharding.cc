@@ -28,6 +28,10 @@ constexpr int64_t kWindowVariables = 8000;
 // How many of the program's fullest points (by replicated bytes) carry a memory row.
 constexpr size_t kMemoryCheckpoints = 8;
 
+// Passes of coordinate descent over a multi-axis mesh's axes after the first (each stops early
+// when a round no longer lowers the cost).
+constexpr size_t kMaxDescentPasses = 3;
+
 // An instruction with a choice. Elementwise ops follow an operand of their shape (Alpa's
 // followers): they have no variables of their own, `choice[p]` is their strategy when the node
 // `group` leads with strategy p.
@@ -68,10 +72,12 @@ int64_t FactorOf(const FactorAxes& factors, int64_t axis) {
 // Per instruction, the factor axes of its chosen strategy.
 using ChosenFactors = absl::flat_hash_map<const ir::Instruction*, FactorAxes>;
 
-// Restricts the strategies to mesh axes 0..`last_axis`, with the axes before it where an earlier
-// round put them (Alpa's solve_nd_sharding_iteratively); none: every strategy.
+// Restricts the strategies to those splitting mesh axis `axis` freely, the `decided` axes where
+// an earlier round put them (`earlier`) and no other axis (Alpa's solve_nd_sharding_iteratively);
+// none: every strategy.
 struct Round {
-  int64_t last_axis = 0;
+  int64_t axis = 0;
+  std::vector<bool> decided;
   const ChosenFactors* earlier = nullptr;
 };
 
@@ -150,11 +156,10 @@ class Builder {
     for (Strategy& strategy : strategies) {
       bool fits = true;
       for (int64_t axis = 0; axis < mesh_.axis_count() && fits; ++axis) {
+        if (axis == round_->axis) continue;
         const int64_t factor = FactorOf(strategy.factors, axis);
-        if (axis > round_->last_axis) fits = factor < 0;
-        if (axis < round_->last_axis && earlier != nullptr) {
-          fits = factor == FactorOf(*earlier, axis);
-        }
+        const bool decided = round_->decided[axis] && earlier != nullptr;
+        fits = factor == (decided ? FactorOf(*earlier, axis) : -1);
       }
       if (fits) allowed.push_back(std::move(strategy));
     }
@@ -539,25 +544,72 @@ std::string AutoShardingPlan::Report(const ir::Module& module, const Mesh& mesh)
   return text;
 }
 
+namespace {
+
+// One round per split axis in `order`, each keeping the axes decided before it where the previous
+// round put them; then, while a pass lowers the cost, each axis again with the others fixed
+// (coordinate descent: the best plan so far is a point of every such round). A program solved in
+// windows (not jointly optimal anyway) skips the descent, within the solve time. Returns the
+// cheapest plan seen, with the solve figures of all the rounds.
+absl::StatusOr<AutoShardingPlan> SolveInRounds(const ir::Module& module, const Mesh& mesh,
+                                               const CostModel& model,
+                                               const AutoShardingOptions& options,
+                                               const std::vector<int64_t>& order) {
+  ChosenFactors chosen;
+  AutoShardingPlan best;
+  double seconds = 0;
+  int64_t variables = 0;
+  std::vector<bool> decided(mesh.axis_count(), false);
+  auto round = [&](int64_t axis, bool first_pass) -> absl::StatusOr<bool> {
+    Builder builder(module, mesh, model, options, nullptr, Round{axis, decided, &chosen});
+    VKSPMD_ASSIGN_OR_RETURN(AutoShardingPlan plan, builder.Run());
+    decided[axis] = true;
+    seconds += plan.solve_seconds;
+    variables = std::max(variables, plan.variables);
+    if (!first_pass && plan.cost() >= best.cost() * (1 - 1e-9)) return false;
+    best = std::move(plan);
+    chosen = builder.chosen_factors();
+    return true;
+  };
+  for (int64_t axis : order) VKSPMD_RETURN_IF_ERROR(round(axis, true).status());
+  for (size_t pass = 0; pass < kMaxDescentPasses && best.windows == 1; ++pass) {
+    bool improved = false;
+    for (int64_t axis : order) {
+      VKSPMD_ASSIGN_OR_RETURN(bool lower, round(axis, false));
+      improved = improved || lower;
+    }
+    if (!improved) break;
+  }
+  best.solve_seconds = seconds;
+  best.variables = variables;
+  return best;
+}
+
+}  // namespace
+
 absl::StatusOr<AutoShardingPlan> AutoShard(const ir::Module& module, const Mesh& mesh,
                                            const CostModel& model,
                                            const AutoShardingOptions& options) {
-  int64_t split_axes = 0;
-  for (int64_t size : mesh.shape()) split_axes += size > 1 ? 1 : 0;
-  if (split_axes < 2) return Builder(module, mesh, model, options, nullptr).Run();
-  // On a mesh of several axes the strategies multiply (each axis to any factor): one round per
-  // axis, each keeping the axes before it where the previous round put them.
-  ChosenFactors chosen;
-  AutoShardingPlan plan;
-  double seconds = 0;
-  int64_t variables = 0;
+  std::vector<int64_t> split;
   for (int64_t axis = 0; axis < mesh.axis_count(); ++axis) {
-    Builder builder(module, mesh, model, options, nullptr, Round{axis, &chosen});
-    VKSPMD_ASSIGN_OR_RETURN(plan, builder.Run());
-    seconds += plan.solve_seconds;
-    variables = std::max(variables, plan.variables);
-    chosen = builder.chosen_factors();
+    if (mesh.shape()[axis] > 1) split.push_back(axis);
   }
+  if (split.size() < 2) return Builder(module, mesh, model, options, nullptr).Run();
+  // On a mesh of several axes the strategies multiply (each axis to any factor; the transformer's
+  // step on 2x2 needs 78,000 variables, whose LP relaxation GLPK does not solve in 30 s): rounds
+  // of one axis each, in mesh order and in reverse (so that the axis decided first is either
+  // one: a plan splitting the batch over one axis and Megatron's factors over the other is found
+  // from either end), each refined by coordinate descent. A program solved in windows (not
+  // jointly optimal anyway) takes the mesh order alone, within the solve time.
+  VKSPMD_ASSIGN_OR_RETURN(AutoShardingPlan plan,
+                          SolveInRounds(module, mesh, model, options, split));
+  if (plan.windows > 1) return plan;
+  std::vector<int64_t> reversed(split.rbegin(), split.rend());
+  VKSPMD_ASSIGN_OR_RETURN(AutoShardingPlan other,
+                          SolveInRounds(module, mesh, model, options, reversed));
+  const double seconds = plan.solve_seconds + other.solve_seconds;
+  const int64_t variables = std::max(plan.variables, other.variables);
+  if (other.cost() < plan.cost()) plan = std::move(other);
   plan.solve_seconds = seconds;
   plan.variables = variables;
   return plan;

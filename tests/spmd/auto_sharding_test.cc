@@ -29,10 +29,8 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
-// `f64`: the step with every f32 made f64, for comparisons that float rounding must not blur.
-// The 64-layer step (4.4 MB of text) is kept gzipped; gzip is part of every Debian system.
-std::string ReadStepText(const std::string& model) {
-  const std::string path = kDataDir + "/" + model + "_step.hlo";
+// A test file, or its gzipped `path.gz` (gzip is part of every Debian system).
+std::string ReadMaybeGzipped(const std::string& path) {
   std::string text = ReadFile(path);
   if (!text.empty()) return text;
   FILE* pipe = popen(("gzip -dc " + path + ".gz").c_str(), "r");
@@ -41,6 +39,12 @@ std::string ReadStepText(const std::string& model) {
   for (size_t read; (read = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) text.append(buffer, read);
   pclose(pipe);
   return text;
+}
+
+// `f64`: the step with every f32 made f64, for comparisons that float rounding must not blur.
+// The 64-layer step (4.4 MB of text) is kept gzipped.
+std::string ReadStepText(const std::string& model) {
+  return ReadMaybeGzipped(kDataDir + "/" + model + "_step.hlo");
 }
 
 std::unique_ptr<ir::Module> LoadStep(const std::string& model, bool f64 = false) {
@@ -153,6 +157,67 @@ TEST(AutoShardingTest, NoWorseThanHandStrategies) {
         absl::StatusOr<AutoShardingPlan> hand_plan = CostOfShardings(*annotated, mesh, model, hand);
         ASSERT_TRUE(hand_plan.ok()) << hand_plan.status();
         line += fmt::format(", {} {:.4f} ms", fsdp ? "fsdp" : "dp", Seconds(hand_plan->cost()));
+        EXPECT_LE(plan->cost(), hand_plan->cost() * (1 + 1e-9)) << line;
+      }
+      std::printf("%s\n", line.c_str());
+    }
+  }
+}
+
+// The hand strategies as `vkspmd train --strategy S --mesh M` runs them (VKSPMD_DUMP_DIR's
+// `*-gspmd/module.hlo` of the MLP's and the default transformer's first step): the step is the
+// same for every strategy and mesh (<model>_hand_step.hlo) but for its annotations, kept per
+// strategy and mesh in <model>_hand_shardings.txt.gz ("dp+tp 2x2 %dot.3 {devices=...}"). On
+// "2x2" train runs dp, tp and fsdp over the 4 devices in a row: the "4" annotations, which name
+// the same devices' tiles on the 2x2 mesh.
+const char* const kHandStrategies[] = {"dp", "tp", "fsdp", "dp+tp"};
+
+ShardingMap TrainHandShardings(ir::Module& module, const std::string& model_name,
+                               const std::string& strategy, const std::string& mesh_shape,
+                               const Mesh& mesh) {
+  const std::string dumped = mesh_shape == "2x2" && strategy != "dp+tp" ? "4" : mesh_shape;
+  std::istringstream lines(ReadMaybeGzipped(kDataDir + "/" + model_name + "_hand_shardings.txt"));
+  std::map<std::string, ir::Instruction*> by_name;
+  for (const auto& instruction : module.entry()->instructions()) {
+    by_name["%" + instruction->name()] = instruction.get();
+  }
+  int64_t annotated = 0;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string line_strategy, line_mesh, name, sharding;
+    fields >> line_strategy >> line_mesh >> name;
+    std::getline(fields >> std::ws, sharding);
+    if (line_strategy != strategy || line_mesh != dumped) continue;
+    absl::StatusOr<ir::Sharding> parsed = ir::ParseSharding(sharding);
+    EXPECT_TRUE(parsed.ok() && by_name.contains(name)) << line;
+    if (!parsed.ok() || !by_name.contains(name)) continue;
+    by_name[name]->set_sharding(*parsed);
+    ++annotated;
+  }
+  EXPECT_GT(annotated, 0) << model_name << " " << strategy << " " << mesh_shape;
+  absl::StatusOr<PropagationResult> propagated = PropagateShardings(module, mesh);
+  EXPECT_TRUE(propagated.ok()) << propagated.status();
+  return propagated.ok() ? propagated->shardings : ShardingMap();
+}
+
+// The check in the model: on 2, 4 and 2x2 the ILP's plan of the step train runs costs no
+// more than each of train's hand strategies (dp, tp, fsdp, dp+tp) under the defaults.
+TEST(AutoShardingTest, NoWorseThanTrainsHandStrategies) {
+  for (const std::string model_name : {"mlp", "transformer"}) {
+    for (const std::string shape : {"2", "4", "2x2"}) {
+      const Mesh mesh = MeshOf(shape);
+      const CostModel model = CostModel::Default(mesh);
+      std::unique_ptr<ir::Module> step = LoadStep(model_name + "_hand");
+      absl::StatusOr<AutoShardingPlan> plan = AutoShard(*step, mesh, model);
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      std::string line = fmt::format("{} on {}: auto {:.4f} ms (solved in {:.3f} s)", model_name,
+                                     shape, Seconds(plan->cost()), plan->solve_seconds);
+      for (const std::string strategy : kHandStrategies) {
+        std::unique_ptr<ir::Module> annotated = LoadStep(model_name + "_hand");
+        const ShardingMap hand = TrainHandShardings(*annotated, model_name, strategy, shape, mesh);
+        absl::StatusOr<AutoShardingPlan> hand_plan = CostOfShardings(*annotated, mesh, model, hand);
+        ASSERT_TRUE(hand_plan.ok()) << hand_plan.status();
+        line += fmt::format(", {} {:.4f}", strategy, Seconds(hand_plan->cost()));
         EXPECT_LE(plan->cost(), hand_plan->cost() * (1 + 1e-9)) << line;
       }
       std::printf("%s\n", line.c_str());
