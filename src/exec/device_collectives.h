@@ -1,5 +1,6 @@
 // Collectives among mesh devices that share one VkDevice (queues of one GPU), run by the devices
-// themselves instead of through host memory: VKSPMD_DEVICE_COLLECTIVES=1.
+// themselves instead of through host memory (the default; VKSPMD_DEVICE_COLLECTIVES=0 turns it
+// off).
 //
 // Each member copies its collective input into an exchange buffer at the end of its segment and
 // publishes the timeline value that marks it written; the member's next segment is submitted
@@ -39,7 +40,8 @@ struct DeviceCollectivePlan {
 
 class DeviceCollectives {
  public:
-  // Null unless VKSPMD_DEVICE_COLLECTIVES=1 (INVALID_ARGUMENT for a value that is no boolean).
+  // Null with VKSPMD_DEVICE_COLLECTIVES=0 or when no two devices share a VkDevice; on by default
+  // (INVALID_ARGUMENT for a value that is no boolean).
   // `devices[d]` runs rank d; the world must be this process's alone (every device given).
   static absl::StatusOr<std::unique_ptr<DeviceCollectives>> FromEnvironment(
       const std::vector<runtime::MeshDevice*>& devices);

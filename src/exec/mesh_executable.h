@@ -57,7 +57,8 @@ class MeshExecutable {
   // A device this process runs.
   Executable& executable(size_t device) { return *executables_[device]; }
   // Whether collectives among devices sharing a VkDevice run on the devices
-  // (VKSPMD_DEVICE_COLLECTIVES=1 and every rank in this process).
+  // (the default unless VKSPMD_DEVICE_COLLECTIVES=0; every rank in this process, two or more on
+  // one VkDevice).
   bool device_collectives() const { return device_collectives_ != nullptr; }
 
  private:

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,9 +54,13 @@ class DeviceCollectivesTest : public DeviceTest {
     int host_waits = 0;
   };
   // Compiles and runs the program twice (the second run replays the recording) with the device
-  // path `enabled`.
-  Outcome RunWith(bool enabled) {
-    setenv("VKSPMD_DEVICE_COLLECTIVES", enabled ? "1" : "0", 1);
+  // path `enabled` (nullopt: the variable unset, the default).
+  Outcome RunWith(std::optional<bool> enabled) {
+    if (enabled.has_value()) {
+      setenv("VKSPMD_DEVICE_COLLECTIVES", *enabled ? "1" : "0", 1);
+    } else {
+      unsetenv("VKSPMD_DEVICE_COLLECTIVES");
+    }
     Outcome outcome;
     absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(kProgram);
     EXPECT_TRUE(module.ok()) << module.status();
@@ -142,6 +147,15 @@ TEST_F(DeviceCollectivesTest, DevicesOnDifferentVkDevicesKeepTheHostPath) {
   ASSERT_EQ(outcome.results.size(), 4u);
   EXPECT_EQ(outcome.on_device, 0u);
   EXPECT_EQ(outcome.host_waits, 4);
+}
+
+// The device path is the default: unset, the variable means on where devices share a VkDevice.
+TEST_F(DeviceCollectivesTest, AreTheDefaultWhereDevicesShareAVkDevice) {
+  OpenDevices(4, [](runtime::RuntimeConfig& config) { config.shared_queues = true; });
+  const Outcome by_default = RunWith(std::nullopt);
+  ASSERT_EQ(by_default.results.size(), 4u);
+  EXPECT_EQ(by_default.on_device, 3u);
+  EXPECT_EQ(by_default.host_waits, 1);
 }
 
 }  // namespace
