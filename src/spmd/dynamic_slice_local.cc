@@ -1,7 +1,9 @@
-// Masked local dynamic-slice (see dynamic_slice_local.h). XLA's HandleDynamicSlice replicates a
-// split dim the slice cuts; summing each device's part of the window moves the window instead of
-// the operand, which the partitioner prices against the gather and takes when it is smaller
-// (one-row lookups of a long split dim: GSPMD's masked gather for a vocabulary-sharded table).
+// Masked local dynamic-slice and dynamic-update-slice (see dynamic_slice_local.h). XLA's
+// HandleDynamicSlice replicates a split dim the slice cuts; summing each device's part of the
+// window moves the window instead of the operand, which the partitioner prices against the gather
+// and takes when it is smaller (one-row lookups of a long split dim: GSPMD's masked gather for a
+// vocabulary-sharded table). An update needs no communication at all: each device writes the rows
+// of the update that land in its shard.
 #include "src/spmd/dynamic_slice_local.h"
 
 #include "src/base/status_macros.h"
@@ -126,6 +128,64 @@ absl::StatusOr<Instruction*> EmitLocalDynamicSlice(SpmdBuilder& builder, const L
   VKSPMD_ASSIGN_OR_RETURN(Instruction * none, builder.Scalar(type, ir::IsFloat(type) ? -0.0 : 0));
   VKSPMD_ASSIGN_OR_RETURN(Instruction * nones, builder.Broadcast(none, sliced->shape()));
   return builder.Add(Opcode::kSelect, {mask, sliced, nones});
+}
+
+absl::StatusOr<Instruction*> EmitLocalDynamicUpdateSlice(SpmdBuilder& builder, const LocalOp& op,
+                                                         const std::vector<Instruction*>& locals) {
+  const PartitionedValue& operand = op.operands[0];
+  const ir::Shape& global = operand.global;
+  const ir::Shape& update = op.operands[1].global;
+  const Mesh& mesh = builder.mesh();
+  Instruction* local = locals[0];
+  bool split = false;
+  for (int64_t d = 0; d < global.rank(); ++d) {
+    split =
+        split || (update.dimension(d) != global.dimension(d) && !operand.sharding.dims[d].empty());
+  }
+  std::vector<Instruction*> operands = locals;
+  if (!split) {
+    // Dims the update covers whole have their start clamped to 0 in the global program too; the
+    // others are not split, so the local op clamps its start as the global one does.
+    for (int64_t d = 0; d < global.rank(); ++d) {
+      if (update.dimension(d) != global.dimension(d)) continue;
+      VKSPMD_ASSIGN_OR_RETURN(operands[2 + d], builder.Scalar(locals[2 + d]->shape().dtype(), 0));
+    }
+    return builder.Add(Opcode::kDynamicUpdateSlice, operands);
+  }
+  // A split dim the update is shorter than: the shard padded by the update's length on both
+  // sides takes the update at the start seen from the shard, plus that padding. Where the update
+  // overlaps the shard the local start is then never clamped, and where it does not, it lands
+  // (clamped or not) wholly in the padding; slicing the shard back out keeps exactly the rows of
+  // the update that land in it. Padding rows of an uneven shard stay as they were: the update's
+  // rows all lie inside the dim.
+  ir::InstructionAttributes padding, slice;
+  for (int64_t d = 0; d < global.rank(); ++d) {
+    const int64_t size = global.dimension(d), rows = update.dimension(d);
+    const int64_t shard = local->shape().dimension(d);
+    padding.padding.push_back({0, 0, 0});
+    slice.slice.push_back({0, shard, 1});
+    if (rows == size) {
+      VKSPMD_ASSIGN_OR_RETURN(operands[2 + d], builder.Scalar(DType::kS32, 0));
+      continue;
+    }
+    VKSPMD_ASSIGN_OR_RETURN(Instruction * start, ClampedStart(builder, locals[2 + d], size, rows));
+    operands[2 + d] = start;
+    if (operand.sharding.dims[d].empty()) continue;
+    std::vector<int64_t> offsets(mesh.device_count());
+    for (int64_t device : mesh.device_ids()) {
+      offsets[device] = ShardIndex(operand.sharding, d, mesh, device) * shard - rows;
+    }
+    VKSPMD_ASSIGN_OR_RETURN(Instruction * offset, builder.DeviceValue(offsets));
+    VKSPMD_ASSIGN_OR_RETURN(operands[2 + d],
+                            builder.builder().Binary(Opcode::kSubtract, start, offset));
+    padding.padding.back() = {rows, rows, 0};
+    slice.slice.back() = {rows, rows + shard, 1};
+  }
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * zero, builder.Scalar(local->shape().dtype(), 0));
+  VKSPMD_ASSIGN_OR_RETURN(operands[0], builder.Add(Opcode::kPad, {local, zero}, padding));
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * updated,
+                          builder.Add(Opcode::kDynamicUpdateSlice, operands));
+  return builder.Add(Opcode::kSlice, {updated}, slice);
 }
 
 }  // namespace vkspmd::spmd

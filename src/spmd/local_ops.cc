@@ -82,23 +82,19 @@ absl::StatusOr<Instruction*> EmitOp(SpmdBuilder& builder, const LocalOp& op,
         if (IsSplitPassThrough(op, operand_dims, d)) attributes.padding[d] = {0, 0, 0};
       }
       return builder.Add(opcode, locals, attributes);
-    case Opcode::kDynamicSlice:
+    case Opcode::kDynamicSlice: {
       if (!ReductionAxes(op).empty()) return EmitLocalDynamicSlice(builder, op, locals);
-      [[fallthrough]];
-    case Opcode::kDynamicUpdateSlice: {
       // Dims kept whole by the op have their start clamped to 0 in the global program too.
       std::vector<Instruction*> operands = locals;
-      const int64_t first_index = opcode == Opcode::kDynamicSlice ? 1 : 2;
       for (int64_t d = 0; d < locals[0]->shape().rank(); ++d) {
         if (!IsSplitPassThrough(op, operand_dims, d)) continue;
-        VKSPMD_ASSIGN_OR_RETURN(operands[first_index + d],
-                                Zero(builder, locals[first_index + d]->shape().dtype()));
-        if (opcode == Opcode::kDynamicSlice) {
-          attributes.dynamic_slice_sizes[d] = locals[0]->shape().dimension(d);
-        }
+        VKSPMD_ASSIGN_OR_RETURN(operands[1 + d], Zero(builder, locals[1 + d]->shape().dtype()));
+        attributes.dynamic_slice_sizes[d] = locals[0]->shape().dimension(d);
       }
       return builder.Add(opcode, operands, attributes);
     }
+    case Opcode::kDynamicUpdateSlice:
+      return EmitLocalDynamicUpdateSlice(builder, op, locals);
     case Opcode::kIota: {
       VKSPMD_ASSIGN_OR_RETURN(Instruction * iota,
                               builder.Add(opcode, {}, attributes, result_shapes[0]));

@@ -240,19 +240,20 @@ OpRule ConcatenateRule(const Instruction& instruction) {
   return rule.Take();
 }
 
+// Dynamic-update-slice: a dim the update covers whole is shared by all three tensors; a dim it
+// covers in part passes through from the operand to the result, each device writing the rows of
+// the update that land in its shard (EmitLocalDynamicUpdateSlice), while the update itself is
+// whole along it (GSPMD's HandleDynamicUpdateSlice replicates it too).
 OpRule DynamicUpdateSliceRule(const Instruction& instruction) {
   RuleBuilder rule(instruction);
   const ir::Shape& operand = instruction.operand(0)->shape();
   const ir::Shape& update = instruction.operand(1)->shape();
   std::vector<int64_t> operand_factors, update_factors;
   for (int64_t d = 0; d < operand.rank(); ++d) {
-    if (update.dimension(d) == operand.dimension(d)) {
-      operand_factors.push_back(rule.AddFactor(operand.dimension(d)));
-      update_factors.push_back(operand_factors.back());
-    } else {
-      operand_factors.push_back(Unsplittable(rule, operand.dimension(d)));
-      update_factors.push_back(Unsplittable(rule, update.dimension(d)));
-    }
+    operand_factors.push_back(rule.AddFactor(operand.dimension(d)));
+    update_factors.push_back(update.dimension(d) == operand.dimension(d)
+                                 ? operand_factors.back()
+                                 : Unsplittable(rule, update.dimension(d)));
   }
   rule.AddOperand(0, operand_factors);
   rule.AddOperand(1, update_factors);

@@ -612,6 +612,40 @@ ENTRY %main (x: f32[16,3], i: s32[]) -> f32[{0},3] {{
   EXPECT_EQ(operand.BytesPerDevice(), 144);
 }
 
+// dynamic-update-slice of a split dim, f32[16,3] on 4 devices (shards of 4 rows, 48 bytes).
+// XLA's HandleDynamicUpdateSlice keeps the split only for a constant start whose update lies in
+// one shard (and one-row updates); otherwise it gathers the operand, 3 x 48 = 144 bytes. Here
+// each device writes the rows that land in its shard: nothing moves for six rows at the constant
+// start 5 (rows 5..10 straddle three shards) or at a run-time start. An update that arrives split
+// on that dim is gathered as GSPMD replicates it: f32[8,3] split 4 ways, 3 x 24 = 72 bytes.
+TEST(CollectiveChoiceTest, DynamicUpdateSliceOfASplitDimMovesOnlyASplitUpdate) {
+  const auto text = [](const std::string& start, int64_t rows, const std::string& update) {
+    return fmt::format(R"(HloModule d, num_partitions=4
+ENTRY %main (x: f32[16,3], u: f32[{1},3], i: s32[]) -> f32[16,3] {{
+  %x = f32[16,3] parameter(0), sharding={{devices=[4,1]<=[4]}}
+  %u = f32[{1},3] parameter(1), sharding={2}
+  %i = s32[] parameter(2), sharding={{replicated}}
+  %c = s32[] constant(5)
+  %z = s32[] constant(0)
+  ROOT %y = f32[16,3] dynamic-update-slice(f32[16,3] %x, f32[{1},3] %u, s32[] {0}, s32[] %z), sharding={{devices=[4,1]<=[4]}}
+}})",
+                       start, rows, update);
+  };
+  for (const std::string start : {"%c", "%i"}) {
+    const PartitionResult result = PartitionText(text(start, 6, "{replicated}"), MakeMesh({4}, {}));
+    ASSERT_NE(result.module, nullptr);
+    EXPECT_TRUE(result.collectives.empty()) << ir::PrintModule(*result.module);
+    EXPECT_EQ(result.BytesPerDevice(), 0);
+    EXPECT_TRUE(result.fallbacks.empty());
+  }
+  const PartitionResult split =
+      PartitionText(text("%i", 8, "{devices=[4,1]<=[4]}"), MakeMesh({4}, {}));
+  ASSERT_NE(split.module, nullptr);
+  ASSERT_EQ(split.collectives.size(), 1u) << ir::PrintModule(*split.module);
+  EXPECT_EQ(split.collectives[0].kind, Opcode::kAllGather);
+  EXPECT_EQ(split.BytesPerDevice(), 72);
+}
+
 struct ReshardCase {
   std::string name;
   std::vector<int64_t> mesh;
