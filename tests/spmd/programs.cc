@@ -182,6 +182,29 @@ std::vector<Program> OpPrograms() {
   ROOT %r = f32[$a,$b] dynamic-update-slice(f32[$a,$b] %x, f32[2,$b] %u, s32[] %i, s32[] %zero)
 })",
                       {{{"x", "(0, 1)"}, {"u", "(None, 1)"}}, {{"x", "(1, 0)"}}}});
+  // Constant starts beyond both ends (XLA clamps them to the last rows and the first columns),
+  // and run-time starts on both dims: each device writes the part of the update in its shard.
+  programs.push_back({"dynamic_update_slice_clamped",
+                      R"(ENTRY %main (x: f32[$a,$b], u: f32[3,2]) -> f32[$a,$b] {
+  %x = f32[$a,$b] parameter(0)
+  %u = f32[3,2] parameter(1)
+  %i = s32[] constant(100)
+  %j = s32[] constant(-4)
+  ROOT %r = f32[$a,$b] dynamic-update-slice(f32[$a,$b] %x, f32[3,2] %u, s32[] %i, s32[] %j)
+})",
+                      {{{"x", "(0, 1)"}}, {{"x", "(1, 0)"}, {"u", "(0, None)"}}}});
+  programs.push_back(
+      {"dynamic_update_slice_2d",
+       R"(ENTRY %main (x: f32[$a,$b], u: f32[3,2], i: s32[], j: s32[]) -> f32[$a,$b] {
+  %x = f32[$a,$b] parameter(0)
+  %u = f32[3,2] parameter(1)
+  %i = s32[] parameter(2)
+  %j = s32[] parameter(3)
+  %one = s32[] constant(1)
+  %k = s32[] add(s32[] %i, s32[] %one)
+  ROOT %r = f32[$a,$b] dynamic-update-slice(f32[$a,$b] %x, f32[3,2] %u, s32[] %k, s32[] %j)
+})",
+       {{{"x", "(0, 1)"}, {"r", "(0, 1)"}}, {{"x", "((0, 1), None)"}}}});
   programs.push_back({"iota",
                       R"(ENTRY %main (x: f32[$a,$b]) -> f32[$a,$b] {
   %x = f32[$a,$b] parameter(0)
