@@ -83,18 +83,22 @@ struct Round {
 
 class Builder {
  public:
+  // `fixed` pins each instruction's result (CostOfShardings: any strategy giving it) or, with
+  // `restrict` (CostInChoiceSpace), restricts the choice groups built as AutoShard builds them.
   Builder(const ir::Module& module, const Mesh& mesh, const CostModel& model,
           const AutoShardingOptions& options, const ShardingMap* fixed,
-          std::optional<Round> round = std::nullopt)
+          std::optional<Round> round = std::nullopt, bool restrict = false)
       : module_(module),
         mesh_(mesh),
         model_(model),
         options_(options),
-        fixed_(fixed),
+        fixed_(restrict ? nullptr : fixed),
+        restrict_(restrict ? fixed : nullptr),
         round_(round) {}
 
   absl::StatusOr<AutoShardingPlan> Run() {
     VKSPMD_RETURN_IF_ERROR(BuildNodes());
+    if (restrict_ != nullptr) VKSPMD_RETURN_IF_ERROR(RestrictToShardings());
     BuildEdges();
     VKSPMD_ASSIGN_OR_RETURN(std::vector<int64_t> chosen, Solve());
     for (size_t j = 0; j < nodes_.size(); ++j) {
@@ -109,7 +113,7 @@ class Builder {
     return nodes_[node].strategies[nodes_[node].choice[group_choice]];
   }
   int64_t GroupSize(int64_t node) const {
-    return static_cast<int64_t>(nodes_[nodes_[node].group].strategies.size());
+    return static_cast<int64_t>(nodes_[nodes_[node].group].choice.size());
   }
 
   absl::Status BuildNodes() {
@@ -167,6 +171,7 @@ class Builder {
   }
 
   absl::StatusOr<std::optional<AxisSharding>> PinnedSharding(const ir::Instruction& instruction) {
+    if (restrict_ != nullptr) return std::optional<AxisSharding>();  // the module as AutoShard's
     if (fixed_ != nullptr) {
       auto found = fixed_->find(&instruction);
       if (found != fixed_->end()) return found->second.at(0);
@@ -174,6 +179,41 @@ class Builder {
     if (!instruction.sharding().has_value()) return std::optional<AxisSharding>();
     VKSPMD_ASSIGN_OR_RETURN(std::vector<AxisSharding> leaves, LeafShardings(instruction, mesh_));
     return std::optional<AxisSharding>(leaves.at(0));
+  }
+
+  // Keeps, in each choice group, the choices that give every member its sharding in `restrict_`
+  // (members without one are free); a group left with none means the shardings are not a point
+  // of the ILP.
+  absl::Status RestrictToShardings() {
+    std::map<int64_t, std::vector<int64_t>> allowed;
+    for (size_t j = 0; j < nodes_.size(); ++j) {
+      const Node& node = nodes_[j];
+      auto found = restrict_->find(node.instruction);
+      if (found == restrict_->end()) continue;
+      auto [group, inserted] = allowed.try_emplace(node.group);
+      if (inserted) {
+        for (int64_t p = 0; p < GroupSize(j); ++p) group->second.push_back(p);
+      }
+      std::vector<int64_t> kept;
+      for (int64_t p : group->second) {
+        if (StrategyOf(j, p).result == found->second.at(0)) kept.push_back(p);
+      }
+      if (kept.empty()) {
+        return absl::NotFoundError(fmt::format(
+            "%{} {}: no choice of the auto-sharding ILP gives it (in the choice group of %{})",
+            node.instruction->name(), found->second.at(0).ToString(mesh_),
+            nodes_[node.group].instruction->name()));
+      }
+      group->second = std::move(kept);
+    }
+    for (Node& node : nodes_) {
+      auto found = allowed.find(node.group);
+      if (found == allowed.end()) continue;
+      std::vector<int64_t> choice;
+      for (int64_t p : found->second) choice.push_back(node.choice[p]);
+      node.choice = std::move(choice);
+    }
+    return absl::OkStatus();
   }
 
   // Elementwise and layout ops (reshape, transpose) join the group of an operand
@@ -185,6 +225,9 @@ class Builder {
     // A broadcast stays free: splitting the dims it adds costs nothing.
     const bool layout = opcode == ir::Opcode::kReshape || opcode == ir::Opcode::kTranspose;
     if (node.strategies.size() < 2 || !(layout || IsElementwiseRule(node.rule))) return;
+    // A sharding constraint (custom-call Sharding without its sharding=, as CostInChoiceSpace
+    // reads a hand-annotated step) is where the user reshards: its own choice, a group.
+    if (opcode == ir::Opcode::kCustomCall) return;
     for (size_t m = 0; m < node.rule.operands.size(); ++m) {
       const TensorRef& operand = node.rule.operands[m];
       auto found = index_.find(operand.instruction);
@@ -517,6 +560,7 @@ class Builder {
   const CostModel& model_;
   const AutoShardingOptions& options_;
   const ShardingMap* fixed_;
+  const ShardingMap* restrict_;
   std::optional<Round> round_;
   ChosenFactors chosen_factors_;
   std::vector<Node> nodes_;
@@ -619,6 +663,13 @@ absl::StatusOr<AutoShardingPlan> CostOfShardings(const ir::Module& module, const
                                                  const CostModel& model, const ShardingMap& fixed,
                                                  const AutoShardingOptions& options) {
   return Builder(module, mesh, model, options, &fixed).Run();
+}
+
+absl::StatusOr<AutoShardingPlan> CostInChoiceSpace(const ir::Module& module, const Mesh& mesh,
+                                                   const CostModel& model,
+                                                   const ShardingMap& shardings,
+                                                   const AutoShardingOptions& options) {
+  return Builder(module, mesh, model, options, &shardings, std::nullopt, /*restrict=*/true).Run();
 }
 
 }  // namespace vkspmd::spmd

@@ -54,6 +54,16 @@ absl::StatusOr<AutoShardingPlan> CostOfShardings(const ir::Module& module, const
                                                  const CostModel& model, const ShardingMap& fixed,
                                                  const AutoShardingOptions& options = {});
 
+// The ILP's own cost of given shardings (a hand strategy's propagation result): the choice
+// groups AutoShard builds (sharding= in the module ignored; on a mesh of several axes, all axes
+// at once: the space its rounds search an axis at a time), each kept to the choices giving every
+// member its sharding in `shardings`. NOT_FOUND, naming the instruction, when no choice gives
+// one: the shardings are not a point of the ILP. Where they are, the cost is CostOfShardings'.
+absl::StatusOr<AutoShardingPlan> CostInChoiceSpace(const ir::Module& module, const Mesh& mesh,
+                                                   const CostModel& model,
+                                                   const ShardingMap& shardings,
+                                                   const AutoShardingOptions& options = {});
+
 // AnnotateModule(module, plan.shardings, mesh) writes a plan as sharding= for Partition.
 
 }  // namespace vkspmd::spmd
