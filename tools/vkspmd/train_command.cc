@@ -17,6 +17,7 @@
 
 #include "fmt/format.h"
 #include "src/checkpoint/step_directory.h"
+#include "src/debug/metrics.h"
 #include "src/spmd/mesh.h"
 #include "tools/train/loss_curve.h"
 #include "tools/train/progress.h"
@@ -526,10 +527,14 @@ int Train(const TrainOptions& options) {
     }
   };
   const auto start = std::chrono::steady_clock::now();
-  // The first step compiles; the rates shown are those of the steps after it.
+  // The first step compiles, and a later one may compile again (the second step's graph can
+  // differ from the first's: state that was fresh becomes the previous step's output). The rates
+  // shown are those of the steps after the last compilation: the steady window starts at
+  // `window_start` (a count of reported steps), with the metrics and time of that moment.
   std::chrono::steady_clock::time_point first_done;
   double first_step_seconds = 0;
   Metrics first_metrics;
+  int64_t window_start = 1;
   // The loss of step k is read after step k+1 is launched, so tracing and launching the next
   // step overlaps the devices' work on this one.
   Tensor pending_loss;
@@ -556,8 +561,19 @@ int Train(const TrainOptions& options) {
       first_step_seconds = std::chrono::duration<double>(now - start).count();
       first_metrics = vkspmd::metrics();
       step_seconds = first_step_seconds;
+    } else if (debug::ReadMetrics().compile_count != first_metrics.compile_count) {
+      // A step compiled (read without waiting, so the next step stays in flight): the window
+      // restarts, once, with a waiting read so its counters are complete. That read also waits
+      // for the step in flight, so the window starts after it.
+      first_metrics = vkspmd::metrics();
+      first_done = std::chrono::steady_clock::now();
+      window_start = done + 1;
+      step_seconds = std::chrono::duration<double>(now - start).count() / done;
+    } else if (done > window_start) {
+      step_seconds =
+          std::chrono::duration<double>(now - first_done).count() / (done - window_start);
     } else {
-      step_seconds = std::chrono::duration<double>(now - first_done).count() / (done - 1);
+      step_seconds = std::chrono::duration<double>(now - start).count() / done;
     }
     progress.Update({step, losses.back(), task->ItemsPerStep() / std::max(step_seconds, 1e-9),
                      1e3 * step_seconds});
@@ -643,12 +659,14 @@ int Train(const TrainOptions& options) {
              scaler == nullptr ? ""
                                : fmt::format("; loss scale {}, {} step(s) skipped (inf/NaN)",
                                              scaler->get_scale(), scaler->skipped_steps()));
-  fmt::print("  {} steps in {:.1f} s; the first {:.2f} s ({} compilation(s), {:.2f} s)\n",
-             run_steps, seconds, first_step_seconds, metrics.compile_count,
-             metrics.compile_seconds);
-  if (run_steps > 1) {
-    // Steady state: the steps after the first, from the metrics they added.
-    const double steps = static_cast<double>(run_steps - 1);
+  fmt::print("  {} steps in {:.1f} s; the first {:.2f} s ({} compilation(s), {:.2f} s){}\n",
+             run_steps, seconds, first_step_seconds, metrics.compile_count, metrics.compile_seconds,
+             window_start > 1 && reported > window_start
+                 ? fmt::format("; steady from step {}", first_step + window_start + 1)
+                 : "");
+  if (reported > window_start) {
+    // Steady state: the steps after the last compilation, from the metrics they added.
+    const double steps = static_cast<double>(reported - window_start);
     const double ms_per_step =
         1e3 * std::chrono::duration<double>(end - first_done).count() / steps;
     const double execute = metrics.execute_seconds - first_metrics.execute_seconds;
@@ -659,7 +677,7 @@ int Train(const TrainOptions& options) {
         ms_per_step, task->ItemsPerStep() * 1e3 / ms_per_step, task->ItemName(),
         1e3 * (execute - collectives) / steps, 1e3 * collectives / steps,
         std::max(0.0, ms_per_step - 1e3 * execute / steps));
-    // The window holds exactly the steps after the first (f16's steps are two graph runs).
+    // The window holds exactly its steps (f16's steps are two graph runs).
     const double devices = std::max<double>(1, static_cast<double>(memory_stats().size()));
     fmt::print("  per step and device: {:.0f} kernel dispatches, {:.0f} collectives\n",
                static_cast<double>(metrics.kernel_dispatches - first_metrics.kernel_dispatches) /
