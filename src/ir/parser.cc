@@ -15,6 +15,7 @@
 #include "src/ir/inline_calls.h"
 #include "src/ir/rng_expansion.h"
 #include "src/ir/text_reader.h"
+#include "src/ir/top_k.h"
 #include "src/ir/verifier.h"
 
 namespace vkspmd::ir {
@@ -73,6 +74,7 @@ enum class FrontEndOp {
   kCopyStart,            // copy, read by copy-done
   kAsyncDone,            // *-done, async-update: the op its start became
   kRng,                  // ops over an rng-bit-generator (ir/rng_expansion.h)
+  kTopK,                 // a sort of (values, iota) and slices (ir/top_k.h)
 };
 
 struct FrontEndOpName {
@@ -96,6 +98,7 @@ constexpr FrontEndOpName kFrontEndOps[] = {
     {"all-gather-done", FrontEndOp::kAsyncDone},
     {"collective-permute-done", FrontEndOp::kAsyncDone},
     {"rng", FrontEndOp::kRng},
+    {"topk", FrontEndOp::kTopK},
 };
 
 // all-reduce-start and the like: the synchronous op, whose result is the start's shape
@@ -124,6 +127,8 @@ const Entry* FindByName(const Entry (&table)[N], std::string_view name) {
 struct FrontEndAttributes {
   Computation* callee = nullptr;
   std::optional<RngDistribution> distribution;  // rng
+  std::optional<int64_t> k;                     // topk
+  bool largest = true;                          // topk
   std::vector<int64_t> dimensions;
   bool has_dimensions = false;
   std::optional<Sharding> sharding;
@@ -219,8 +224,11 @@ class ModuleParser {
     }
     const Token name_token = reader_.current();
     VKSPMD_ASSIGN_OR_RETURN(std::string name, reader_.ReadName());
-    if (FindComputation(name) != nullptr) {
-      return reader_.ErrorAt(name_token, fmt::format("duplicate computation %{}", name));
+    if (Computation* taken = FindComputation(name); taken != nullptr) {
+      if (!generated_computations_.contains(taken)) {
+        return reader_.ErrorAt(name_token, fmt::format("duplicate computation %{}", name));
+      }
+      taken->set_name(UniqueComputationName(name));  // a comparator a rewrite made yields
     }
     if (reader_.IsPunct("(")) VKSPMD_RETURN_IF_ERROR(SkipSignature());
     VKSPMD_RETURN_IF_ERROR(reader_.ExpectPunct("{"));
@@ -333,6 +341,14 @@ class ModuleParser {
     instruction->set_name(name);
     instruction->set_location({name_token.line, name_token.column});
     while (reader_.TryConsume(",")) VKSPMD_RETURN_IF_ERROR(ParseAttribute(*instruction));
+    if (*opcode == Opcode::kCustomCall && instruction->attributes().custom_call_target == "TopK") {
+      rewritten_ = true;
+      VKSPMD_ASSIGN_OR_RETURN(Instruction * top,
+                              CustomCallTopK(computation, *instruction, name_token));
+      layouts_[name] = std::move(layout);
+      return SetRoot(is_root, name_token,
+                     Bind(computation, name, top, instruction->sharding(), name_token), root);
+    }
     VKSPMD_RETURN_IF_ERROR(CheckRandomCallees(computation, *instruction, name_token));
     // get-tuple-element of the tuple an inlined computation returned: the element itself.
     if (*opcode == Opcode::kGetTupleElement && instruction->operand_count() == 1) {
@@ -438,6 +454,70 @@ class ModuleParser {
     return value;
   }
 
+  // `base`, or `base.N`, naming no computation so far.
+  std::string UniqueComputationName(const std::string& base) const {
+    std::string name = base;
+    for (int64_t suffix = 1; FindComputation(name) != nullptr; ++suffix) {
+      name = fmt::format("{}.{}", base, suffix);
+    }
+    return name;
+  }
+
+  // XLA's top-k of `operand` as a sort and slices (ir/top_k.h), sorting by `to_apply` (a
+  // custom-call TopK's comparator) or, without one, by the comparator `largest` implies; a
+  // comparator made here joins the module before the computation being read.
+  absl::StatusOr<Instruction*> TopK(Instruction* operand, int64_t k, bool largest,
+                                    Computation* to_apply, const AddInstructionFn& add) {
+    VKSPMD_RETURN_IF_ERROR(CheckTopKOperand(operand->shape(), k));
+    const DType type = operand->shape().dtype();
+    Computation* comparator = to_apply;
+    std::unique_ptr<Computation> made;
+    if (to_apply == nullptr) {
+      made = TopKComparator(
+          UniqueComputationName(largest ? "compare-greater-than" : "compare-less-than"), type,
+          largest);
+    } else {
+      VKSPMD_ASSIGN_OR_RETURN(
+          made, TopKSortComparator(UniqueComputationName(to_apply->name() + ".indexed"), *to_apply,
+                                   type));
+    }
+    if (made != nullptr) {
+      comparator = made.get();
+      generated_computations_.insert(comparator);
+      computations_.push_back(std::move(made));
+    }
+    return TopKAsSort(operand, k, comparator, add);
+  }
+
+  // custom-call(x), custom_call_target="TopK", as XLA printed top-k before its topk op: the k
+  // greatest of each row (k read from the result's values), or in its to_apply's order.
+  absl::StatusOr<Instruction*> CustomCallTopK(Computation& computation, const Instruction& call,
+                                              const Token& at) {
+    const Shape& shape = call.shape();
+    if (call.operand_count() != 1 || !shape.IsTuple() || shape.tuple_elements().size() != 2 ||
+        !shape.tuple_elements()[0].IsArray() || shape.tuple_elements()[0].rank() == 0) {
+      return reader_.ErrorAt(at, fmt::format("custom-call %{} \"TopK\" takes one operand and "
+                                             "returns (values, indices), not {}",
+                                             call.name(), shape.ToString()));
+    }
+    const AddInstructionFn add = [&](std::unique_ptr<Instruction> instruction) {
+      return AddGenerated(computation, std::move(instruction), at);
+    };
+    const Shape& values = shape.tuple_elements()[0];
+    absl::StatusOr<Instruction*> top = TopK(call.operand(0), values.dimension(values.rank() - 1),
+                                            /*largest=*/true, call.attributes().to_apply, add);
+    if (!top.ok()) {
+      return reader_.ErrorAt(
+          at, fmt::format("custom-call %{} \"TopK\": {}", call.name(), top.status().message()));
+    }
+    if ((*top)->shape() != shape) {
+      return reader_.ErrorAt(
+          at, fmt::format("custom-call %{} \"TopK\" is declared {} but computes {}", call.name(),
+                          shape.ToString(), (*top)->shape().ToString()));
+    }
+    return *top;
+  }
+
   absl::Status ParseFrontEndInstruction(FrontEndOp op, const Token& name_token,
                                         const std::string& name, const Shape& shape,
                                         const ParsedLayout& layout, const Token& opcode_token,
@@ -540,6 +620,8 @@ class ModuleParser {
   absl::flat_hash_map<std::string, Instruction*> names_;
   absl::flat_hash_set<int64_t> parameter_numbers_;
   absl::flat_hash_map<std::string, Instruction*> async_starts_;
+  // Computations a rewrite made (top-k comparators): renamed if the text names one the same.
+  absl::flat_hash_set<const Computation*> generated_computations_;
   absl::flat_hash_set<const Instruction*> generated_;
   absl::flat_hash_map<std::string, Instruction*> generated_names_;
   absl::flat_hash_map<std::string, ParsedLayout> layouts_;
@@ -626,9 +708,10 @@ bool AttributeAppliesTo(std::string_view name, Opcode opcode) {
   }
   if (name == "direction" || name == "type") return opcode == Opcode::kCompare;
   if (name == "to_apply") {
+    // custom-call: the comparator of a "TopK" (rewritten as it is read).
     return opcode == Opcode::kReduce || opcode == Opcode::kAllReduce ||
            opcode == Opcode::kReduceScatter || opcode == Opcode::kScatter ||
-           opcode == Opcode::kSort;
+           opcode == Opcode::kSort || opcode == Opcode::kCustomCall;
   }
   if (name == "is_stable") return opcode == Opcode::kSort;
   if (name == "condition" || name == "body") return opcode == Opcode::kWhile;
@@ -774,8 +857,9 @@ absl::Status ModuleParser::ParseFrontEndAttribute(FrontEndOp op, std::string_vie
   const bool known = (name == "calls" && calls) || (name == "to_apply" && to_apply) ||
                      (name == "distribution" && op == FrontEndOp::kRng) ||
                      (name == "kind" && op == FrontEndOp::kFusion) ||
-                     (name == "dimensions" && op == FrontEndOp::kMap) || name == "sharding" ||
-                     IgnoredAttributes().contains(name);
+                     (name == "dimensions" && op == FrontEndOp::kMap) ||
+                     ((name == "k" || name == "largest") && op == FrontEndOp::kTopK) ||
+                     name == "sharding" || IgnoredAttributes().contains(name);
   if (!known) {
     return reader_.ErrorAt(name_token,
                            fmt::format("attribute {} does not apply to {}", name, op_name));
@@ -804,6 +888,14 @@ absl::Status ModuleParser::ParseFrontEndAttribute(FrontEndOp op, std::string_vie
     if (kind != "kLoop" && kind != "kInput" && kind != "kOutput" && kind != "kCustom") {
       return reader_.ErrorAt(token, fmt::format("unknown fusion kind {}", kind));
     }
+    return absl::OkStatus();
+  }
+  if (name == "k") {
+    VKSPMD_ASSIGN_OR_RETURN(attributes.k, reader_.ReadInteger());
+    return absl::OkStatus();
+  }
+  if (name == "largest") {
+    VKSPMD_ASSIGN_OR_RETURN(attributes.largest, reader_.ReadBool());
     return absl::OkStatus();
   }
   if (name == "dimensions") {
@@ -938,6 +1030,18 @@ absl::Status ModuleParser::ParseFrontEndInstruction(FrontEndOp op, const Token& 
       if (!drawn.ok()) return at_op(drawn.status());
       value = *drawn;
       rng_computations_.insert(&computation);
+      VKSPMD_RETURN_IF_ERROR(expect_shape(value->shape()));
+      break;
+    }
+    case FrontEndOp::kTopK: {
+      VKSPMD_RETURN_IF_ERROR(expect_operands(1));
+      if (!attributes.k.has_value()) {
+        return reader_.ErrorAt(name_token, fmt::format("topk %{} needs k=", name));
+      }
+      absl::StatusOr<Instruction*> top =
+          TopK(operands[0], *attributes.k, attributes.largest, nullptr, add);
+      if (!top.ok()) return at_op(top.status());
+      value = *top;
       VKSPMD_RETURN_IF_ERROR(expect_shape(value->shape()));
       break;
     }

@@ -1,7 +1,8 @@
-// Gradients of sort (one operand, key/value, lexicographic, top_k as a slice of a sort, with and
-// without an iota sorted along) and of an assigning scatter (x.at[i].set(v)): central differences
-// in f64 on the CPU reference over several shapes, then hand values where keys tie (the stable
-// order decides) and where duplicate or out-of-range updates are overwritten or skipped.
+// Gradients of sort (one operand, key/value, lexicographic, top_k as a slice of a sort with and
+// without an iota sorted along, XLA's topk and custom-call TopK) and of an assigning scatter
+// (x.at[i].set(v)): central differences in f64 on the CPU reference over several shapes, then hand
+// values where keys tie (the stable order decides) and where duplicate or out-of-range updates are
+// overwritten or skipped.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -136,6 +137,24 @@ std::vector<RuleCase> Cases() {
        "  %values = f64[3,9] get-tuple-element(%s), index=0\n"
        "  %y = f64[3,4] slice(%values), slice={[0:3], [0:4]}\n",
        "f64[3,4]"},
+      // XLA's topk instruction (greatest and smallest) and the custom-call "TopK" of older XLA
+      // with a comparator of the values alone: read as a sort of (x, iota) and slices.
+      {"top_k_instruction",
+       {{"x", "f64[3,9]"}},
+       "  %t = (f64[3,4], s32[3,4]) topk(%x), k=4, largest=true\n"
+       "  %y = f64[3,4] get-tuple-element(%t), index=0\n",
+       "f64[3,4]"},
+      {"top_k_instruction_smallest",
+       {{"x", "f64[2,7]"}},
+       "  %t = (f64[2,3], s32[2,3]) topk(%x), k=3, largest=false\n"
+       "  %y = f64[2,3] get-tuple-element(%t), index=0\n",
+       "f64[2,3]"},
+      {"top_k_custom_call",
+       {{"x", "f64[4,6]"}},
+       "  %t = (f64[4,2], s32[4,2]) custom-call(%x), custom_call_target=\"TopK\", "
+       "to_apply=%greater\n"
+       "  %y = f64[4,2] get-tuple-element(%t), index=0\n",
+       "f64[4,2]"},
       {"top_k_through_a_one_operand_sort",
        {{"x", "f64[13]"}},
        "  %s = f64[13] sort(%x), dimensions={0}, to_apply=%greater\n"

@@ -353,10 +353,10 @@ ENTRY %m (p: f32[3]) -> f32[3,4] {
 
 ENTRY %m (p: f32[4]) -> f32[4] {
   %p = f32[4]{0} parameter(0)
-  ROOT %c = f32[4]{0} custom-call(f32[4]{0} %p), custom_call_target="TopK"
+  ROOT %c = f32[4]{0} custom-call(f32[4]{0} %p), custom_call_target="my_kernel"
 }
 )hlo",
-     "5:8: %c: unsupported custom-call target \"TopK\""},
+     "5:8: %c: unsupported custom-call target \"my_kernel\""},
     {"verify_dot_contracting",
      R"hlo(HloModule m
 

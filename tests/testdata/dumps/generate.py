@@ -558,6 +558,12 @@ import compiled_control_flow  # noqa: E402
 for c in compiled_control_flow.cases():
     case(*c)
 
+# lax.top_k as newer XLA's topk instruction and older XLA's custom-call "TopK" (jax_top_k.py).
+import jax_top_k  # noqa: E402
+
+for c in jax_top_k.cases():
+    case(*c)
+
 # PyTorch/XLA's embedding-fed block (also as a 2x2 SPMD dump), while, cond, argsort and index_add_
 # (torch_xla_programs.py beside this file).
 import torch_xla_programs  # noqa: E402
