@@ -350,7 +350,7 @@ class Planner {
     }
     for (const Instruction* output : outputs)
       plan_.outputs.push_back(plan_.materialized.at(output));
-    FuseProducersIntoConsumers(plan_, target_, kMaxFusedInstructions);
+    FuseProducersIntoConsumers(plan_, target_, kMaxFusedInstructions, kMaxElementsPerInvocation);
     FoldReductionsIntoReaders(plan_, target_, kMaxElementsPerInvocation);
     ScheduleAllReducesInWaves(plan_);
     PlanDonations(entry, outputs);

@@ -193,13 +193,18 @@ absl::StatusOr<std::string> RowsBody(const KernelPlan& kernel, KernelWriter& wri
     absl::StrAppend(&body, LaneReductionCode(reduction, writer));
   }
   // The root and the values multi-output fusion added (a row kernel folded into its map reader),
-  // each stored at the element it computes.
+  // each stored at the element it computes; a row reduction other kernels read, once per row.
   VKSPMD_ASSIGN_OR_RETURN(std::string value, writer.Value(kernel.root, /*compute=*/true));
   const int64_t row_length = kernel.root->shape().ElementCount() / row.rows;
   std::string stores = absl::StrCat("    store(e, ", value, "(e));\n");
   for (size_t k = 0; k < kernel.also_stores.size(); ++k) {
-    VKSPMD_ASSIGN_OR_RETURN(std::string stored, writer.Value(kernel.also_stores[k]));
-    absl::StrAppend(&stores, "    store", k + 1, "(e, ", stored, "(e));\n");
+    const Instruction* also = kernel.also_stores[k];
+    VKSPMD_ASSIGN_OR_RETURN(std::string stored, writer.Value(also));
+    if (std::find(row.reductions.begin(), row.reductions.end(), also) != row.reductions.end()) {
+      absl::StrAppend(&body, "  if (", lane, " == 0u) store", k + 1, "(o, ", stored, "(o));\n");
+    } else {
+      absl::StrAppend(&stores, "    store", k + 1, "(e, ", stored, "(e));\n");
+    }
   }
   absl::StrAppend(&body, "  for (uint r = ", lane, "; r < ", row_length, "u; r += ", lanes,
                   "u) {\n    uint e = o * ", row_length, "u + r;\n", stores, "  }\n");

@@ -153,35 +153,6 @@ class RowFusionPlanner {
     return region;
   }
 
-  // Whether `consumer`, read inside row o, reads `operand` only inside row o.
-  static bool EdgeAligned(const Instruction& consumer, const Instruction& operand, int64_t rows) {
-    if (rows == 1) return true;
-    const int64_t consumer_count = consumer.shape().ElementCount();
-    const int64_t operand_count = operand.shape().ElementCount();
-    if (consumer_count % rows != 0 || operand_count % rows != 0) return false;
-    const Opcode opcode = consumer.opcode();
-    if (IsFusedElementwise(opcode)) {
-      return operand.shape().dimensions() == consumer.shape().dimensions();
-    }
-    switch (opcode) {
-      case Opcode::kReshape:
-        return operand_count == consumer_count;
-      case Opcode::kBroadcast: {
-        const std::vector<int64_t>& mapped = consumer.attributes().dimensions;
-        const std::vector<int64_t>& from = operand.shape().dimensions();
-        const std::vector<int64_t>& to = consumer.shape().dimensions();
-        for (size_t k = 0; k < mapped.size(); ++k) {
-          if (mapped[k] != static_cast<int64_t>(k) || from[k] != to[k]) return false;
-        }
-        return true;
-      }
-      case Opcode::kReduce:
-        return ReducesTrailingDims(consumer) && consumer_count == rows;
-      default:
-        return false;
-    }
-  }
-
   bool Valid(const Instruction* root, const RowFusion& fusion) const {
     const int64_t rows = fusion.rows;
     if (rows <= 0 || root->shape().ElementCount() % rows != 0) return false;
@@ -196,7 +167,7 @@ class RowFusionPlanner {
                                 })) {
           continue;
         }
-        bool edge = aligned[node] && EdgeAligned(*node, *operand, rows);
+        bool edge = aligned[node] && ReadsOperandInOwnRow(*node, *operand, rows);
         aligned[operand] = aligned.count(operand) ? aligned[operand] && edge : edge;
         work[operand] +=
             node->opcode() == Opcode::kReduce ? operand->shape().ElementCount() / rows : work[node];
@@ -247,6 +218,35 @@ bool ReducesTrailingDims(const ir::Instruction& reduce) {
     }
   }
   return true;
+}
+
+bool ReadsOperandInOwnRow(const ir::Instruction& consumer, const ir::Instruction& operand,
+                          int64_t rows) {
+  if (rows == 1) return true;
+  const int64_t consumer_count = consumer.shape().ElementCount();
+  const int64_t operand_count = operand.shape().ElementCount();
+  if (consumer_count % rows != 0 || operand_count % rows != 0) return false;
+  const Opcode opcode = consumer.opcode();
+  if (IsFusedElementwise(opcode)) {
+    return operand.shape().dimensions() == consumer.shape().dimensions();
+  }
+  switch (opcode) {
+    case Opcode::kReshape:
+      return operand_count == consumer_count;
+    case Opcode::kBroadcast: {
+      const std::vector<int64_t>& mapped = consumer.attributes().dimensions;
+      const std::vector<int64_t>& from = operand.shape().dimensions();
+      const std::vector<int64_t>& to = consumer.shape().dimensions();
+      for (size_t k = 0; k < mapped.size(); ++k) {
+        if (mapped[k] != static_cast<int64_t>(k) || from[k] != to[k]) return false;
+      }
+      return true;
+    }
+    case Opcode::kReduce:
+      return ReducesTrailingDims(consumer) && consumer_count == rows;
+    default:
+      return false;
+  }
 }
 
 std::map<const ir::Instruction*, RowFusion> PlanRowFusions(

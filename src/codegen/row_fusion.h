@@ -29,6 +29,11 @@ struct RowFusion {
 // Whether a reduce combines trailing dims of its operand (so each output is one contiguous run).
 bool ReducesTrailingDims(const ir::Instruction& reduce);
 
+// Whether `consumer`, computed at an element of row o (of `rows` rows over its elements), reads
+// `operand` only inside row o of the operand's elements.
+bool ReadsOperandInOwnRow(const ir::Instruction& consumer, const ir::Instruction& operand,
+                          int64_t rows);
+
 // Chooses row fusions for the entry computation. `materialized` holds the instructions that get
 // buffers; absorbed ones are removed from it. `outputs` are never absorbed. `max_row_iterations`
 // bounds the loop iterations one invocation may run (rows are split over `lanes` invocations).

@@ -23,4 +23,11 @@ std::vector<TestdataProgram> ReadTestdataPrograms(const std::string& directory) 
   return programs;
 }
 
+std::string ReadTestdataText(const std::string& directory, const std::string& name) {
+  std::ifstream file(directory + "/" + name + ".hlo");
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
 }  // namespace vkspmd::testing

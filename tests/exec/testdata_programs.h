@@ -16,4 +16,7 @@ struct TestdataProgram {
 // Every *.hlo file of `directory`, in name order.
 std::vector<TestdataProgram> ReadTestdataPrograms(const std::string& directory);
 
+// The text of `directory`/NAME.hlo (empty if it cannot be read).
+std::string ReadTestdataText(const std::string& directory, const std::string& name);
+
 }  // namespace vkspmd::testing
