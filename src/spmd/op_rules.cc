@@ -525,13 +525,24 @@ absl::StatusOr<std::vector<OpRule>> RulesFor(const Instruction& instruction) {
     case Opcode::kDynamicSlice: {
       std::vector<WindowDim> dims;
       const ir::Shape& operand = instruction.operand(0)->shape();
+      const auto cut = [&](int64_t d) {
+        return attributes.dynamic_slice_sizes[d] != operand.dimension(d);
+      };
+      bool run_time = false;
       for (int64_t d = 0; d < operand.rank(); ++d) {
-        // A constant start makes the dim a static slice (what XLA's simplifier turns it into
-        // before partitioning); a start known only at run time is masked.
-        dims.push_back(
-            attributes.dynamic_slice_sizes[d] == operand.dimension(d)   ? WindowDim::kUnchanged
-            : instruction.operand(1 + d)->opcode() == Opcode::kConstant ? WindowDim::kShifted
-                                                                        : WindowDim::kMasked);
+        run_time =
+            run_time || (cut(d) && instruction.operand(1 + d)->opcode() != Opcode::kConstant);
+      }
+      for (int64_t d = 0; d < operand.rank(); ++d) {
+        // Constant starts make the window a static slice (what XLA's simplifier turns it into
+        // before partitioning); a start known only at run time is masked, and so are the
+        // constant ones of the same window: the masked slice takes any start, and one
+        // all-reduce sums the window where a halo along the constant dims would still leave
+        // the run-time dims to mask (XLA's HandleDynamicSlice gathers every such dim).
+        dims.push_back(!cut(d) ? WindowDim::kUnchanged
+                       : instruction.operand(1 + d)->opcode() == Opcode::kConstant && !run_time
+                           ? WindowDim::kShifted
+                           : WindowDim::kMasked);
       }
       return std::vector<OpRule>{WindowRule(instruction, dims)};
     }

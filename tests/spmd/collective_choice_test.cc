@@ -646,6 +646,26 @@ ENTRY %main (x: f32[16,3], u: f32[{1},3], i: s32[]) -> f32[16,3] {{
   EXPECT_EQ(split.BytesPerDevice(), 72);
 }
 
+// dynamic-slice of f32[16,12] split 2x2 (shards [8,6], 192 bytes) at a constant row and a
+// run-time column: XLA's HandleDynamicSlice gathers every split dim the window cuts once any start
+// is not constant (3 x 192 = 576 bytes per device); gathering only the constant dim sent 192 plus
+// an all-reduce of the 2x3 window over the other axis (2 x 1/2 x 24 = 24). Masking both dims
+// sums the window over all four devices: 2 x 3/4 x 24 = 36 bytes.
+TEST(CollectiveChoiceTest, DynamicSliceAtConstantAndRunTimeStartsMovesTheWindow) {
+  const PartitionResult result = PartitionText(R"(HloModule d, num_partitions=4
+ENTRY %main (x: f32[16,12], j: s32[]) -> f32[2,3] {
+  %x = f32[16,12] parameter(0), sharding={devices=[2,2]<=[4]}
+  %j = s32[] parameter(1), sharding={replicated}
+  %c = s32[] constant(5)
+  ROOT %y = f32[2,3] dynamic-slice(f32[16,12] %x, s32[] %c, s32[] %j), dynamic_slice_sizes={2,3}, sharding={replicated}
+})",
+                                               MakeMesh({2, 2}, {}));
+  ASSERT_NE(result.module, nullptr);
+  ASSERT_EQ(result.collectives.size(), 1u) << ir::PrintModule(*result.module);
+  EXPECT_EQ(result.collectives[0].kind, Opcode::kAllReduce);
+  EXPECT_EQ(result.BytesPerDevice(), 36);
+}
+
 struct ReshardCase {
   std::string name;
   std::vector<int64_t> mesh;

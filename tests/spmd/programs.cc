@@ -173,6 +173,15 @@ std::vector<Program> OpPrograms() {
   ROOT %r = f32[2,$b] dynamic-slice(f32[$a,$b] %x, s32[] %i, s32[] %zero), dynamic_slice_sizes={2,$b}
 })",
                       {{{"x", "(0, 1)"}}, {{"x", "(1, 0)"}}}});
+  // A constant start on one dim and a run-time one on the other: masked on both.
+  programs.push_back({"dynamic_slice_mixed",
+                      R"(ENTRY %main (x: f32[$a,$b], j: s32[]) -> f32[3,2] {
+  %x = f32[$a,$b] parameter(0)
+  %j = s32[] parameter(1)
+  %i = s32[] constant(2)
+  ROOT %r = f32[3,2] dynamic-slice(f32[$a,$b] %x, s32[] %i, s32[] %j), dynamic_slice_sizes={3,2}
+})",
+                      {{{"x", "(0, 1)"}}, {{"x", "(1, 0)"}, {"r", "(0, None)"}}}});
   programs.push_back({"dynamic_update_slice",
                       R"(ENTRY %main (x: f32[$a,$b], u: f32[2,$b], i: s32[]) -> f32[$a,$b] {
   %x = f32[$a,$b] parameter(0)

@@ -1,6 +1,7 @@
-// dynamic-update-slice along split dims (issue 19): each device writes the rows of the update that
-// land in its shard, for constant and run-time starts (clamped as XLA clamps them), so nothing is
-// gathered. Every case equals the unpartitioned evaluation on the CPU reference (padding poisoned).
+// dynamic-update-slice and mixed-start dynamic-slice along split dims (issue 19): each device
+// writes the rows of an update that land in its shard, for constant and run-time starts (clamped
+// as XLA clamps them), so nothing is gathered; a window with constant and run-time starts is
+// summed by one all-reduce. Every case equals the unpartitioned evaluation on the CPU reference.
 #include <string>
 #include <vector>
 
@@ -39,7 +40,7 @@ void ExpectExactWithoutCollectives(const ir::Module& module, const Mesh& mesh,
 
 // Every start from before the dim to past its end, updates of 1, 2, 5 and 12 rows of 13, over 2,
 // 3, 4 and 8 devices (uneven; on 8 some shards are all padding): exact, and no collective at all.
-TEST(DynamicUpdateSliceTest, RunTimeStartOnASplitDimMatchesUnpartitioned) {
+TEST(DynamicWindowsTest, RunTimeStartOnASplitDimMatchesUnpartitioned) {
   for (int64_t devices : {2, 3, 4, 8}) {
     for (int64_t rows : {1, 2, 5, 12}) {
       const std::string text =
@@ -61,7 +62,7 @@ TEST(DynamicUpdateSliceTest, RunTimeStartOnASplitDimMatchesUnpartitioned) {
 
 // Constant starts (in the dim, straddling shard boundaries, beyond either end), on 4 devices and
 // on a 2x2 mesh with both dims split.
-TEST(DynamicUpdateSliceTest, ConstantStartOnASplitDimMatchesUnpartitioned) {
+TEST(DynamicWindowsTest, ConstantStartOnASplitDimMatchesUnpartitioned) {
   for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{4}, {2, 2}}) {
     const Mesh mesh = *Mesh::Create(shape, {}, {});
     const std::string spec = shape.size() == 1 ? "(0, None)" : "(0, 1)";
@@ -87,7 +88,7 @@ ENTRY %main (x: f32[13,7], u: f32[5,2]) -> f32[13,7] {{
 // Other element and index types: pred, s32 with unsigned starts (a negative start wraps to a huge
 // one, clamped to the end), bf16 with s64 starts beyond the dim (clamped in their own type); both
 // dims split on a 2x2 mesh, and rows split over both of its axes.
-TEST(DynamicUpdateSliceTest, EveryTypeAndSplit) {
+TEST(DynamicWindowsTest, EveryTypeAndSplit) {
   struct Case {
     std::string element, index;
     std::vector<int64_t> mesh;
@@ -126,7 +127,7 @@ TEST(DynamicUpdateSliceTest, EveryTypeAndSplit) {
 
 // The split passes from the operand to the result (and back) through propagation, as GSPMD's
 // does, so an unannotated update chain stays split.
-TEST(DynamicUpdateSliceTest, SplitPropagatesThroughTheUpdate) {
+TEST(DynamicWindowsTest, SplitPropagatesThroughTheUpdate) {
   const std::string text = R"(HloModule d
 ENTRY %main (x: f32[16,3], u: f32[2,3], i: s32[]) -> f32[16,3] {
   %x = f32[16,3] parameter(0)
@@ -148,6 +149,41 @@ ENTRY %main (x: f32[16,3], u: f32[2,3], i: s32[]) -> f32[16,3] {
             outcome->partition.parameter_shardings[0][0].ToString(mesh));
   EXPECT_TRUE(outcome->partition.collectives.empty())
       << ir::PrintModule(*outcome->partition.module);
+}
+
+// A dynamic-slice with a constant start on one split dim and a run-time start on another (and on
+// 4 devices, a constant start on the split dim beside a run-time one on a whole dim): every
+// device slices what it holds of the window and one all-reduce sums it; nothing is gathered.
+// Constant starts before, inside and beyond the dim, run-time ones from -3 to 12.
+TEST(DynamicWindowsTest, DynamicSliceWithConstantAndRunTimeStarts) {
+  for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{4}, {2, 2}}) {
+    const Mesh mesh = *Mesh::Create(shape, {}, {});
+    for (int64_t start : {-2, 0, 5, 11, 20}) {
+      const std::string text = fmt::format(R"(HloModule d
+ENTRY %main (x: f32[13,9], j: s32[]) -> f32[3,2] {{
+  %x = f32[13,9] parameter(0)
+  %j = s32[] parameter(1)
+  %i = s32[] constant({})
+  ROOT %y = f32[3,2] dynamic-slice(f32[13,9] %x, s32[] %i, s32[] %j), dynamic_slice_sizes={{3,2}}
+}})",
+                                           start);
+      absl::StatusOr<std::unique_ptr<ir::Module>> module = AnnotatedModule(
+          text, {{"x", shape.size() == 1 ? "(0, None)" : "(0, 1)"}, {"y", "(None, None)"}}, mesh);
+      ASSERT_TRUE(module.ok()) << module.status();
+      std::vector<ir::Literal> arguments = RandomArguments(*(*module)->entry(), 3);
+      for (int64_t column = -3; column <= 12; ++column) {
+        SCOPED_TRACE(fmt::format("{} on {}, column {}", text, mesh.ToString(), column));
+        arguments[1] = ir::Literal::Create<int32_t>(ir::DType::kS32, {}, {int32_t(column)});
+        absl::StatusOr<EquivalenceOutcome> outcome =
+            RunEquivalence(**module, mesh, 1, nullptr, &arguments);
+        ASSERT_TRUE(outcome.ok()) << outcome.status();
+        EXPECT_EQ(outcome->difference, 0) << ir::PrintModule(*outcome->partition.module);
+        ASSERT_EQ(outcome->partition.collectives.size(), 1u)
+            << ir::PrintModule(*outcome->partition.module);
+        EXPECT_EQ(outcome->partition.collectives[0].kind, Opcode::kAllReduce);
+      }
+    }
+  }
 }
 
 }  // namespace
