@@ -1,7 +1,9 @@
 // PyTorch's tensor-parallel plans (torch.distributed.tensor.parallel): parallelize_module with
-// ColwiseParallel and RowwiseParallel styles for vkspmd::nn layers, over a DeviceMesh.
+// Colwise/Rowwise/SequenceParallel styles for vkspmd::nn layers over a DeviceMesh, and the plans
+// of the dp / tp / dp+tp strategies.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -12,12 +14,27 @@
 
 namespace vkspmd {
 
+// The layout options of PyTorch's styles. `input_layouts` constrains the module's forward
+// input, `output_layouts` its output, each a Shard(dim) or Replicate() over the tensor-parallel
+// axis (dim 0 also stays split over parallelize_module's data axis). Unset (the default) leaves
+// the activation to sharding propagation, which for the Megatron pairs gives PyTorch's defaults.
+// PyTorch's use_local_output has no counterpart: a vkspmd module always returns the global
+// (lazy) Tensor, laid out as output_layouts says.
+
 // Linear: the weight [out, in] as Shard(0) and the bias as Shard(0) (output features split);
 // Embedding: the table as Shard(1) (embedding dim split).
-struct ColwiseParallel {};
+struct ColwiseParallel {
+  std::optional<Placement> input_layouts;
+  std::optional<Placement> output_layouts;
+};
 // Linear: the weight as Shard(1) (input features split), the bias replicated (added after the
 // partial sums are all-reduced); Embedding: the table as Shard(0) (vocabulary split).
-struct RowwiseParallel {};
+// output_layouts = Shard(1) on a [batch, sequence, features] output is Megatron's
+// reduce-scatter into a SequenceParallel region.
+struct RowwiseParallel {
+  std::optional<Placement> input_layouts;
+  std::optional<Placement> output_layouts;
+};
 // PyTorch's SequenceParallel for LayerNorm: its input and output [batch, sequence, ...] have the
 // sequence dim (1) split over the axis, its weight and bias replicated; the partitioner reshards
 // between it and the Rowwise/Colwise layers around it (Megatron sequence parallelism). vkspmd
@@ -30,12 +47,25 @@ using ParallelStyle = std::variant<ColwiseParallel, RowwiseParallel, SequencePar
 using ParallelizePlan = std::vector<std::pair<std::string, ParallelStyle>>;
 
 // Marks the parameters of each planned module with its style's placements over mesh axis `axis`
-// (the only axis of a 1-D mesh when empty); every other parameter is replicated over the mesh.
-// Activations follow by sharding propagation (Colwise then Rowwise keeps the hidden activation
-// split and ends with one all-reduce, as Megatron). Call it on a freshly built model, before its
-// first forward. Throws for an unknown module name, a style the module's type has no rule for,
-// or an axis the mesh lacks.
+// (the only axis of a 1-D mesh when empty; not needed for an empty plan); every other parameter
+// is replicated over the mesh. With `data_axis`, the model's inputs (Module::shard_input: tokens,
+// features, targets) are split on their batch dim over that axis, as data parallelism places
+// them. Activations follow by sharding propagation (Colwise then Rowwise keeps the hidden
+// activation split and ends with one all-reduce, as Megatron) unless a style's layouts say
+// otherwise. Call it on a freshly built model, before its first forward. Throws for an unknown
+// module name, a style the module's type has no rule for, a Partial layout, or an axis the mesh
+// lacks.
 void parallelize_module(nn::Module& module, const DeviceMesh& mesh, const ParallelizePlan& plan,
-                        const std::string& axis = "");
+                        const std::string& axis = "", const std::string& data_axis = "");
+
+// Megatron's plan for a vkspmd::nn model, the one nn::tensor_parallel applies: every Linear
+// built column-parallel is ColwiseParallel, every row-parallel one and every vocabulary-parallel
+// Embedding RowwiseParallel (NamedParameter::tensor_parallel_dim says which), in
+// named_modules() order. So, as parallelize_module plans, on a mesh with axes "dp" and "tp":
+//   dp     parallelize_module(model, mesh, {}, "", "dp")
+//   tp     parallelize_module(model, mesh, tensor_parallel_plan(model), "tp")
+//   dp+tp  parallelize_module(model, mesh, tensor_parallel_plan(model), "tp", "dp")
+// give the strategies' parameter shardings and input placements (docs/dtensor.md).
+ParallelizePlan tensor_parallel_plan(const nn::Module& module);
 
 }  // namespace vkspmd

@@ -26,6 +26,9 @@ struct ParallelPlan {
   std::string data_axis;   // The batch dim of inputs and activations is split over it.
   std::string model_axis;  // Megatron tensor parallelism: heads, MLP hidden units, vocabulary.
   std::string fsdp_axis;   // Every parameter's largest dim is split over it.
+  // Whether layers constrain their activations (Module::constrain) to the roles above. False for
+  // parallelize_module's data axis: only the inputs are placed, propagation does the rest.
+  bool constrain_activations = true;
 
   // The number of devices along `axis` (1 for "").
   int64_t axis_size(const std::string& axis) const;
@@ -114,13 +117,28 @@ class Module {
   // the data axis. Throws when that dim is not divisible by the data axis size (no padding).
   Tensor shard_input(const Tensor& x) const;
 
+  // One side of a module's forward as a parallel style lays it out over one mesh axis
+  // (PyTorch's input_layouts / output_layouts): tensor dim `dim` (negative counts from the end)
+  // split over the axis, or the tensor replicated over it.
+  struct AxisLayout {
+    bool replicate = false;
+    int64_t dim = 0;
+  };
+  // Linear, Embedding and LayerNorm constrain their forward input to `input` and their output to
+  // `output` over mesh axis `axis` (nullopt: left to sharding propagation); under a plan with a
+  // data axis (set_parallel_plan) dim 0 stays split over that axis too. `style` names the setter
+  // in errors. parallelize_module calls it.
+  void set_layouts(const Mesh& mesh, int64_t axis, std::optional<AxisLayout> input,
+                   std::optional<AxisLayout> output, std::string style);
   // PyTorch's SequenceParallel, as parallelize_module sets it: forward takes its input with dim
   // `dim` (the sequence) split over mesh axis `axis` and returns its output split the same way,
-  // so a LayerNorm between Rowwise and Colwise layers runs on a slice of the sequence.
+  // so a LayerNorm between Rowwise and Colwise layers runs on a slice of the sequence. The dim
+  // must come before the last (feature) dim of the input.
   void set_sequence_parallel(const Mesh& mesh, int64_t axis, int64_t dim = 1);
-  // `x` split as set_sequence_parallel says (unchanged when it was not called). Throws when `x`
-  // has no dim `dim` before its last (feature) dim.
-  Tensor shard_sequence(const Tensor& x) const;
+  // `x` constrained as set_layouts says for the input / the output (unchanged when not set).
+  // Throws when `x` has no such dim.
+  Tensor layout_input(const Tensor& x) const;
+  Tensor layout_output(const Tensor& x) const;
 
  protected:
   // `tensor` must be a member of the derived module (registered by address).
@@ -149,12 +167,18 @@ class Module {
   std::deque<Tensor> owned_parameters_;
   std::vector<std::pair<std::string, Module*>> children_;
   std::shared_ptr<const ParallelPlan> plan_;
-  struct SequenceSplit {
+  struct Layouts {
     Mesh mesh;
     int64_t axis;
-    int64_t dim;
+    std::optional<AxisLayout> input, output;
+    std::string style;
+    bool sequence = false;  // SequenceParallel: the split dim may not be the feature dim.
   };
-  std::optional<SequenceSplit> sequence_;
+  Tensor Constrain(const Tensor& x, const std::optional<AxisLayout>& layout,
+                   const char* side) const;
+  // `x` marked with the plan's sharding for `kind` (the plan must be set).
+  Tensor Constrain(const Tensor& x, Activation kind) const;
+  std::optional<Layouts> layouts_;
   DType compute_dtype_ = float32;
 };
 

@@ -1,6 +1,8 @@
 // parallelize_module: a tensor-parallel plan's styles as DTensor placements of each planned
 // module's parameters, marked with mark_sharding (the partitioner derives the collectives).
 #include <map>
+#include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -67,11 +69,60 @@ std::map<std::string, int64_t> SplitDims(const std::string& name, const nn::Modu
                            " applies to Linear and Embedding; \"", name, "\" is neither"));
 }
 
+// A style's layout option as the module's boundary layout (nullopt: not set).
+std::optional<nn::Module::AxisLayout> LayoutOf(const std::optional<Placement>& placement,
+                                               const std::string& name, const std::string& option) {
+  if (!placement.has_value()) return std::nullopt;
+  if (placement->is_partial()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                absl::StrCat("parallelize_module: ", option, " of \"", name, "\" is ",
+                             placement->to_string(), "; a module's input or output is Shard or ",
+                             "Replicate (a pending reduction does not leave a module)"));
+  }
+  if (placement->is_replicate()) return nn::Module::AxisLayout{true, 0};
+  return nn::Module::AxisLayout{false, placement->dim()};
+}
+
+// A Colwise/Rowwise style's (input_layouts, output_layouts) as boundary layouts; "style" names
+// it in errors. Throws for a Partial layout.
+std::pair<std::optional<nn::Module::AxisLayout>, std::optional<nn::Module::AxisLayout>> Layouts(
+    const ParallelStyle& style, const std::string& name) {
+  if (const auto* colwise = std::get_if<ColwiseParallel>(&style)) {
+    return {LayoutOf(colwise->input_layouts, name, "ColwiseParallel input_layouts"),
+            LayoutOf(colwise->output_layouts, name, "ColwiseParallel output_layouts")};
+  }
+  const auto& rowwise = std::get<RowwiseParallel>(style);
+  return {LayoutOf(rowwise.input_layouts, name, "RowwiseParallel input_layouts"),
+          LayoutOf(rowwise.output_layouts, name, "RowwiseParallel output_layouts")};
+}
+
+// Sets the module's boundary layouts from its style (SequenceParallel, or the layout options).
+void SetLayouts(nn::Module& module, const std::string& name, const ParallelStyle& style,
+                const DeviceMesh& mesh, int64_t model_axis) {
+  if (std::holds_alternative<SequenceParallel>(style)) {
+    module.set_sequence_parallel(mesh.mesh(), model_axis, /*dim=*/1);
+    return;
+  }
+  auto [input, output] = Layouts(style, name);
+  if (!input.has_value() && !output.has_value()) return;
+  module.set_layouts(
+      mesh.mesh(), model_axis, input, output,
+      absl::StrCat(std::holds_alternative<ColwiseParallel>(style) ? "ColwiseParallel \""
+                                                                  : "RowwiseParallel \"",
+                   name, "\""));
+}
+
 }  // namespace
 
 void parallelize_module(nn::Module& module, const DeviceMesh& mesh, const ParallelizePlan& plan,
-                        const std::string& axis) {
-  const int64_t model_axis = ModelAxis(mesh, axis);
+                        const std::string& axis, const std::string& data_axis) {
+  // An empty plan (data parallelism alone) splits nothing over a model axis.
+  const int64_t model_axis = plan.empty() && axis.empty() ? -1 : ModelAxis(mesh, axis);
+  if (!data_axis.empty() && mesh.mesh().axis_index(data_axis) == model_axis) {
+    throw Error(ErrorCode::kInvalidArgument,
+                absl::StrCat("parallelize_module: the data axis \"", data_axis,
+                             "\" is the tensor-parallel axis; they must differ"));
+  }
   std::map<std::string, nn::Module*> modules;
   for (const auto& [name, child] : module.named_modules()) modules[name] = child;
   // Parameter dotted name -> split dim, checked for every entry before anything is marked.
@@ -88,17 +139,40 @@ void parallelize_module(nn::Module& module, const DeviceMesh& mesh, const Parall
     for (const auto& [parameter, dim] : SplitDims(name, *found->second, style)) {
       split[absl::StrCat(name, ".", parameter)] = dim;
     }
+    if (!std::holds_alternative<SequenceParallel>(style)) (void)Layouts(style, name);
   }
-  for (const auto& [name, style] : plan) {
-    if (std::holds_alternative<SequenceParallel>(style)) {
-      modules.at(name)->set_sequence_parallel(mesh.mesh(), model_axis, /*dim=*/1);
-    }
+  // Data parallelism: the inputs' batch over the data axis; activations are not constrained.
+  if (!data_axis.empty()) {
+    module.set_parallel_plan(std::make_shared<const nn::ParallelPlan>(nn::ParallelPlan{
+        "parallelize_module", mesh.mesh(), data_axis, "", "", /*constrain_activations=*/false}));
   }
+  for (const auto& [name, style] : plan)
+    SetLayouts(*modules.at(name), name, style, mesh, model_axis);
   for (const auto& [name, tensor] : module.named_parameters()) {
     const auto found = split.find(name);
     const int64_t dim = found == split.end() ? -1 : found->second;
     mark_sharding(tensor, mesh.mesh(), SpecOf(SplitOver(mesh, model_axis, dim), tensor.dim()));
   }
+}
+
+ParallelizePlan tensor_parallel_plan(const nn::Module& module) {
+  ParallelizePlan plan;
+  for (const auto& [name, child] : module.named_modules()) {
+    const bool linear = dynamic_cast<const nn::Linear*>(child) != nullptr;
+    const bool embedding = dynamic_cast<const nn::Embedding*>(child) != nullptr;
+    if (!linear && !embedding) continue;
+    for (const nn::NamedParameter& parameter : child->parameter_table()) {
+      if (parameter.name != "weight" || parameter.tensor_parallel_dim < 0) continue;
+      // Column-parallel Linear weights split dim 0; row-parallel ones dim 1, as does nothing
+      // else; a vocabulary-parallel Embedding splits its rows (dim 0), RowwiseParallel's rule.
+      if (linear && parameter.tensor_parallel_dim == 0) {
+        plan.emplace_back(name, ColwiseParallel{});
+      } else {
+        plan.emplace_back(name, RowwiseParallel{});
+      }
+    }
+  }
+  return plan;
 }
 
 }  // namespace vkspmd

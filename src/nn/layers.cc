@@ -32,8 +32,9 @@ Tensor Linear::forward(const Tensor& x) const {
         absl::StrCat("Linear(", in_features_, ", ", out_features_, "): the input's last dim ",
                      x.dim() == 0 ? 0 : x.size(-1), " is not ", in_features_));
   }
-  Tensor y = matmul(to_compute_dtype(x), to_compute_dtype(weight_).t());
-  return bias_.defined() ? y + to_compute_dtype(bias_) : y;
+  // A parallel style's input_layouts / output_layouts, when set, constrain both ends.
+  Tensor y = matmul(to_compute_dtype(layout_input(x)), to_compute_dtype(weight_).t());
+  return layout_output(bias_.defined() ? y + to_compute_dtype(bias_) : y);
 }
 
 Embedding::Embedding(int64_t num_embeddings, int64_t dim, bool vocab_parallel) {
@@ -42,7 +43,9 @@ Embedding::Embedding(int64_t num_embeddings, int64_t dim, bool vocab_parallel) {
   register_parameter("weight", &weight_, vocab_parallel ? 0 : -1);
 }
 
-Tensor Embedding::forward(const Tensor& indices) const { return embedding(indices, weight_); }
+Tensor Embedding::forward(const Tensor& indices) const {
+  return layout_output(embedding(layout_input(indices), weight_));
+}
 
 LayerNorm::LayerNorm(int64_t dim, double eps) : dim_(dim), eps_(eps) {
   RequirePositive({dim}, "LayerNorm");
@@ -55,7 +58,7 @@ LayerNorm::LayerNorm(int64_t dim, double eps) : dim_(dim), eps_(eps) {
 // In float32 under mixed precision too (its statistics need the range and the digits).
 // Under SequenceParallel the statistics of each position stay on the device holding it.
 Tensor LayerNorm::forward(const Tensor& x) const {
-  return shard_sequence(layer_norm(shard_sequence(x).to(float32), {dim_}, weight_, bias_, eps_));
+  return layout_output(layer_norm(layout_input(x).to(float32), {dim_}, weight_, bias_, eps_));
 }
 
 Tensor GELU::forward(const Tensor& x) const { return gelu(x, "none"); }

@@ -279,29 +279,78 @@ Tensor Module::to_compute_dtype(const Tensor& x) const {
   return x.to(compute_dtype_);
 }
 
-void Module::set_sequence_parallel(const Mesh& mesh, int64_t axis, int64_t dim) {
+void Module::set_layouts(const Mesh& mesh, int64_t axis, std::optional<AxisLayout> input,
+                         std::optional<AxisLayout> output, std::string style) {
   if (axis < 0 || axis >= static_cast<int64_t>(mesh.shape().size())) {
     throw Error(ErrorCode::kInvalidArgument,
-                absl::StrCat("set_sequence_parallel: ", mesh.to_string(), " has no axis ", axis));
+                absl::StrCat(style, ": ", mesh.to_string(), " has no axis ", axis));
   }
-  sequence_ = SequenceSplit{mesh, axis, dim};
+  layouts_ = Layouts{mesh, axis, input, output, std::move(style)};
 }
 
-Tensor Module::shard_sequence(const Tensor& x) const {
-  if (!sequence_.has_value()) return x;
-  if (sequence_->dim < 0 || sequence_->dim + 1 >= x.dim()) {
-    throw Error(
-        ErrorCode::kInvalidArgument,
-        absl::StrCat("SequenceParallel: the input ", ShapeText(x.shape()), " has no sequence dim ",
-                     sequence_->dim, " before its last (feature) dim"));
+void Module::set_sequence_parallel(const Mesh& mesh, int64_t axis, int64_t dim) {
+  const AxisLayout split{false, dim};
+  set_layouts(mesh, axis, split, split, "SequenceParallel");
+  layouts_->sequence = true;
+}
+
+Tensor Module::Constrain(const Tensor& x, const std::optional<AxisLayout>& layout,
+                         const char* side) const {
+  if (!layouts_.has_value() || !layout.has_value()) return x;
+  std::vector<std::vector<AxisName>> axes(static_cast<size_t>(x.dim()));
+  // The batch stays split over the plan's data axis (dp + tp meshes), that axis first when it
+  // comes first in the mesh, as the DTensor placements order several axes on one dim.
+  int64_t data_axis = -1;
+  if (plan_ != nullptr && !plan_->data_axis.empty() && x.dim() > 0) {
+    data_axis = layouts_->mesh.axis_index(plan_->data_axis);
+    axes[0].emplace_back(data_axis);
   }
-  PartitionSpec spec(static_cast<size_t>(x.dim()), None);
-  spec[sequence_->dim] = sequence_->axis;
-  return mark_sharding(x, sequence_->mesh, spec);
+  if (!layout->replicate) {
+    const int64_t dim = layout->dim < 0 ? layout->dim + x.dim() : layout->dim;
+    const int64_t limit = layouts_->sequence ? x.dim() - 1 : x.dim();
+    if (dim < 0 || dim >= limit) {
+      throw Error(
+          ErrorCode::kInvalidArgument,
+          layouts_->sequence
+              ? absl::StrCat("SequenceParallel: the input ", ShapeText(x.shape()),
+                             " has no sequence dim ", layout->dim, " before its last (feature) dim")
+              : absl::StrCat(layouts_->style, ": the ", side, " ", ShapeText(x.shape()),
+                             " has no dim ", layout->dim, " to split"));
+    }
+    auto& entry = axes[static_cast<size_t>(dim)];
+    if (dim == 0 && data_axis > layouts_->axis) {
+      entry.insert(entry.begin(), AxisName(layouts_->axis));
+    } else {
+      entry.emplace_back(layouts_->axis);
+    }
+  }
+  PartitionSpec spec;
+  for (const std::vector<AxisName>& dim_axes : axes) {
+    if (dim_axes.empty()) {
+      spec.emplace_back(None);
+    } else {
+      Axes entry({});
+      entry.axes = dim_axes;
+      spec.emplace_back(std::move(entry));
+    }
+  }
+  return mark_sharding(x, layouts_->mesh, spec);
+}
+
+Tensor Module::layout_input(const Tensor& x) const {
+  return Constrain(x, layouts_.has_value() ? layouts_->input : std::nullopt, "input");
+}
+
+Tensor Module::layout_output(const Tensor& x) const {
+  return Constrain(x, layouts_.has_value() ? layouts_->output : std::nullopt, "output");
 }
 
 Tensor Module::constrain(const Tensor& x, Activation kind) const {
-  if (plan_ == nullptr) return x;
+  if (plan_ == nullptr || !plan_->constrain_activations) return x;
+  return Constrain(x, kind);
+}
+
+Tensor Module::Constrain(const Tensor& x, Activation kind) const {
   PartitionSpec spec(static_cast<size_t>(x.dim()), None);
   if (!plan_->data_axis.empty()) spec[0] = plan_->data_axis;
   if (!plan_->model_axis.empty()) {
@@ -321,7 +370,7 @@ Tensor Module::shard_input(const Tensor& x) const {
                              " devices of data axis \"", plan_->data_axis, "\" of ",
                              plan_->mesh.to_string(), " (batches are not padded)"));
   }
-  return constrain(x, Activation::kBatch);
+  return Constrain(x, Activation::kBatch);
 }
 
 }  // namespace vkspmd::nn

@@ -161,10 +161,11 @@ TEST_F(ParallelizeTest, MisuseIsAClearError) {
                 parallelize_module(block, mesh, {{"mlp.fc1", SequenceParallel{}}});
               }),
               HasSubstr("SequenceParallel applies to LayerNorm; \"mlp.fc1\" is not one"));
-  EXPECT_THAT(ThrownMessage([&] {
-                parallelize_module(*mlp, DeviceMesh({0, 1, 2, 3}, {2, 2}), {});
-              }),
-              HasSubstr("has several axes; name the tensor-parallel one"));
+  EXPECT_THAT(
+      ThrownMessage([&] {
+        parallelize_module(*mlp, DeviceMesh({0, 1, 2, 3}, {2, 2}), {{"fc1", ColwiseParallel{}}});
+      }),
+      HasSubstr("has several axes; name the tensor-parallel one"));
 }
 
 }  // namespace
