@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "fmt/format.h"
 #include "src/base/status_macros.h"
 #include "src/spmd/auto_sharding_graph.h"
@@ -24,6 +25,11 @@ namespace {
 // The most ILP variables of one window (GLPK's dual simplex solves about this many in well under
 // a second here); a program needing more is solved window by window.
 constexpr int64_t kWindowVariables = 8000;
+
+// The ILP's objective is in microseconds: in seconds, differences of a few nanoseconds (a slice,
+// a scalar's resharding) are below GLPK's absolute tolerances, and its plan may then cost a
+// hair more than one it could have chosen.
+constexpr double kObjectiveScale = 1e6;
 
 // How many of the program's fullest points (by replicated bytes) carry a memory row.
 constexpr size_t kMemoryCheckpoints = 8;
@@ -116,7 +122,32 @@ class Builder {
     return static_cast<int64_t>(nodes_[nodes_[node].group].choice.size());
   }
 
+  // The instructions whose values reach the root through fused ops alone (EnumerateStrategies'
+  // `late`): every user fuses and is late itself, the root is. Entry order is a topological
+  // order, so one backward sweep.
+  void FindLateValues() {
+    const ir::Instruction* root = module_.entry()->root();
+    const auto& instructions = module_.entry()->instructions();
+    for (auto it = instructions.rbegin(); it != instructions.rend(); ++it) {
+      const ir::Instruction* instruction = it->get();
+      auto users = users_.find(instruction);
+      bool late = instruction == root;
+      if (!late && users != users_.end()) {
+        late = std::all_of(users->second.begin(), users->second.end(), [&](const auto* user) {
+          return (user == root || Fuses(*user)) && late_.contains(user);
+        });
+      }
+      if (late) late_.insert(instruction);
+    }
+  }
+
   absl::Status BuildNodes() {
+    for (const auto& owned : module_.entry()->instructions()) {
+      for (const ir::Instruction* operand : owned->operands()) {
+        users_[operand].push_back(owned.get());
+      }
+    }
+    FindLateValues();
     for (const auto& owned : module_.entry()->instructions()) {
       const ir::Instruction* instruction = owned.get();
       VKSPMD_ASSIGN_OR_RETURN(std::vector<OpRule> rules, RulesFor(*instruction));
@@ -126,7 +157,8 @@ class Builder {
       Node node;
       node.instruction = instruction;
       node.rule = std::move(rules[0]);
-      node.strategies = EnumerateStrategies(*instruction, node.rule, mesh_, model_);
+      const bool late = late_.contains(instruction);
+      node.strategies = EnumerateStrategies(*instruction, node.rule, mesh_, model_, late);
       if (round_.has_value()) RestrictToRound(*instruction, node.strategies);
       VKSPMD_ASSIGN_OR_RETURN(std::optional<AxisSharding> pinned, PinnedSharding(*instruction));
       if (pinned.has_value()) {
@@ -136,7 +168,7 @@ class Builder {
         }
         if (matching.empty()) {
           matching.push_back(
-              StrategyFor(*instruction, node.rule, node.strategies, *pinned, mesh_, model_));
+              StrategyFor(*instruction, node.rule, node.strategies, *pinned, mesh_, model_, late));
         }
         node.strategies = std::move(matching);
       }
@@ -407,7 +439,7 @@ class Builder {
       std::vector<IlpProblem::Term> one;
       first_variable[group] = problem.variable_count();
       for (double cost : group_costs) {
-        one.push_back({problem.AddVariable(cost, /*binary=*/true), 1.0});
+        one.push_back({problem.AddVariable(cost * kObjectiveScale, /*binary=*/true), 1.0});
       }
       problem.AddRow(std::move(one), 1, 1);
       ++choice_groups_;
@@ -421,7 +453,7 @@ class Builder {
       std::vector<std::vector<IlpProblem::Term>> row_terms(rows), column_terms(columns);
       for (size_t p = 0; p < rows; ++p) {
         for (size_t q = 0; q < columns; ++q) {
-          const int64_t e = problem.AddVariable(matrix[p][q], /*binary=*/false);
+          const int64_t e = problem.AddVariable(matrix[p][q] * kObjectiveScale, /*binary=*/false);
           row_terms[p].push_back({e, 1.0});
           column_terms[q].push_back({e, 1.0});
         }
@@ -565,6 +597,8 @@ class Builder {
   ChosenFactors chosen_factors_;
   std::vector<Node> nodes_;
   absl::flat_hash_map<const ir::Instruction*, int64_t> index_;
+  absl::flat_hash_map<const ir::Instruction*, std::vector<const ir::Instruction*>> users_;
+  absl::flat_hash_set<const ir::Instruction*> late_;
   std::vector<Edge> edges_;
   int64_t choice_groups_ = 0, variables_ = 0, rows_ = 0, windows_ = 0;
   double solve_seconds_ = 0;

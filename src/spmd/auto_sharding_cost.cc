@@ -71,8 +71,8 @@ double CostModel::Kernel(double work, double bytes, double kernels) const {
   return seconds;
 }
 
-double CostModel::Collective(CollectiveKind kind, int64_t axis, int64_t bytes,
-                             const Mesh& mesh) const {
+double CostModel::Collective(CollectiveKind kind, int64_t axis, int64_t bytes, const Mesh& mesh,
+                             bool bucketed) const {
   const double n = static_cast<double>(mesh.axis_size(axis));
   if (n <= 1) return 0;
   double volume = static_cast<double>(bytes);
@@ -81,7 +81,7 @@ double CostModel::Collective(CollectiveKind kind, int64_t axis, int64_t bytes,
     volume *= (n - 1) / n;
   }
   const AlphaBeta& cost = axes[axis][static_cast<int>(kind)];
-  return cost.alpha + cost.beta * volume;
+  return (bucketed ? 0.0 : cost.alpha) + cost.beta * volume;
 }
 
 double CostModel::Reshard(const ir::Shape& shape, const AxisSharding& from, const AxisSharding& to,

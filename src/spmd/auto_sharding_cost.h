@@ -53,8 +53,11 @@ struct CostModel {
   // Unmeasured defaults for `mesh`: α 20 µs, β 1/(2 GB/s) on every axis, 20 GFLOP/s, dispatches
   // and bytes free. Deterministic: what the golden plans are computed with.
   static CostModel Default(const Mesh& mesh);
-  // Seconds of one collective along `axis` on `bytes` per device (see AlphaBeta).
-  double Collective(CollectiveKind kind, int64_t axis, int64_t bytes, const Mesh& mesh) const;
+  // Seconds of one collective along `axis` on `bytes` per device (see AlphaBeta). `bucketed`: an
+  // all-reduce the runtime packs with others into one rendezvous (exec/collective_step.h's
+  // buckets: a training step's gradients), whose alpha the bucket pays once: beta alone here.
+  double Collective(CollectiveKind kind, int64_t axis, int64_t bytes, const Mesh& mesh,
+                    bool bucketed = false) const;
   // Seconds of `kernels` dispatches doing `work` (a dot's 2·M·N·K, else its elements) and
   // moving `bytes` through memory on one device.
   double Kernel(double work, double bytes, double kernels = 1) const;

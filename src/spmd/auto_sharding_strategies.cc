@@ -44,8 +44,11 @@ double Dispatches(const ir::Instruction& instruction) {
 }
 
 // Fills in a strategy's shardings and costs from its factor axes.
+// The runtime's largest bucket member (exec::kMaxBucketMemberBytes): larger all-reduces run alone.
+constexpr int64_t kMaxBucketedBytes = 1 << 20;
+
 Strategy Costed(const ir::Instruction& instruction, const OpRule& rule, FactorAxes factors,
-                const Mesh& mesh, const CostModel& model) {
+                const Mesh& mesh, const CostModel& model, bool late) {
   Strategy strategy;
   strategy.factors = std::move(factors);
   strategy.result = ProjectToTensor(rule, rule.result_dims[0], strategy.factors, mesh);
@@ -75,8 +78,8 @@ Strategy Costed(const ir::Instruction& instruction, const OpRule& rule, FactorAx
   for (size_t f = 0; f < rule.factors.size(); ++f) {
     if (rule.factors[f].kind != FactorKind::kReduction) continue;
     for (int64_t axis : strategy.factors[f]) {
-      strategy.communication +=
-          model.Collective(CollectiveKind::kAllReduce, axis, result_bytes, mesh);
+      strategy.communication += model.Collective(CollectiveKind::kAllReduce, axis, result_bytes,
+                                                 mesh, late && result_bytes <= kMaxBucketedBytes);
     }
   }
   return strategy;
@@ -93,8 +96,10 @@ bool Valid(const OpRule& rule, const FactorAxes& factors, const Mesh& mesh) {
 
 }  // namespace
 
+bool Fuses(const ir::Instruction& instruction) { return Dispatches(instruction) == 0; }
+
 std::vector<Strategy> EnumerateStrategies(const ir::Instruction& instruction, const OpRule& rule,
-                                          const Mesh& mesh, const CostModel& model) {
+                                          const Mesh& mesh, const CostModel& model, bool late) {
   const int64_t axes = mesh.axis_count();
   const int64_t choices = static_cast<int64_t>(rule.factors.size()) + 1;  // a factor, or none
   int64_t combinations = 1;
@@ -111,7 +116,7 @@ std::vector<Strategy> EnumerateStrategies(const ir::Instruction& instruction, co
       if (choice > 0) factors[choice - 1].push_back(a);  // axes ascending: mesh-major first
     }
     if (!Valid(rule, factors, mesh)) continue;
-    Strategy strategy = Costed(instruction, rule, std::move(factors), mesh, model);
+    Strategy strategy = Costed(instruction, rule, std::move(factors), mesh, model, late);
     std::vector<std::string> operands;
     for (const AxisSharding& operand : strategy.operands)
       operands.push_back(operand.ToString(mesh));
@@ -131,7 +136,7 @@ std::vector<Strategy> EnumerateStrategies(const ir::Instruction& instruction, co
 
 Strategy StrategyFor(const ir::Instruction& instruction, const OpRule& rule,
                      const std::vector<Strategy>& strategies, const AxisSharding& result,
-                     const Mesh& mesh, const CostModel& model) {
+                     const Mesh& mesh, const CostModel& model, bool late) {
   const Strategy* best = nullptr;
   for (const Strategy& strategy : strategies) {
     if (strategy.result != result) continue;
@@ -144,7 +149,7 @@ Strategy StrategyFor(const ir::Instruction& instruction, const OpRule& rule,
   Strategy projected = Costed(
       instruction, rule,
       MakeRepresentable(rule, ProjectToFactors(rule, rule.result_dims[0], result, mesh), mesh),
-      mesh, model);
+      mesh, model, late);
   // The value keeps the annotation even where the factors cannot carry all of it (an uneven
   // split of a compound dim): the partitioner reshards what the op produces.
   projected.result = result;

@@ -28,13 +28,22 @@ struct Strategy {
 // is a multiple of its axes' product, factors the local op needs whole stay unsplit, and every
 // tensor can express the split (MakeRepresentable); distinct (result, operands) only, cheapest
 // first kept. A scalar has only the replicated strategy.
+// `late`: the instruction's value reaches the step's outputs through fused ops alone (a gradient
+// on its way to the optimizer's update), so its all-reduces, independent of each other, share
+// the runtime's buckets (CostModel::Collective's `bucketed`) when at most 1 MiB per device.
 std::vector<Strategy> EnumerateStrategies(const ir::Instruction& instruction, const OpRule& rule,
-                                          const Mesh& mesh, const CostModel& model);
+                                          const Mesh& mesh, const CostModel& model,
+                                          bool late = false);
+
+// Whether an op makes no kernel of its own (elementwise chains, layout ops, slices, annotations,
+// leaves fuse into their neighbours' kernels): a value passing only through such ops to the
+// outputs waits on no other kernel's collective.
+bool Fuses(const ir::Instruction& instruction);
 
 // The strategy that gives `result` (among `strategies`, the cheapest; else the one the result's
 // projection onto the factors gives, for an annotation outside the enumerated set).
 Strategy StrategyFor(const ir::Instruction& instruction, const OpRule& rule,
                      const std::vector<Strategy>& strategies, const AxisSharding& result,
-                     const Mesh& mesh, const CostModel& model);
+                     const Mesh& mesh, const CostModel& model, bool late = false);
 
 }  // namespace vkspmd::spmd
