@@ -39,7 +39,66 @@ Literal Concatenate(const std::vector<const Literal*>& parts, int64_t axis) {
   return result;
 }
 
+bool HasManualSubgroup(const ir::Sharding& sharding) {
+  const std::vector<ir::SubgroupType>& types = sharding.subgroup_types();
+  return sharding.kind() == ir::Sharding::Kind::kTiled &&
+         std::find(types.begin(), types.end(), ir::SubgroupType::kManual) != types.end();
+}
+
+// The coordinates of `device` along the manual subgroup dims of `sharding`.
+std::vector<int64_t> ManualIndex(const ir::Sharding& sharding, int64_t device) {
+  const std::vector<int64_t> index = *sharding.TileIndexForDevice(device);
+  const std::vector<ir::SubgroupType>& types = sharding.subgroup_types();
+  const size_t first = index.size() - types.size();
+  std::vector<int64_t> manual;
+  for (size_t t = 0; t < types.size(); ++t) {
+    if (types[t] == ir::SubgroupType::kManual) manual.push_back(index[first + t]);
+  }
+  return manual;
+}
+
+// The devices of `device`'s manual group under a sharding with a manual subgroup: those with
+// its manual coordinates (the group that shares one manual value).
+std::vector<int64_t> ManualGroup(const ir::Sharding& sharding, int64_t device) {
+  const std::vector<int64_t> mine = ManualIndex(sharding, device);
+  std::vector<int64_t> group;
+  for (int64_t other : sharding.tile_assignment().Flatten()) {
+    if (ManualIndex(sharding, other) == mine) group.push_back(other);
+  }
+  return group;
+}
+
+// Copies `device`'s tile of `from` under `from_sharding` to its tile of `to` under `to_sharding`
+// (as much as both tiles hold): XLA's boundary ops hand each device's shard over unchanged.
+void CopyTile(const Literal& from, const ir::Sharding& from_sharding, Literal& to,
+              const ir::Sharding& to_sharding, int64_t device) {
+  const std::vector<int64_t> from_start = from_sharding.TileOffsetForDevice(from.shape(), device);
+  const std::vector<int64_t> from_limit = from_sharding.TileLimitForDevice(from.shape(), device);
+  const std::vector<int64_t> to_start = to_sharding.TileOffsetForDevice(to.shape(), device);
+  const std::vector<int64_t> to_limit = to_sharding.TileLimitForDevice(to.shape(), device);
+  std::vector<int64_t> block;
+  for (size_t i = 0; i < from_start.size(); ++i) {
+    block.push_back(
+        std::max<int64_t>(0, std::min(from_limit[i] - from_start[i], to_limit[i] - to_start[i])));
+  }
+  CopyBlock(from, from_start, to, to_start, block);
+}
+
 }  // namespace
+
+absl::StatusOr<Literal> ExtractManualValue(const ir::Shape& manual_shape, const Literal& full,
+                                           const ir::Sharding& full_sharding,
+                                           const ir::Sharding& manual_sharding, int64_t partition) {
+  if (!manual_sharding.TileIndexForDevice(partition).has_value()) {
+    return absl::InvalidArgumentError(
+        fmt::format("device {} is not in sharding {}", partition, manual_sharding.ToString()));
+  }
+  Literal manual(manual_shape);
+  for (int64_t device : ManualGroup(manual_sharding, partition)) {
+    CopyTile(full, full_sharding, manual, manual_sharding, device);
+  }
+  return manual;
+}
 
 absl::StatusOr<Literal> ExtractShard(const ir::Shape& shard_shape, const Literal& full,
                                      const ir::Sharding& sharding, int64_t partition) {
@@ -82,6 +141,24 @@ absl::StatusOr<std::vector<Literal>> EvaluateShardToFull(
   }
   const ir::Sharding& sharding = *instruction.sharding();
   const int64_t device_count = static_cast<int64_t>(operands.size());
+  const std::optional<ir::Sharding>& manual = instruction.operand(0)->sharding();
+  if (manual.has_value() && HasManualSubgroup(*manual)) {
+    // Each partition's tile of its manual value under the operand's sharding is its tile of
+    // the result under the instruction's.
+    for (int64_t device = 0; device < device_count; ++device) {
+      Literal full(full_shape);
+      const int64_t replica_base = device - device % partition_count;
+      for (int64_t partition = 0; partition < partition_count; ++partition) {
+        if (!sharding.TileIndexForDevice(partition).has_value() ||
+            !manual->TileIndexForDevice(partition).has_value()) {
+          continue;
+        }
+        CopyTile(*operands[replica_base + partition], *manual, full, sharding, partition);
+      }
+      results.push_back(std::move(full));
+    }
+    return results;
+  }
   for (int64_t device = 0; device < device_count; ++device) {
     Literal full(full_shape);
     const int64_t replica_base = device - device % partition_count;

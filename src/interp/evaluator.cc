@@ -2,6 +2,7 @@
 // evaluated for all devices before the next one, so collectives see every device's operand.
 #include "src/interp/evaluator.h"
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "fmt/format.h"
 #include "src/base/status_macros.h"
@@ -158,6 +159,13 @@ absl::StatusOr<Literal> EvaluateLocal(const Instruction& instruction,
     case Opcode::kCustomCall: {
       if (instruction.attributes().custom_call_target == "SPMDFullToShardShape") {
         const std::optional<ir::Sharding>& sharding = instruction.operand(0)->sharding();
+        const std::optional<ir::Sharding>& manual = instruction.sharding();
+        if (manual.has_value() &&
+            absl::c_linear_search(manual->subgroup_types(), ir::SubgroupType::kManual)) {
+          return ExtractManualValue(instruction.shape(), *operands[0],
+                                    sharding.value_or(ir::Sharding::Replicated()), *manual,
+                                    device.partition_id);
+        }
         return ExtractShard(instruction.shape(), *operands[0],
                             sharding.value_or(ir::Sharding::Replicated()), device.partition_id);
       }

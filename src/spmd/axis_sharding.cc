@@ -211,7 +211,7 @@ AxisSharding AxisSharding::InMeshOrder() const {
 }
 
 bool AxisSharding::IsReplicated() const {
-  if (IsSpecial()) return false;
+  if (IsSpecial() || IsPartiallyManual()) return false;
   for (const std::vector<int64_t>& axes : dims) {
     if (!axes.empty()) return false;
   }
@@ -229,14 +229,16 @@ int64_t AxisSharding::NumTiles(const Mesh& mesh) const { return mesh.SizeOf(Used
 std::string AxisSharding::ToString(const Mesh& mesh) const {
   if (maximal_device.has_value()) return fmt::format("maximal device={}", *maximal_device);
   if (manual) return "manual";
-  std::vector<std::string> parts;
-  for (const std::vector<int64_t>& axes : dims) {
+  const auto label = [&](const std::vector<int64_t>& axes) {
     std::vector<std::string> labels;
     for (int64_t axis : axes) labels.push_back(mesh.AxisLabel(axis));
-    parts.push_back(fmt::format("{{{}}}", absl::StrJoin(labels, ",")));
-  }
+    return fmt::format("{{{}}}", absl::StrJoin(labels, ","));
+  };
+  std::vector<std::string> parts;
+  for (const std::vector<int64_t>& axes : dims) parts.push_back(label(axes));
   std::string text = fmt::format("[{}]", absl::StrJoin(parts, ", "));
   if (!device_order.empty()) text += fmt::format(" devices {}", absl::StrJoin(device_order, ","));
+  if (IsPartiallyManual()) text += " manual " + label(manual_axes);
   return text;
 }
 
@@ -245,20 +247,29 @@ ir::Sharding ToHloSharding(const AxisSharding& sharding, const Mesh& mesh_order)
   if (sharding.manual) return ir::Sharding::Manual();
   const Mesh mesh = LayoutMesh(sharding, mesh_order);
   if (mesh.device_count() == 1) return ir::Sharding::Maximal(mesh.device_ids()[0]);
-  if (sharding.NumTiles(mesh) == 1) return ir::Sharding::Replicated();
+  const std::vector<int64_t>& manual = sharding.manual_axes;
+  if (sharding.NumTiles(mesh) == 1 && manual.empty()) return ir::Sharding::Replicated();
   std::vector<int64_t> permutation = sharding.UsedAxes();
   std::vector<int64_t> unused;
   for (int64_t axis = 0; axis < mesh.axis_count(); ++axis) {
-    if (std::find(permutation.begin(), permutation.end(), axis) == permutation.end()) {
+    if (std::find(permutation.begin(), permutation.end(), axis) == permutation.end() &&
+        std::find(manual.begin(), manual.end(), axis) == manual.end()) {
       unused.push_back(axis);
     }
   }
+  permutation.insert(permutation.end(), manual.begin(), manual.end());
   permutation.insert(permutation.end(), unused.begin(), unused.end());
   ir::DeviceArray array;
   for (int64_t d = 0; d < sharding.rank(); ++d)
     array.dimensions.push_back(sharding.TilesOn(d, mesh));
+  std::vector<ir::SubgroupType> subgroups;
+  if (!manual.empty()) {
+    array.dimensions.push_back(mesh.SizeOf(manual));
+    subgroups.push_back(ir::SubgroupType::kManual);
+  }
   const int64_t replication = mesh.SizeOf(unused);
   if (replication > 1) array.dimensions.push_back(replication);
+  if (replication > 1 && !manual.empty()) subgroups.push_back(ir::SubgroupType::kReplicated);
   if (mesh.IsIota()) {
     SetCanonicalIota(mesh, permutation, array);
   } else {
@@ -271,33 +282,80 @@ ir::Sharding ToHloSharding(const AxisSharding& sharding, const Mesh& mesh_order)
       array.device_ids.push_back(mesh.DeviceAt(coordinates));
     } while (ir::NextIndex(permuted_shape, index));
   }
+  if (!subgroups.empty()) return ir::Sharding::Tiled(array, false, subgroups);
   return ir::Sharding::Tiled(array, replication > 1);
 }
 
 namespace {
 
-// ", manual over mesh axes y" for a sharding with manual subgroups: the axes its tiling leaves
-// out once they are read as replicated (with replicated subgroups too, "manual or replicated");
-// "" when the tiling does not match the mesh. Users name axes, not tile-assignment dims.
-std::string ManualSubgroupAxes(const ir::Sharding& sharding, const Mesh& mesh, int64_t rank) {
-  std::vector<ir::SubgroupType> types = sharding.subgroup_types();
-  bool replicated = sharding.last_tile_dim_replicate();
-  for (ir::SubgroupType& type : types) {
-    replicated = replicated || type == ir::SubgroupType::kReplicated;
-    type = ir::SubgroupType::kReplicated;
+// The tile assignment of a sharding with a manual subgroup with its dims transposed to data dims,
+// then the manual subgroup dims merged into one, then the replicated ones merged into one (if
+// any): a tiled sharding of rank + 1 dims whose last data dim is the manual one.
+ir::Sharding ManualAsDataDim(const ir::Sharding& sharding, int64_t rank) {
+  const ir::DeviceArray& array = sharding.tile_assignment();
+  const std::vector<ir::SubgroupType>& types = sharding.subgroup_types();
+  std::vector<int64_t> order;  // old dim of each new dim
+  for (int64_t d = 0; d < rank; ++d) order.push_back(d);
+  const int64_t first_subgroup = static_cast<int64_t>(array.dimensions.size() - types.size());
+  int64_t manual = 1, replicated = 1;
+  for (ir::SubgroupType wanted : {ir::SubgroupType::kManual, ir::SubgroupType::kReplicated}) {
+    for (size_t t = 0; t < types.size(); ++t) {
+      if (types[t] != wanted) continue;
+      order.push_back(first_subgroup + static_cast<int64_t>(t));
+      (wanted == ir::SubgroupType::kManual ? manual : replicated) *= array.dimensions[order.back()];
+    }
   }
-  const absl::StatusOr<AxisSharding> tiling = FromHloSharding(
-      ir::Sharding::Tiled(sharding.tile_assignment(), sharding.last_tile_dim_replicate(), types),
-      mesh, rank);
-  if (!tiling.ok()) return "";
-  const std::vector<int64_t> used = tiling->UsedAxes();
-  std::vector<int64_t> left;
-  for (int64_t axis = 0; axis < mesh.axis_count(); ++axis) {
-    if (std::find(used.begin(), used.end(), axis) == used.end()) left.push_back(axis);
+  // A last_tile_dim_replicate dim (never written with last_tile_dims, but kept general).
+  for (int64_t d = rank; d < first_subgroup; ++d) {
+    order.push_back(d);
+    replicated *= array.dimensions[d];
   }
-  if (left.empty()) return "";
-  return fmt::format(", {} over mesh axes {}", replicated ? "manual or replicated" : "manual",
-                     mesh.AxesLabel(left));
+  std::vector<int64_t> permuted_shape;
+  for (int64_t old : order) permuted_shape.push_back(array.dimensions[old]);
+  const std::vector<int64_t> ids = array.Flatten();
+  ir::DeviceArray transposed;
+  std::vector<int64_t> index(order.size(), 0), old_index(order.size());
+  do {
+    for (size_t i = 0; i < order.size(); ++i) old_index[order[i]] = index[i];
+    int64_t flat = 0;
+    for (size_t d = 0; d < old_index.size(); ++d) flat = flat * array.dimensions[d] + old_index[d];
+    transposed.device_ids.push_back(ids[flat]);
+  } while (ir::NextIndex(permuted_shape, index));
+  transposed.dimensions.assign(array.dimensions.begin(), array.dimensions.begin() + rank);
+  transposed.dimensions.push_back(manual);
+  if (replicated > 1) transposed.dimensions.push_back(replicated);
+  return ir::Sharding::Tiled(transposed, replicated > 1);
+}
+
+// A sharding with a manual subgroup: its data dims and manual dim read as rank + 1 data dims,
+// whose last one gives the manual axes.
+absl::StatusOr<AxisSharding> FromManualSubgroup(
+    const ir::Sharding& sharding, const Mesh& mesh, int64_t rank,
+    const std::vector<std::vector<int64_t>>& preferred_orders) {
+  if (sharding.TiledDataRank() != rank) {
+    return absl::InvalidArgumentError(fmt::format("sharding {} tiles {} dims, the value has {}",
+                                                  sharding.ToString(), sharding.TiledDataRank(),
+                                                  rank));
+  }
+  absl::StatusOr<AxisSharding> found =
+      FromHloSharding(ManualAsDataDim(sharding, rank), mesh, rank + 1, preferred_orders);
+  if (!found.ok()) {
+    return absl::Status(found.status().code(),
+                        fmt::format("sharding {} (its manual subgroup read as a tile dim): {}",
+                                    sharding.ToString(), std::string(found.status().message())));
+  }
+  if (!found->device_order.empty()) {
+    return absl::UnimplementedError(fmt::format(
+        "sharding {}: a partially manual value's devices must be laid out in the order of mesh "
+        "{} (the groups of devices sharing a manual index would differ from one value to the "
+        "next); it is expressible only in device order {}",
+        sharding.ToString(), mesh.ToString(), absl::StrJoin(found->device_order, ",")));
+  }
+  AxisSharding partial = *found;
+  partial.manual_axes = partial.dims.back();
+  partial.dims.pop_back();
+  std::sort(partial.manual_axes.begin(), partial.manual_axes.end());
+  return partial;
 }
 
 }  // namespace
@@ -327,14 +385,11 @@ absl::StatusOr<AxisSharding> FromHloSharding(
     case ir::Sharding::Kind::kTiled:
       break;
   }
-  const ir::Sharding wanted = Normalize(sharding);
-  if (!wanted.subgroup_types().empty()) {
-    return absl::UnimplementedError(fmt::format(
-        "sharding {}: manual subgroups (partially manual values{}) are not supported by the "
-        "partitioner; a value is either wholly manual ({{manual}}) or not manual (JAX's shard_map "
-        "with auto= axes has no equivalent here)",
-        sharding.ToString(), ManualSubgroupAxes(sharding, mesh, rank)));
+  const std::vector<ir::SubgroupType>& subgroups = sharding.subgroup_types();
+  if (std::find(subgroups.begin(), subgroups.end(), ir::SubgroupType::kManual) != subgroups.end()) {
+    return FromManualSubgroup(sharding, mesh, rank, preferred_orders);
   }
+  const ir::Sharding wanted = Normalize(sharding);
   if (wanted.kind() == ir::Sharding::Kind::kReplicated) return AxisSharding::Replicated(rank);
   if (wanted.TiledDataRank() != rank) {
     return absl::InvalidArgumentError(fmt::format("sharding {} tiles {} dims, the value has {}",

@@ -28,16 +28,24 @@ struct AxisSharding {
   // (empty: the mesh's order). A tile assignment that is no transpose of the mesh's device array,
   // such as {devices=[2,1]1,0} on a [2] mesh, is the axes over a mesh permuted this way.
   std::vector<int64_t> device_order;
+  // A partially manual value (a manual subgroup, JAX's shard_map with auto= axes): manual over
+  // these mesh axes (ascending), each group of devices that share their coordinates on them
+  // holding its own value of the (per-group) shape, split over the other axes by `dims`, which
+  // never name these. Collectives then run along other axes only, within each group.
+  std::vector<int64_t> manual_axes;
 
   static AxisSharding Replicated(int64_t rank) {
-    return AxisSharding{std::vector<std::vector<int64_t>>(rank), std::nullopt, false, {}};
+    return AxisSharding{std::vector<std::vector<int64_t>>(rank), std::nullopt, false, {}, {}};
   }
   static AxisSharding Manual(int64_t rank) {
-    return AxisSharding{std::vector<std::vector<int64_t>>(rank), std::nullopt, true, {}};
+    return AxisSharding{std::vector<std::vector<int64_t>>(rank), std::nullopt, true, {}, {}};
   }
   // Maximal and manual values are not split over mesh axes; propagation leaves them alone.
+  // Partially manual values are not special: their other axes are partitioned as usual.
   bool IsSpecial() const { return maximal_device.has_value() || manual; }
+  bool IsPartiallyManual() const { return !manual_axes.empty(); }
   int64_t rank() const { return static_cast<int64_t>(dims.size()); }
+  // No dim split and nothing manual: the same value on every device.
   bool IsReplicated() const;
   // Every axis used by some dim, in dim order.
   std::vector<int64_t> UsedAxes() const;
@@ -46,8 +54,8 @@ struct AxisSharding {
   int64_t NumTiles(const Mesh& mesh) const;
   // The same axes in the mesh's own device order.
   AxisSharding InMeshOrder() const;
-  // "[{dp}, {}]" with axis labels of the mesh (and " devices 1,0" for a device order);
-  // "maximal device=3"; "manual".
+  // "[{dp}, {}]" with axis labels of the mesh (and " devices 1,0" for a device order,
+  // " manual {y}" for a partially manual value); "maximal device=3"; "manual".
   std::string ToString(const Mesh& mesh) const;
   bool operator==(const AxisSharding& other) const = default;
 };
@@ -59,15 +67,18 @@ Mesh LayoutMesh(const AxisSharding& sharding, const Mesh& mesh);
 // The HLO sharding of an axis sharding, built as PyTorch/XLA and JAX do (GSPMD-NOTES 1.3):
 // sharded axes in dim order, unused axes (ascending) form the last_tile_dim_replicate group;
 // no sharded axis is REPLICATED, a one-device mesh is MAXIMAL. Iota meshes give the iota form.
+// Manual axes form a manual subgroup dim before the replicated one, as XLA orders them
+// (last_tile_dims={manual, replicated}).
 ir::Sharding ToHloSharding(const AxisSharding& sharding, const Mesh& mesh);
 
 // The axis sharding of an HLO sharding for a tensor of `rank` dims on `mesh`: found by trying
 // every assignment of the mesh's axes to dims, in the mesh's device order when one fits, else in
 // the device order the tile assignment gives (any explicit or iota tile assignment over all the
 // mesh's devices whose tile counts are products of its axes). Replicated subgroups
-// (last_tile_dims={replicated, ...}) count as one replication dim. Errors when it is not
-// expressible over the mesh (the message names both), for tuple shardings, shardings over only
-// some of the mesh's devices and partially manual (manual subgroup) ones.
+// (last_tile_dims={replicated, ...}) count as one replication dim; a manual subgroup dim gives
+// the manual axes (its devices must be laid out in the mesh's own order). Errors when it is not
+// expressible over the mesh (the message names both), for tuple shardings and shardings over
+// only some of the mesh's devices.
 // Among other device orders, the first of `preferred_orders` (orders other values use) that
 // expresses the sharding is taken.
 absl::StatusOr<AxisSharding> FromHloSharding(

@@ -50,6 +50,57 @@ absl::StatusOr<PartitionedValue> LeaveManualRegion(const Mesh& mesh, const Instr
   return PartitionedValue{manual.local, instruction.shape(), tiling};
 }
 
+absl::StatusOr<PartitionedValue> EnterPartiallyManualRegion(SpmdBuilder& builder,
+                                                            const Instruction& instruction,
+                                                            const PartitionedValue& operand,
+                                                            const AxisSharding& target) {
+  const Mesh& mesh = builder.mesh();
+  const Instruction& input = *instruction.operand(0);
+  const int64_t rank = input.shape().rank();
+  // Without an annotation the operand is split as the region's values are, whole over the
+  // manual axes.
+  AxisSharding tiling = target;
+  tiling.manual_axes.clear();
+  if (input.sharding().has_value()) {
+    VKSPMD_ASSIGN_OR_RETURN(tiling, FromHloSharding(*input.sharding(), mesh, rank));
+  }
+  const ir::Shape local_shape = ShardShape(instruction.shape(), target, mesh);
+  if (tiling.IsSpecial() || tiling.IsPartiallyManual() ||
+      ShardShape(input.shape(), tiling, mesh) != local_shape) {
+    return absl::InvalidArgumentError(fmt::format(
+        "each device's shard of {} under {} is {}, not its shard of the manual value {} under "
+        "{} ({}): XLA hands each device's shard over unchanged",
+        input.shape().ToString(), tiling.ToString(mesh),
+        ShardShape(input.shape(), tiling, mesh).ToString(), instruction.shape().ToString(),
+        target.ToString(mesh), local_shape.ToString()));
+  }
+  VKSPMD_ASSIGN_OR_RETURN(PartitionedValue shard, Reshard(builder, operand, tiling));
+  // Padding of an uneven operand reads as zeros inside, as XLA pads it.
+  std::vector<int64_t> all_dims(rank);
+  std::iota(all_dims.begin(), all_dims.end(), 0);
+  VKSPMD_ASSIGN_OR_RETURN(Instruction * local,
+                          builder.MaskPadding(shard.local, input.shape(), tiling, all_dims, [&] {
+                            return builder.Scalar(shard.local->shape().dtype(), 0);
+                          }));
+  return PartitionedValue{local, instruction.shape(), target};
+}
+
+absl::StatusOr<PartitionedValue> LeavePartiallyManualRegion(const Mesh& mesh,
+                                                            const Instruction& instruction,
+                                                            const PartitionedValue& manual,
+                                                            const AxisSharding& target) {
+  if (target.IsSpecial() || target.IsPartiallyManual() ||
+      ShardShape(instruction.shape(), target, mesh) != manual.local->shape()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "each device's shard {} of the manual value {} under {} is not its shard of {} under {} "
+        "({}): XLA hands each device's shard over unchanged",
+        manual.local->shape().ToString(), manual.global.ToString(), manual.sharding.ToString(mesh),
+        instruction.shape().ToString(), target.ToString(mesh),
+        ShardShape(instruction.shape(), target, mesh).ToString()));
+  }
+  return PartitionedValue{manual.local, instruction.shape(), target};
+}
+
 absl::StatusOr<std::vector<PartitionedValue>> CloneManualOp(
     SpmdBuilder& builder, const Instruction& instruction,
     const std::vector<PartitionedValue>& operands, ir::Computation* to_apply) {

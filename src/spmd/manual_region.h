@@ -22,6 +22,22 @@ absl::StatusOr<PartitionedValue> LeaveManualRegion(const Mesh& mesh,
                                                    const PartitionedValue& manual,
                                                    const AxisSharding& tiling);
 
+// SPMDFullToShardShape into a partially manual region (`target` is manual over some axes, JAX's
+// shard_map with auto= axes). As in XLA, each device's shard of the operand under its annotation
+// becomes its shard of the manual value under `target` unchanged (the shapes must agree): the
+// devices of one manual group together hold that group's value, split over the other axes.
+absl::StatusOr<PartitionedValue> EnterPartiallyManualRegion(SpmdBuilder& builder,
+                                                            const ir::Instruction& instruction,
+                                                            const PartitionedValue& operand,
+                                                            const AxisSharding& target);
+
+// SPMDShardToFullShape out of a partially manual region: each device's shard of the manual value
+// becomes its shard of the result under `target` unchanged (the shapes must agree).
+absl::StatusOr<PartitionedValue> LeavePartiallyManualRegion(const Mesh& mesh,
+                                                            const ir::Instruction& instruction,
+                                                            const PartitionedValue& manual,
+                                                            const AxisSharding& target);
+
 // An op inside the region, emitted as written (collectives and partition-id included); operands
 // must be manual or replicated. One value per leaf of the result.
 absl::StatusOr<std::vector<PartitionedValue>> CloneManualOp(

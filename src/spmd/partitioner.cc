@@ -235,18 +235,31 @@ class Partitioner {
   }
 
   absl::Status EnterManualRegion(const Instruction& instruction) {
-    VKSPMD_ASSIGN_OR_RETURN(
-        PartitionedValue value,
-        spmd::EnterManualRegion(*spmd_, instruction, values_.at(instruction.operand(0))[0]));
+    const PartitionedValue& operand = values_.at(instruction.operand(0))[0];
+    const AxisSharding& target = Targets(instruction)[0];
+    if (target.IsPartiallyManual()) {
+      VKSPMD_ASSIGN_OR_RETURN(PartitionedValue value, spmd::EnterPartiallyManualRegion(
+                                                          *spmd_, instruction, operand, target));
+      values_[&instruction] = {value};
+      return absl::OkStatus();
+    }
+    VKSPMD_ASSIGN_OR_RETURN(PartitionedValue value,
+                            spmd::EnterManualRegion(*spmd_, instruction, operand));
     values_[&instruction] = {value};
     return absl::OkStatus();
   }
 
   absl::Status LeaveManualRegion(const Instruction& instruction) {
+    const PartitionedValue& operand = values_.at(instruction.operand(0))[0];
+    if (operand.sharding.IsPartiallyManual()) {
+      VKSPMD_ASSIGN_OR_RETURN(
+          PartitionedValue value,
+          spmd::LeavePartiallyManualRegion(mesh_, instruction, operand, Targets(instruction)[0]));
+      return SetReshard(instruction, {value});
+    }
     VKSPMD_ASSIGN_OR_RETURN(
         PartitionedValue value,
-        spmd::LeaveManualRegion(mesh_, instruction, values_.at(instruction.operand(0))[0],
-                                Targets(instruction)[0]));
+        spmd::LeaveManualRegion(mesh_, instruction, operand, Targets(instruction)[0]));
     values_[&instruction] = {value};
     return absl::OkStatus();
   }
@@ -324,11 +337,41 @@ class Partitioner {
     AxisSharding sharding;
   };
 
+  // The manual axes of an op in a partially manual region: those of its partially manual
+  // operands and results, which must agree; its other tensors must be replicated (constants).
+  absl::StatusOr<std::vector<int64_t>> OpManualAxes(const std::vector<Tensor>& operands,
+                                                    const std::vector<Tensor>& results) const {
+    std::vector<int64_t> axes;
+    for (const std::vector<Tensor>* tensors : {&operands, &results}) {
+      for (const Tensor& tensor : *tensors) {
+        const AxisSharding& sharding = tensor.sharding;
+        if (!sharding.IsPartiallyManual() || sharding.manual_axes == axes) continue;
+        if (!axes.empty()) {
+          return absl::InvalidArgumentError(
+              fmt::format("its values are manual over mesh axes {} and {}; a partially manual "
+                          "region is manual over the same axes throughout",
+                          mesh_.AxesLabel(axes), mesh_.AxesLabel(sharding.manual_axes)));
+        }
+        axes = sharding.manual_axes;
+      }
+    }
+    for (size_t r = 0; r < results.size() && !axes.empty(); ++r) {
+      if (results[r].sharding.manual_axes != axes) {
+        return absl::InvalidArgumentError(fmt::format(
+            "result {} is to be {}, not manual over mesh axes {} like its operands: values leave "
+            "a partially manual region only through SPMDShardToFullShape",
+            r, results[r].sharding.ToString(mesh_), mesh_.AxesLabel(axes)));
+      }
+    }
+    return axes;
+  }
+
   // A factor assignment that takes each factor from the first tensor in `order` that splits it.
   FactorAxes AssignmentFrom(const OpRule& rule, const std::vector<Tensor>& tensors,
                             const std::vector<size_t>& order) const {
     FactorAxes factors(rule.factors.size());
     std::vector<bool> used(mesh_.axis_count(), false);
+    for (int64_t axis : manual_axes_) used[axis] = true;  // each manual group's own
     std::vector<bool> assigned(rule.factors.size(), false);
     for (size_t t : order) {
       const FactorAxes projected =
@@ -384,11 +427,14 @@ class Partitioner {
       results.push_back({&rule.result_dims[r], LeafShape(rule.results[r]),
                          Targets(instruction)[rule.results[r].leaf]});
     }
+    // Factors never take the manual axes of a partially manual region: every collective below
+    // then runs along the other axes, within the devices of one manual group.
+    VKSPMD_ASSIGN_OR_RETURN(manual_axes_, OpManualAxes(operands, results));
     const auto [device_order, cheapest] = CheapestLayout(rule, operands, results);
     // Where the rule would move data for an op that shifts elements along a split dim (slice,
     // pad, reverse, concatenate, reshape), GSPMD's halo exchange keeps the tiling and sends only
-    // boundary rows.
-    if (cheapest > 0 && results.size() == 1) {
+    // boundary rows (not yet inside partially manual regions: their general rule is used).
+    if (cheapest > 0 && results.size() == 1 && manual_axes_.empty()) {
       VKSPMD_ASSIGN_OR_RETURN(std::optional<int64_t> halo_bytes,
                               HaloBytes(*spmd_, instruction, operand_values, results[0].sharding));
       if (halo_bytes.has_value() && *halo_bytes <= cheapest) {
@@ -428,7 +474,8 @@ class Partitioner {
       op.to_apply = clones_.at(instruction.attributes().to_apply);
     }
     for (size_t i = 0; i < rule.operands.size(); ++i) {
-      const AxisSharding wanted = ProjectToTensor(rule, rule.operand_dims[i], op.factors, mesh_);
+      AxisSharding wanted = ProjectToTensor(rule, rule.operand_dims[i], op.factors, mesh_);
+      wanted.manual_axes = manual_axes_;
       RecordFallbacks(instruction, rule, i, operand_values[i].sharding, wanted);
       VKSPMD_ASSIGN_OR_RETURN(PartitionedValue value, CachedReshard(operand_values[i], wanted));
       op.operands.push_back(value);
@@ -443,6 +490,7 @@ class Partitioner {
         produced[r].sharding.device_order = device_order;
       }
       if (on_device.has_value()) produced[r].sharding.maximal_device = on_device;
+      produced[r].sharding.manual_axes = manual_axes_;
       leaves[rule.results[r].leaf] = produced[r];
     }
     return SetReshard(instruction, leaves);
@@ -601,6 +649,9 @@ class Partitioner {
   const Mesh& mesh_;
   PartitionResult& result_;
   SpmdBuilder* spmd_ = nullptr;
+  // The manual axes of the op PartitionWithRule is partitioning (none outside partially manual
+  // regions); factor assignments leave them out.
+  std::vector<int64_t> manual_axes_;
   absl::flat_hash_map<const ir::Computation*, ir::Computation*> clones_;
   absl::flat_hash_map<const Instruction*, std::vector<PartitionedValue>> values_;
   std::map<std::tuple<const Instruction*, std::vector<int64_t>, std::string, std::string>,

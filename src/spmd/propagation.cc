@@ -39,7 +39,8 @@ class Propagator {
     for (const RuleTensor& tensor : tensors) {
       projections.push_back(ProjectToFactors(rule, *tensor.dims, Current(tensor.ref), mesh_));
     }
-    const FactorAxes chosen = MakeRepresentable(rule, Choose(rule, tensors, projections), mesh_);
+    const FactorAxes chosen =
+        MakeRepresentable(rule, Choose(rule, tensors, projections, ManualAxes(tensors)), mesh_);
     const std::vector<int64_t> order = CommonDeviceOrder(tensors);
     bool changed = false;
     for (const RuleTensor& tensor : tensors) {
@@ -66,7 +67,8 @@ class Propagator {
   // Per factor, the best candidate by the documented priority; then factors claim mesh axes in
   // the order of their winners' priority, each axis going to one factor only.
   FactorAxes Choose(const OpRule& rule, const std::vector<RuleTensor>& tensors,
-                    const std::vector<FactorAxes>& projections) {
+                    const std::vector<FactorAxes>& projections,
+                    const std::vector<int64_t>& manual_axes) {
     using Score = std::tuple<bool, int64_t, size_t, int64_t, int64_t>;
     std::vector<std::pair<Score, int64_t>> order;
     FactorAxes best(rule.factors.size());
@@ -97,6 +99,7 @@ class Propagator {
               [](const auto& a, const auto& b) { return a.first > b.first; });
     FactorAxes chosen(rule.factors.size());
     std::vector<bool> used(mesh_.axis_count(), false);
+    for (int64_t axis : manual_axes) used[axis] = true;  // each manual group's own: never split
     for (const auto& [score, factor] : order) {
       for (int64_t axis : best[factor]) {
         if (used[axis]) break;
@@ -105,6 +108,17 @@ class Propagator {
       for (int64_t axis : chosen[factor]) used[axis] = true;
     }
     return chosen;
+  }
+
+  // The axes a rule's partially manual tensors are manual over (they agree within a region).
+  std::vector<int64_t> ManualAxes(const std::vector<RuleTensor>& tensors) {
+    std::vector<int64_t> axes;
+    for (const RuleTensor& tensor : tensors) {
+      for (int64_t axis : Current(tensor.ref).manual_axes) {
+        if (std::find(axes.begin(), axes.end(), axis) == axes.end()) axes.push_back(axis);
+      }
+    }
+    return axes;
   }
 
   static bool HasFactor(const DimFactors& dims, size_t factor) {
@@ -123,7 +137,8 @@ class Propagator {
           !IsPrefix(current.dims[d], proposed.dims[d])) {
         continue;
       }
-      const std::vector<int64_t> used = current.UsedAxes();
+      std::vector<int64_t> used = current.UsedAxes();
+      used.insert(used.end(), current.manual_axes.begin(), current.manual_axes.end());
       bool clash = false;
       for (size_t k = current.dims[d].size(); k < proposed.dims[d].size(); ++k) {
         clash = clash || std::find(used.begin(), used.end(), proposed.dims[d][k]) != used.end();
@@ -204,13 +219,24 @@ absl::StatusOr<PropagationResult> PropagateShardings(const ir::Module& module, c
       }
       result.annotated.insert(instruction.get());
     } else {
-      // Inside a manual region (an operand is manual) every value is manual, as XLA requires.
-      const bool manual = std::any_of(
-          instruction->operands().begin(), instruction->operands().end(),
-          [&](const Instruction* operand) { return result.shardings.at(operand)[0].manual; });
+      // Inside a manual region (an operand is manual) every value is manual, as XLA requires;
+      // inside a partially manual one, manual over the same axes (the rest propagates).
+      bool manual = false;
+      std::vector<int64_t> manual_axes;
+      const bool leaves_region =
+          instruction->opcode() == ir::Opcode::kCustomCall &&
+          instruction->attributes().custom_call_target == "SPMDShardToFullShape";
+      for (const Instruction* operand : instruction->operands()) {
+        if (leaves_region) break;
+        for (const AxisSharding& leaf : result.shardings.at(operand)) {
+          manual = manual || leaf.manual;
+          if (manual_axes.empty()) manual_axes = leaf.manual_axes;
+        }
+      }
       for (int64_t leaf = 0; leaf < LeafCount(instruction->shape()); ++leaf) {
         const int64_t rank = LeafShape({instruction.get(), leaf}).rank();
         leaves.push_back(manual ? AxisSharding::Manual(rank) : AxisSharding::Replicated(rank));
+        if (!manual) leaves.back().manual_axes = manual_axes;
       }
     }
     // The user's own per-device code (collectives and partition-id included) has no rules.

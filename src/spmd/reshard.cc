@@ -144,6 +144,16 @@ std::vector<ReshardStep> PlanReshard(const ir::Shape& global, const AxisSharding
                                      const AxisSharding& to, const Mesh& mesh) {
   std::vector<ReshardStep> steps;
   if (from == to) return steps;
+  if (from.IsPartiallyManual() || to.IsPartiallyManual()) {
+    // Manual axes are never resharded (Reshard refuses to change them): plan the other axes,
+    // whose collectives then stay within each manual group.
+    AxisSharding from_auto = from, to_auto = to;
+    from_auto.manual_axes.clear();
+    to_auto.manual_axes.clear();
+    steps = PlanReshard(global, from_auto, to_auto, mesh);
+    for (ReshardStep& step : steps) step.after.manual_axes = to.manual_axes;
+    return steps;
+  }
   if (SameDeviceOrder(from, to)) {
     // Both laid out in one device order: the plan of the mesh order, run over that layout.
     steps = PlanReshard(global, from.InMeshOrder(), to.InMeshOrder(), mesh);
@@ -320,7 +330,19 @@ absl::StatusOr<PartitionedValue> Reshard(SpmdBuilder& builder, const Partitioned
   if (to.manual && !value.sharding.manual && value.sharding.IsReplicated()) {
     return PartitionedValue{value.local, value.global, to};
   }
-  if (value.sharding.manual != to.manual) {
+  // The same holds for a partially manual target: a value that is not split over its manual
+  // axes is the same in every manual group (a constant broadcast inside the region, split over
+  // the other axes by propagation), so it is each group's own.
+  const AxisSharding& from = value.sharding;
+  const std::vector<int64_t> used = from.UsedAxes();
+  const bool enters_partially_manual =
+      to.IsPartiallyManual() && !from.IsSpecial() && !from.IsPartiallyManual() &&
+      from.device_order.empty() && std::none_of(used.begin(), used.end(), [&](int64_t axis) {
+        return std::find(to.manual_axes.begin(), to.manual_axes.end(), axis) !=
+               to.manual_axes.end();
+      });
+  if (value.sharding.manual != to.manual ||
+      (value.sharding.manual_axes != to.manual_axes && !enters_partially_manual)) {
     return absl::InvalidArgumentError(
         fmt::format("a {} value cannot become {}: manual regions are entered and left only through "
                     "SPMDFullToShardShape and SPMDShardToFullShape",

@@ -83,6 +83,16 @@ def loop_in_branch_case(k):
             loop_in_branch)
 
 
+def shard_map_auto(a, w):
+    # jax_shard_map_auto.hlo: manual over y (2 groups), each group's body on its column block of
+    # a and row block of w: tanh(0.5 a_j w_j), transposed, rows summed pairwise 4 apart.
+    out = np.zeros((6, 8), np.float32)
+    for j in range(2):
+        h = np.tanh(np.float32(0.5) * (a[:, 4 * j:4 * j + 4] @ w[4 * j:4 * j + 4, :]))
+        out[:, 4 * j:4 * j + 4] = h.T.reshape(6, 2, 4).sum(axis=1)
+    return {"output": out}
+
+
 CONTROL_FLOW = "../../testdata/control_flow/"
 
 # name: (module, inputs from a generator, the oracle's outputs by file stem)
@@ -121,6 +131,8 @@ CASES = {
                               lambda a, b: {"output": a * b}),
     "jax_one_device": ("jax_one_device.hlo", lambda rng: [floats(rng, 5, 3)],
                        lambda x: {"output": np.sin(x)}),
+    "jax_shard_map_auto": ("jax_shard_map_auto.hlo",
+                           lambda rng: [floats(rng, 8, 8), floats(rng, 8, 6)], shard_map_auto),
     "mlp_forward": ("../../testdata/mlp_forward.hlo", None, None),
 }
 

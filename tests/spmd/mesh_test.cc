@@ -231,30 +231,54 @@ TEST(AxisShardingTest, ShardingsOutsideTheMeshAreRejectedNamingBoth) {
       "sharding {devices=[2]0,1} does not use every device of mesh [4] devices 0..3 exactly "
       "once; a tiled value lives on all of its mesh's devices");
   EXPECT_TRUE(FromHloSharding(ir::Sharding::Manual(), mesh, 2)->manual);
-  const absl::Status manual_subgroup =
-      FromHloSharding(*ir::ParseSharding("{devices=[2,2]<=[4] last_tile_dims={manual}}"), mesh, 1)
-          .status();
-  EXPECT_EQ(manual_subgroup.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(std::string(manual_subgroup.message()),
-            "sharding {devices=[2,2]<=[4] last_tile_dims={manual}}: manual subgroups (partially "
-            "manual values) are not supported by the partitioner; a value is either wholly manual "
-            "({manual}) or not manual (JAX's shard_map with auto= axes has no equivalent here)");
-  EXPECT_FALSE(FromHloSharding(ir::Sharding::Maximal(7), mesh, 2).ok());
-  // On a named mesh the refusal names the manual axes (as JAX's shard_map(auto=) would).
-  const Mesh named = MakeMesh({2, 2}, {"x", "y"});
-  EXPECT_THAT(std::string(FromHloSharding(
-                              *ir::ParseSharding("{devices=[2,1,2]<=[4] last_tile_dims={manual}}"),
-                              named, 2)
-                              .status()
-                              .message()),
-              ::testing::HasSubstr("(partially manual values, manual over mesh axes y)"));
+  // A manual subgroup over a [4] mesh needs its [2,2] refinement (Partition refines the mesh).
   EXPECT_THAT(
-      std::string(FromHloSharding(*ir::ParseSharding("{devices=[1,1,2,2]<=[2,2]T(1,0) "
-                                                     "last_tile_dims={manual, replicated}}"),
-                                  named, 2)
+      std::string(FromHloSharding(
+                      *ir::ParseSharding("{devices=[2,2]<=[4] last_tile_dims={manual}}"), mesh, 1)
                       .status()
                       .message()),
-      ::testing::HasSubstr("manual or replicated over mesh axes x+y"));
+      ::testing::HasSubstr("(its manual subgroup read as a tile dim): sharding "
+                           "{devices=[2,2]0,1,2,3} cannot be expressed"));
+  EXPECT_FALSE(FromHloSharding(ir::Sharding::Maximal(7), mesh, 2).ok());
+}
+
+// Manual subgroups are manual axes: the devices of one subgroup dim index share a manual value,
+// the tile dims split it over the other axes; the HLO form comes back in XLA's
+// {manual, replicated} order.
+TEST(AxisShardingTest, ManualSubgroupsAreManualAxes) {
+  const Mesh named = MakeMesh({2, 2}, {"x", "y"});
+  const auto convert = [&](const std::string& text, int64_t rank) {
+    absl::StatusOr<AxisSharding> sharding = FromHloSharding(*ir::ParseSharding(text), named, rank);
+    EXPECT_TRUE(sharding.ok()) << sharding.status();
+    EXPECT_EQ(ToHloSharding(*sharding, named).ToString(), text);
+    return sharding->ToString(named);
+  };
+  EXPECT_EQ(convert("{devices=[2,1,2]<=[4] last_tile_dims={manual}}", 2), "[{x}, {}] manual {y}");
+  EXPECT_EQ(convert("{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dims={manual}}", 2),
+            "[{}, {y}] manual {x}");
+  EXPECT_EQ(convert("{devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={manual, replicated}}", 2),
+            "[{}, {}] manual {y}");
+  EXPECT_EQ(convert("{devices=[1,1,2,2]<=[4] last_tile_dims={manual, replicated}}", 2),
+            "[{}, {}] manual {x}");
+  // Listed ids and the other subgroup order read the same; printed in XLA's form.
+  absl::StatusOr<AxisSharding> listed = FromHloSharding(
+      *ir::ParseSharding("{devices=[1,2,2]0,2,1,3 last_tile_dims={replicated, manual}}"), named, 1);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->ToString(named), "[{}] manual {x}");  // 0 and 2 differ in their manual index
+  // Manual over two axes of an 8-device [2,2,2] mesh, split over the third: tiles {0,4,1,5} and
+  // {2,6,3,7} differ along b.
+  const Mesh cube = MakeMesh({2, 2, 2}, {"a", "b", "c"});
+  absl::StatusOr<AxisSharding> two = FromHloSharding(
+      *ir::ParseSharding("{devices=[2,4]<=[2,4]T(1,0) last_tile_dims={manual}}"), cube, 1);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(two->ToString(cube), "[{b}] manual {a,c}");
+  // Manual groups that only a permuted device order lays out are refused, naming the order.
+  EXPECT_THAT(std::string(FromHloSharding(
+                              *ir::ParseSharding("{devices=[2,2]0,3,1,2 last_tile_dims={manual}}"),
+                              named, 1)
+                              .status()
+                              .message()),
+              ::testing::HasSubstr("must be laid out in the order of mesh"));
 }
 
 constexpr char kTwoMeshProgram[] = R"(HloModule two_meshes

@@ -174,13 +174,12 @@ TEST(PartitionErrorTest, UnsupportedOpsAndShardingsNameBoth) {
   EXPECT_EQ(PartitionError(R"(HloModule m, num_partitions=2
 ENTRY %main (p: f32[4]) -> f32[4] {
   %p = f32[4] parameter(0), sharding={devices=[2]0,1}
-  ROOT %n = f32[4] negate(f32[4] %p), sharding={devices=[2,1]0,1 last_tile_dims={manual}}
+  ROOT %n = f32[4] negate(f32[4] %p), sharding={devices=[1,2]0,1 last_tile_dims={manual}}
 })",
                            mesh),
-            "4:8: %n (negate): sharding {devices=[2,1]0,1 last_tile_dims={manual}}: manual "
-            "subgroups (partially manual values) are not supported by the partitioner; a value "
-            "is either wholly manual ({manual}) or not manual (JAX's shard_map with auto= axes "
-            "has no equivalent here)");
+            "4:8: %n: cannot partition negate with sharding [{}] manual {axis 0} (operands: %p "
+            "[{axis 0}]): a [{axis 0}] value cannot become [{}] manual {axis 0}: manual regions "
+            "are entered and left only through SPMDFullToShardShape and SPMDShardToFullShape");
   EXPECT_EQ(PartitionError(R"(HloModule m
 %add (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
