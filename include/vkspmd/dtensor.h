@@ -38,6 +38,21 @@ class DeviceMesh {
   Mesh mesh_;
 };
 
+// PyTorch's init_device_mesh: `shape` over the job's mesh devices 0 .. prod(shape) - 1 in
+// row-major order (in a job of several processes, process p's devices follow those of processes
+// 0 .. p-1, so a leading axis of process_count() spans the processes). Throws when the job has
+// fewer devices. Call distributed::initialize() first in a job of several processes.
+DeviceMesh init_device_mesh(const std::vector<int64_t>& shape,
+                            std::vector<std::string> axis_names = {});
+// A hybrid mesh (PyTorch's HSDP meshes, ("dp_replicate", "dp_shard")): an outer axis over the
+// processes of the job, the first of `axis_names`, then `inner_shape` over each process's own
+// devices (distributed::addressable_devices()). Collectives along the inner axes stay inside
+// each process; along the outer axis they cross processes. One process gives an outer axis of
+// size 1. Throws when a process does not drive prod(inner_shape) devices, or for a name count
+// other than 1 + inner_shape.size() (none is fine).
+DeviceMesh hybrid_device_mesh(const std::vector<int64_t>& inner_shape,
+                              std::vector<std::string> axis_names = {});
+
 // The reduction a Partial placement holds pending.
 enum class ReduceOp { kSum, kAvg, kMax, kMin };
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <deque>
 #include <numeric>
+#include <span>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -183,6 +184,19 @@ absl::Status GlooWorld::Run(const Request& request, const ReplicaGroups& groups)
   return round->status;
 }
 
+bool GlooWorld::InsideProcesses(const ReplicaGroups& groups,
+                                std::vector<std::vector<int>>& own) const {
+  own.clear();
+  for (const std::vector<int>& group : groups) {
+    if (group.empty()) return false;
+    for (int rank : group) {
+      if (rank < 0 || rank >= size() || owner_[rank] != owner_[group[0]]) return false;
+    }
+    if (owner_[group[0]] == self_) own.push_back(group);
+  }
+  return !own.empty();
+}
+
 absl::Status GlooWorld::ExchangeRequests(const Round& round, uint64_t sequence,
                                          std::vector<Request>& all,
                                          std::vector<std::vector<int>>& partition) {
@@ -201,7 +215,14 @@ absl::Status GlooWorld::ExchangeRequests(const Round& round, uint64_t sequence,
   }
   std::vector<Descriptor> descriptors(size());
   std::memcpy(&descriptors[first_rank_[self_]], mine.data(), mine.size() * sizeof(Descriptor));
-  if (process_count() > 1) {
+  // Replica groups that each lie inside one process (the inner axes of a hybrid mesh) need no
+  // other process: this one checks and runs its own groups without a message, so such
+  // collectives never wait on the network. The processes still count them alike (the same
+  // program), and the next collective across processes checks they are in step.
+  std::vector<std::vector<int>> own_groups;
+  const bool inside = first.kind != Kind::kPermute && !round.groups[0]->empty() &&
+                      InsideProcesses(*round.groups[0], own_groups);
+  if (process_count() > 1 && !inside) {
     PeerExchange exchange(
         group_.context.get(), sequence * 4, Clock::now() + options_.collective_timeout,
         [this](int process) { return DescribeProcess(process); }, where);
@@ -220,16 +241,19 @@ absl::Status GlooWorld::ExchangeRequests(const Round& round, uint64_t sequence,
     }
   }
   // Every process checks the same descriptors in the same order: the same verdict everywhere.
-  const Descriptor& reference = descriptors[0];
-  for (const Descriptor& theirs : descriptors) {
+  const std::span<const Descriptor> checked =
+      inside ? std::span<const Descriptor>(descriptors).subspan(first_rank_[self_], mine.size())
+             : std::span<const Descriptor>(descriptors);
+  const Descriptor& reference = checked[0];
+  for (const Descriptor& theirs : checked) {
     if (theirs.sequence != reference.sequence || theirs.kind != reference.kind ||
         theirs.groups_hash != reference.groups_hash || theirs.input_size != reference.input_size ||
         theirs.output_size != reference.output_size) {
       return absl::InvalidArgumentError(absl::StrCat(
-          where, ": ranks disagree across processes: rank 0 calls collective #", reference.sequence,
-          " ", CollectiveKindName(static_cast<Kind>(reference.kind)), " (", reference.input_size,
-          " bytes in, ", reference.output_size, " bytes out) but rank ", theirs.rank,
-          " calls collective #", theirs.sequence, " ",
+          where, ": ranks disagree across processes: rank ", reference.rank, " calls collective #",
+          reference.sequence, " ", CollectiveKindName(static_cast<Kind>(reference.kind)), " (",
+          reference.input_size, " bytes in, ", reference.output_size, " bytes out) but rank ",
+          theirs.rank, " calls collective #", theirs.sequence, " ",
           CollectiveKindName(static_cast<Kind>(theirs.kind)), " (", theirs.input_size,
           " bytes in, ", theirs.output_size, " bytes out)",
           theirs.groups_hash != reference.groups_hash
@@ -238,7 +262,8 @@ absl::Status GlooWorld::ExchangeRequests(const Round& round, uint64_t sequence,
           "; across processes every rank must call the same collective on equal sizes"));
     }
   }
-  partition = first.kind == Kind::kPermute || round.groups[0]->empty()
+  partition = inside ? std::move(own_groups)
+              : first.kind == Kind::kPermute || round.groups[0]->empty()
                   ? std::vector<std::vector<int>>{first.members}
                   : *round.groups[0];
   all.assign(size(), Request());
@@ -276,11 +301,12 @@ absl::Status GlooWorld::Drive(const Round& round, uint64_t sequence) {
   std::vector<Request> all;
   CrossProcessCollective collective;
   VKSPMD_RETURN_IF_ERROR(ExchangeRequests(round, sequence, all, collective.groups));
-  collective.first = &all[0];
+  collective.first = &all[collective.groups[0][0]];  // Rank 0 is another process's when inside.
   for (const Request& request : all) collective.requests.push_back(&request);
   collective.owner = owner_;
   collective.self = self_;
-  const std::string where = absl::StrCat(CollectiveKindName(all[0].kind), " #", sequence);
+  const std::string where =
+      absl::StrCat(CollectiveKindName(collective.first->kind), " #", sequence);
   auto describe = [this](int process) { return DescribeProcess(process); };
 
   // Round 1: the inputs each process needs from each other.
@@ -311,7 +337,7 @@ absl::Status GlooWorld::Drive(const Round& round, uint64_t sequence) {
     offset += bytes;
   }
   VKSPMD_RETURN_IF_ERROR(exchange.Wait());
-  if (all[0].kind != Kind::kAllReduce) {
+  if (collective.first->kind != Kind::kAllReduce) {
     WriteLocalOutputs(collective, inputs);
     return absl::OkStatus();
   }
@@ -339,8 +365,8 @@ absl::Status GlooWorld::Drive(const Round& round, uint64_t sequence) {
   std::vector<std::vector<std::span<const std::byte>>> peer_slices(
       collective.groups.size(), std::vector<std::span<const std::byte>>(process_count()));
   // Each other process's slices: at most the whole of every group's elements.
-  if (shared_.size() < all[0].input_size * collective.groups.size()) {
-    shared_.resize(all[0].input_size * collective.groups.size());
+  if (shared_.size() < collective.first->input_size * collective.groups.size()) {
+    shared_.resize(collective.first->input_size * collective.groups.size());
   }
   size_t shared_at = 0;
   for (int process = 0; process < process_count(); ++process) {

@@ -67,7 +67,10 @@ class GlooWorld : public World, public std::enable_shared_from_this<GlooWorld> {
   GlooWorld(DistributedOptions options, ProcessGroup group);
   // The cross-process part of round `sequence`, by the last local rank to arrive.
   absl::Status Drive(const Round& round, uint64_t sequence);
-  // Every rank's request, exchanged and checked; `all` gets them by rank.
+  // Whether every group lies inside one process; `own` gets this process's groups.
+  bool InsideProcesses(const ReplicaGroups& groups, std::vector<std::vector<int>>& own) const;
+  // Every rank's request, exchanged and checked; `all` gets them by rank. Groups inside
+  // processes exchange nothing: `partition` is then this process's groups only.
   absl::Status ExchangeRequests(const Round& round, uint64_t sequence, std::vector<Request>& all,
                                 std::vector<std::vector<int>>& partition);
   std::string DescribeProcess(int process) const;

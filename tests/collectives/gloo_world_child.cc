@@ -5,12 +5,15 @@
 //   kill      all-reduces; process --victim kills itself with SIGKILL before call --at
 //   hang      the same, but the victim stops responding instead
 //   disagree  process 1 calls collective #1 with another size; then all-reduce must work again
+//   inside    all-reduces within each process's ranks while process 1 sleeps past the collective
+//             timeout (they must not wait for it), then one over every rank
 //   hello     rendezvous only
 // Exit codes: 0 pass, 1 wrong results, 2 bad usage or environment, 3 a collective or the
 // rendezvous failed (its error on stderr).
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -137,6 +140,54 @@ int RunDisagree(GlooWorld& world) {
   return 0;
 }
 
+// Process 1 sleeps 3 s (past a 2 s VKSPMD_COLLECTIVE_TIMEOUT_S) before its collectives; process 0
+// runs 5 all-reduces whose groups are each process's own ranks (an inner mesh axis) at once, then
+// sleeps 3.5 s, then both all-reduce over every rank, so the processes are still in step.
+int RunInside(GlooWorld& world) {
+  const auto start = std::chrono::steady_clock::now();
+  if (world.process_index() == 1) std::this_thread::sleep_for(std::chrono::seconds(3));
+  ReplicaGroups inner;
+  for (int process = 0; process < world.process_count(); ++process) inner.emplace_back();
+  for (int rank = 0; rank < world.size(); ++rank) {
+    inner[rank * world.process_count() / world.size()].push_back(rank);
+  }
+  auto all_reduce = [&](const ReplicaGroups& groups, float expected) {
+    return FirstError(OnRanks(world, world.local_ranks(), [&](int rank, Communicator& comm) {
+      std::vector<float> data(64, static_cast<float>(rank + 1));
+      std::span<std::byte> bytes = std::as_writable_bytes(std::span(data));
+      absl::Status status = comm.AllReduce(bytes, bytes, ElementType::kF32, ReduceOp::kSum, groups);
+      if (status.ok() && data[63] != expected) {
+        return absl::InternalError(
+            absl::StrCat("rank ", rank, ": sum ", data[63], " not ", expected));
+      }
+      return status;
+    }));
+  };
+  // Ranks r0..r0+k-1 of this process hold r+1: their sum.
+  float local_sum = 0;
+  for (int rank : world.local_ranks()) local_sum += static_cast<float>(rank + 1);
+  for (int call = 0; call < 5; ++call) {
+    if (absl::Status status = all_reduce(inner, local_sum); !status.ok()) {
+      std::fprintf(stderr, "process %d: inner call %d: %s\n", world.process_index(), call,
+                   status.ToString().c_str());
+      return 3;
+    }
+  }
+  const double inner_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("process %d: 5 inner all-reduces done at %.2f s\n", world.process_index(),
+              inner_seconds);
+  if (world.process_index() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+  const float total = static_cast<float>(world.size() * (world.size() + 1) / 2);
+  if (absl::Status status = all_reduce({}, total); !status.ok()) {
+    std::fprintf(stderr, "process %d: world call: %s\n", world.process_index(),
+                 status.ToString().c_str());
+    return 3;
+  }
+  std::printf("process %d: world all-reduce done\n", world.process_index());
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   if (argc < 2) return 2;
   const std::string mode = argv[1];
@@ -164,6 +215,7 @@ int Main(int argc, char** argv) {
   if (mode == "matrix") return RunMatrix(**world);
   if (mode == "kill" || mode == "hang") return RunFault(**world, mode == "kill", victim, at);
   if (mode == "disagree") return RunDisagree(**world);
+  if (mode == "inside") return RunInside(**world);
   if (mode == "hello") return 0;
   return 2;
 }

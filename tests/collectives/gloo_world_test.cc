@@ -87,6 +87,25 @@ TEST(GlooWorldTest, SilentProcessTimesOutNamingIt) {
       << outcomes[0].log;
 }
 
+// Collectives whose groups are each inside one process (a hybrid mesh's inner axes) exchange no
+// message: process 0 finishes them while process 1 sleeps past the collective timeout (with a
+// request exchange they would time out), and a later all-reduce over both still works.
+TEST(GlooWorldTest, GroupsInsideProcessesDoNotWaitForOtherProcesses) {
+  Job job;
+  for (int index = 0; index < 2; ++index) {
+    Environment env = job.Variables(index, 2, true);
+    env["VKSPMD_COLLECTIVE_TIMEOUT_S"] = "2";
+    job.Start(env, {"inside", "--devices", "2"});
+  }
+  std::vector<Outcome> outcomes = job.Wait(std::chrono::seconds(60));
+  for (const Outcome& outcome : outcomes) {
+    EXPECT_EQ(outcome.code, 0) << outcome.log;
+    EXPECT_NE(outcome.log.find("world all-reduce done"), std::string::npos) << outcome.log;
+  }
+  EXPECT_NE(outcomes[0].log.find("process 0: 5 inner all-reduces done at 0."), std::string::npos)
+      << outcomes[0].log;
+}
+
 TEST(GlooWorldTest, ProcessThatNeverArrivesIsNamedAtTheRendezvousTimeout) {
   Job job;
   for (int index : {0, 2}) {  // Process 1 of 3 never starts.

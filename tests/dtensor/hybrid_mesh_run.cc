@@ -1,0 +1,85 @@
+// One process of the hybrid-mesh test (hybrid_mesh.sh): `hybrid` joins the job, builds
+// hybrid_device_mesh({2}, {"dp", "tp"}) (dp over the processes, tp over each one's 2 devices);
+// `flat` builds the same [2, 2] mesh over 4 devices of one process. Both then print, as hex
+// floats: DTensors distributed and redistributed between placement pairs (full values, and the
+// collectives each redistribute runs), and an MLP parallelized dp over the processes + tp inside
+// trained 3 SGD steps (losses, final parameters). The script compares the two runs line by line.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "vkspmd/dtensor_parallel.h"
+#include "vkspmd/vkspmd.h"
+
+namespace {
+
+using namespace vkspmd;  // NOLINT: a test program.
+
+void PrintValues(const std::string& what, const Tensor& t) {
+  std::printf("%s:", what.c_str());
+  for (float value : t.to_vector<float>()) std::printf(" %a", value);
+  std::printf("\n");
+}
+
+int Run(bool hybrid) {
+  if (hybrid) distributed::initialize();
+  const DeviceMesh mesh = hybrid ? hybrid_device_mesh({2}, {"dp", "tp"})
+                                 : DeviceMesh({0, 1, 2, 3}, {2, 2}, {"dp", "tp"});
+  // Row-major ids: the outer (dp) axis must step over the processes' blocks of devices.
+  std::printf("mesh %s\n", mesh.to_string().c_str());
+  std::vector<float> values(6 * 4);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.25f * static_cast<float>(i) - 2.0f;
+  const Tensor global = tensor(std::span<const float>(values), {6, 4});
+  const std::vector<std::pair<Placements, Placements>> pairs = {
+      {{Shard{0}, Shard{1}}, {Replicate{}, Replicate{}}},  // All-gathers along both axes.
+      {{Replicate{}, Shard{0}}, {Shard{1}, Replicate{}}},  // tp inside, dp across.
+      {{Shard{0}, Replicate{}}, {Shard{1}, Replicate{}}},  // All-to-all across processes.
+      {{Replicate{}, Shard{0}}, {Replicate{}, Shard{1}}},  // All-to-all inside each process.
+      {{Replicate{}, Partial{}}, {Replicate{}, Replicate{}}},
+      {{Partial{}, Replicate{}}, {Shard{0}, Replicate{}}},
+  };
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    DTensor d = distribute_tensor(global, mesh, pairs[k].first);
+    std::printf("pair %zu runs:", k);
+    for (const std::string& c : d.redistribute_collectives(mesh, pairs[k].second)) {
+      std::printf(" [%s]", c.c_str());
+    }
+    std::printf("\n");
+    const Tensor full = d.redistribute(pairs[k].second).full_tensor();
+    PrintValues("pair " + std::to_string(k) + " full", full);
+    if (full.to_vector<float>() != values) {  // Every pair keeps the global value exactly.
+      std::fprintf(stderr, "pair %zu: the redistributed value differs from the global one\n", k);
+      return 1;
+    }
+  }
+
+  manual_seed(11);
+  nn::MlpRegressor model(6, 8, 3);
+  parallelize_module(model, mesh, tensor_parallel_plan(model), "tp", "dp");
+  std::vector<Tensor> parameters = model.parameters();
+  optim::SGD optimizer(parameters, 0.1);
+  for (int step = 0; step < 3; ++step) {
+    manual_seed(200 + step);
+    Tensor loss = model.loss(randn({4, 6}), randn({4, 3}));
+    optimizer.step(grad(loss, parameters));
+    mark_step();
+    std::printf("step %d loss %a\n", step, loss.item());
+  }
+  for (const auto& [name, parameter] : model.named_parameters()) PrintValues(name, parameter);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2 || (std::string(argv[1]) != "hybrid" && std::string(argv[1]) != "flat")) {
+    std::fprintf(stderr, "usage: %s hybrid|flat\n", argv[0]);
+    return 2;
+  }
+  try {
+    return Run(std::string(argv[1]) == "hybrid");
+  } catch (const vkspmd::Error& error) {
+    std::fprintf(stderr, "error: %s\n", error.what());
+    return 1;
+  }
+}
