@@ -10,6 +10,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "fmt/format.h"
@@ -663,11 +664,32 @@ absl::StatusOr<AutoShardingPlan> SolveInRounds(const ir::Module& module, const M
   return best;
 }
 
+// The ILP's strategies split values over every mesh axis; inside a partially manual region the
+// manual axes are the user's, so such programs are refused rather than planned wrongly.
+absl::Status CheckNoManualSubgroups(const ir::Module& module) {
+  for (const auto& instruction : module.entry()->instructions()) {
+    if (!instruction->sharding().has_value()) continue;
+    const ir::Sharding& sharding = *instruction->sharding();
+    std::vector<ir::Sharding> leaves = {sharding};
+    if (sharding.kind() == ir::Sharding::Kind::kTuple) leaves = sharding.tuple_elements();
+    for (const ir::Sharding& leaf : leaves) {
+      if (absl::c_linear_search(leaf.subgroup_types(), ir::SubgroupType::kManual)) {
+        return absl::UnimplementedError(fmt::format(
+            "{} ({}): sharding {} is partially manual; auto-sharding does not plan partially "
+            "manual regions (partition the program with its own shardings instead)",
+            instruction->Describe(), ir::OpcodeName(instruction->opcode()), leaf.ToString()));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<AutoShardingPlan> AutoShard(const ir::Module& module, const Mesh& mesh,
                                            const CostModel& model,
                                            const AutoShardingOptions& options) {
+  VKSPMD_RETURN_IF_ERROR(CheckNoManualSubgroups(module));
   std::vector<int64_t> split;
   for (int64_t axis = 0; axis < mesh.axis_count(); ++axis) {
     if (mesh.shape()[axis] > 1) split.push_back(axis);
