@@ -4,8 +4,10 @@
 #include "src/base/status_macros.h"
 #include "src/codegen/planner.h"
 #include "src/codegen/program_writer.h"
+#include "src/codegen/sort_code.h"
 #include "src/ir/control_flow_lowering.h"
 #include "src/ir/rng_expansion.h"
+#include "src/ir/sort_expansion.h"
 
 namespace vkspmd::codegen {
 
@@ -21,6 +23,12 @@ absl::StatusOr<ProgramPlan> PlanProgram(const ir::Module& module, const TargetIn
   if (ir::HasRngBitGenerator(lowered != nullptr ? *lowered : module)) {
     VKSPMD_ASSIGN_OR_RETURN(lowered,
                             ir::ExpandRngBitGenerators(lowered != nullptr ? *lowered : module));
+  }
+  // Nor a kernel for long sorts: rows longer than the ranking kernel takes go through a bitonic
+  // network of plain ops (log2(P) (log2(P) + 1) / 2 stages for rows padded to P).
+  if (ir::HasLongSort(lowered != nullptr ? *lowered : module, kMaxSortRow)) {
+    VKSPMD_ASSIGN_OR_RETURN(
+        lowered, ir::ExpandLongSorts(lowered != nullptr ? *lowered : module, kMaxSortRow));
   }
   VKSPMD_ASSIGN_OR_RETURN(ProgramPlan plan,
                           PlanKernels(lowered != nullptr ? *lowered : module, target, ids));

@@ -1,7 +1,8 @@
 // GLSL for sort on devices, as the body of a fused value's function `T vN(uint i)` computing
 // element i of operand k's sorted copy: the element of its row whose stable rank under the
 // comparator is i's position (a rank count per candidate, so rows of at most kMaxSortRow
-// elements keep each invocation within the per-invocation loop bound).
+// elements keep each invocation within the per-invocation loop bound; PlanProgram turns longer
+// sorts into bitonic networks first, ir/sort_expansion.h).
 #pragma once
 
 #include <cstdint>

@@ -7,11 +7,10 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "fmt/format.h"
 #include "src/base/status_macros.h"
+#include "src/ir/entry_rewrite.h"
 #include "src/ir/inline_calls.h"
-#include "src/ir/unique_names.h"
 
 namespace vkspmd::ir {
 namespace {
@@ -217,74 +216,13 @@ bool HasRngBitGenerator(const Module& module) {
 }
 
 absl::StatusOr<std::unique_ptr<Module>> ExpandRngBitGenerators(const Module& module) {
-  if (module.entry() == nullptr) return absl::InvalidArgumentError("the module has no entry");
-  auto result = std::make_unique<Module>(module.name());
-  result->set_replica_count(module.replica_count());
-  result->set_partition_count(module.partition_count());
-  result->input_output_aliases() = module.input_output_aliases();
-  // Called computations (reducers, sort comparators) are copied as they are.
-  absl::flat_hash_map<const Computation*, Computation*> copies;
-  absl::flat_hash_map<const Instruction*, Instruction*> mapped;
-  auto copy_computation = [&](const Computation& computation) -> Computation* {
-    auto copy = std::make_unique<Computation>(computation.name());
-    absl::flat_hash_map<const Instruction*, Instruction*> local;
-    for (const auto& instruction : computation.instructions()) {
-      std::vector<Instruction*> operands;
-      for (const Instruction* operand : instruction->operands()) operands.push_back(local[operand]);
-      auto clone = std::make_unique<Instruction>(instruction->opcode(), instruction->shape(),
-                                                 std::move(operands));
-      clone->attributes() = instruction->attributes();
-      clone->set_name(instruction->name());
-      local[instruction.get()] = copy->AddInstruction(std::move(clone));
-    }
-    copy->set_root(local.at(computation.root()));
-    return result->AddComputation(std::move(copy));
-  };
-  for (const auto& computation : module.computations()) {
-    if (computation.get() == module.entry()) continue;
-    copies[computation.get()] = copy_computation(*computation);
-  }
-  for (const auto& [original, copy] : copies) {
-    for (const auto& instruction : copy->instructions()) {
-      InstructionAttributes& attributes = instruction->attributes();
-      if (attributes.to_apply != nullptr) attributes.to_apply = copies.at(attributes.to_apply);
-      for (Computation*& called : attributes.called) called = copies.at(called);
-    }
-  }
-  const Computation& entry = *module.entry();
-  auto owned = std::make_unique<Computation>(entry.name());
-  UniqueNames names;
-  Writer writer([&](std::unique_ptr<Instruction> instruction) {
-    instruction->set_name(names.Take(instruction->name()));
-    return owned->AddInstruction(std::move(instruction));
-  });
-  for (const auto& instruction : entry.instructions()) {
-    std::vector<Instruction*> operands;
-    for (const Instruction* operand : instruction->operands()) operands.push_back(mapped[operand]);
-    if (instruction->opcode() == Opcode::kRngBitGenerator) {
-      VKSPMD_ASSIGN_OR_RETURN(mapped[instruction.get()], Expand(writer, *instruction, operands[0]));
-      continue;
-    }
-    if (instruction->opcode() == Opcode::kGetTupleElement &&
-        operands[0]->opcode() == Opcode::kTuple) {
-      mapped[instruction.get()] = operands[0]->operand(instruction->attributes().tuple_index);
-      continue;
-    }
-    auto clone = std::make_unique<Instruction>(instruction->opcode(), instruction->shape(),
-                                               std::move(operands));
-    clone->attributes() = instruction->attributes();
-    InstructionAttributes& attributes = clone->attributes();
-    if (attributes.to_apply != nullptr) attributes.to_apply = copies.at(attributes.to_apply);
-    for (Computation*& called : attributes.called) called = copies.at(called);
-    clone->set_name(instruction->name());
-    clone->set_sharding(instruction->sharding());
-    clone->set_location(instruction->location());
-    mapped[instruction.get()] = writer.Add(std::move(clone));
-  }
-  owned->set_root(mapped.at(entry.root()));
-  owned->RemoveUnreachable();
-  result->set_entry(result->AddComputation(std::move(owned)));
-  return result;
+  return RewriteEntry(module,
+                      [](const Instruction& instruction, const std::vector<Instruction*>& operands,
+                         const AddInstructionFn& add) -> absl::StatusOr<Instruction*> {
+                        if (instruction.opcode() != Opcode::kRngBitGenerator) return nullptr;
+                        Writer writer(add);
+                        return Expand(writer, instruction, operands[0]);
+                      });
 }
 
 absl::StatusOr<Instruction*> RngFromBitGenerator(Instruction* a, Instruction* b, const Shape& shape,
