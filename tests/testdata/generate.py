@@ -829,6 +829,34 @@ ENTRY %main.12 (Arg_0.1: f32[3,7]) -> (f32[3,7], s32[3,7]) {
 }
 """, [keys], [np.take_along_axis(keys, order, axis=1), order])
 
+# The same argsort over rows of 1,000 values (past the device's 64-element sort kernel: a bitonic
+# network there): keys from 41 values, so most have ties that must keep their order, and NaNs,
+# infinities and signed zeros.
+long_keys = (np.random.RandomState(1000).randint(-20, 21, size=(3, 1000)) / 4).astype(np.float32)
+long_keys[0, ::97] = np.nan
+long_keys[1, ::89] = -np.inf
+long_keys[2, ::83] = np.float32(-0.0)
+long_order = np.argsort(total_order_key(long_keys), axis=1, kind="stable").astype(np.int32)
+case("sort_argsort_long", """HloModule jit_argsort, entry_computation_layout={(f32[3,1000]{1,0})->(f32[3,1000]{1,0}, s32[3,1000]{1,0})}
+
+%region_0.3 (Arg_0.4: f32[], Arg_1.5: f32[], Arg_2.6: s32[], Arg_3.7: s32[]) -> pred[] {
+  %Arg_0.4 = f32[] parameter(0)
+  %Arg_1.5 = f32[] parameter(1)
+  %Arg_2.6 = s32[] parameter(2)
+  %Arg_3.7 = s32[] parameter(3)
+  ROOT %compare.8 = pred[] compare(f32[] %Arg_0.4, f32[] %Arg_1.5), direction=LT, type=TOTALORDER, metadata={op_name="jit(argsort)/jit(main)/sort"}
+}
+
+ENTRY %main.12 (Arg_0.1: f32[3,1000]) -> (f32[3,1000], s32[3,1000]) {
+  %Arg_0.1 = f32[3,1000]{1,0} parameter(0), metadata={op_name="x"}
+  %iota.2 = s32[3,1000]{1,0} iota(), iota_dimension=1, metadata={op_name="jit(argsort)/jit(main)/iota"}
+  %sort.9 = (f32[3,1000]{1,0}, s32[3,1000]{1,0}) sort(f32[3,1000]{1,0} %Arg_0.1, s32[3,1000]{1,0} %iota.2), dimensions={1}, is_stable=true, to_apply=%region_0.3, metadata={op_name="jit(argsort)/jit(main)/sort"}
+  %get-tuple-element.10 = f32[3,1000]{1,0} get-tuple-element((f32[3,1000]{1,0}, s32[3,1000]{1,0}) %sort.9), index=0
+  %get-tuple-element.11 = s32[3,1000]{1,0} get-tuple-element((f32[3,1000]{1,0}, s32[3,1000]{1,0}) %sort.9), index=1
+  ROOT %tuple.12 = (f32[3,1000]{1,0}, s32[3,1000]{1,0}) tuple(f32[3,1000]{1,0} %get-tuple-element.10, s32[3,1000]{1,0} %get-tuple-element.11)
+}
+""", [long_keys], [np.take_along_axis(long_keys, long_order, axis=1), long_order])
+
 column = rng.randint(-20, 20, size=(5, 4)).astype(np.int32)
 case("sort_descending", """HloModule sort_descending
 
