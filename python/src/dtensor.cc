@@ -6,6 +6,7 @@
 #include <pybind11/operators.h>
 #include <pybind11/stl.h>
 
+#include <optional>
 #include <string>
 
 #include "python/src/bindings.h"
@@ -252,43 +253,113 @@ void BindDTensorClass(py::module_& module) {
       "Partial('sum') stores value / mesh-dim size on every device, avg/max/min the value.");
 }
 
+// A style's input_layouts / output_layouts: None, a placement, or a 1-tuple of one (PyTorch takes
+// a tuple per module input; vkspmd's layers have one).
+std::optional<Placement> LayoutOption(const py::object& value, const char* option) {
+  if (value.is_none()) return std::nullopt;
+  py::object entry = value;
+  if (py::isinstance<py::tuple>(value)) {
+    if (py::len(value) != 1) {
+      throw py::value_error(std::string(option) +
+                            ": one placement (a vkspmd layer has one input and one output)");
+    }
+    entry = value[py::int_(0)];
+  }
+  return ToPlacements(py::make_tuple(entry)).at(0);
+}
+
+// PyTorch's use_local_output=False returns DTensors; a vkspmd module returns its global Tensor.
+void RequireLocalOutput(bool use_local_output) {
+  if (!use_local_output) {
+    throw py::value_error(
+        "use_local_output=False: a vkspmd module returns the global (lazy) Tensor laid out as "
+        "output_layouts says, never a DTensor or a local shard (docs/dtensor.md)");
+  }
+}
+
+template <typename Style>
+void BindLayoutStyle(py::module_& module, const char* name, const char* doc) {
+  py::class_<Style>(module, name, doc)
+      .def(py::init([](const py::object& input_layouts, const py::object& output_layouts,
+                       bool use_local_output) {
+             RequireLocalOutput(use_local_output);
+             return Style{LayoutOption(input_layouts, "input_layouts"),
+                          LayoutOption(output_layouts, "output_layouts")};
+           }),
+           py::kw_only(), py::arg("input_layouts") = py::none(),
+           py::arg("output_layouts") = py::none(), py::arg("use_local_output") = true);
+}
+
 void BindParallelize(py::module_& module) {
-  py::class_<ColwiseParallel>(module, "ColwiseParallel",
-                              "Linear: weight Shard(0), bias Shard(0); Embedding: Shard(1).")
-      .def(py::init<>());
-  py::class_<RowwiseParallel>(module, "RowwiseParallel",
-                              "Linear: weight Shard(1), bias Replicate(); Embedding: Shard(0).")
-      .def(py::init<>());
+  BindLayoutStyle<ColwiseParallel>(
+      module, "ColwiseParallel",
+      "Linear: weight Shard(0), bias Shard(0); Embedding: Shard(1). ColwiseParallel(*, "
+      "input_layouts=None, output_layouts=None, use_local_output=True): a layout (Shard(d) or "
+      "Replicate()) constrains the module's input / output over the tensor-parallel dim; None "
+      "leaves it to sharding propagation.");
+  BindLayoutStyle<RowwiseParallel>(
+      module, "RowwiseParallel",
+      "Linear: weight Shard(1), bias Replicate(); Embedding: Shard(0). Layout options as "
+      "ColwiseParallel's (output_layouts=Shard(1): Megatron's reduce-scatter into the sequence).");
   py::class_<SequenceParallel>(module, "SequenceParallel",
                                "PyTorch's SequenceParallel; docs/dtensor.md says which "
                                "module types parallelize_module takes it for.")
       .def(py::init<>());
   module.def(
       "parallelize_module",
-      [](nn::Module& model, const DeviceMesh& mesh, py::dict plan, const std::string& axis) {
+      [](nn::Module& model, const DeviceMesh& mesh, py::dict plan, const std::string& axis,
+         const std::string& data_axis) {
         ParallelizePlan entries;
         for (const auto& [name, style] : plan) {
-          ParallelStyle value = ColwiseParallel{};
-          if (py::isinstance<RowwiseParallel>(style)) {
-            value = RowwiseParallel{};
-          } else if (py::isinstance<SequenceParallel>(style)) {
-            value = SequenceParallel{};
-          } else if (!py::isinstance<ColwiseParallel>(style)) {
+          ParallelStyle value = SequenceParallel{};
+          if (py::isinstance<ColwiseParallel>(style)) {
+            value = style.cast<ColwiseParallel>();
+          } else if (py::isinstance<RowwiseParallel>(style)) {
+            value = style.cast<RowwiseParallel>();
+          } else if (!py::isinstance<SequenceParallel>(style)) {
             throw py::type_error("parallelize_module: the style of \"" +
                                  py::str(name).cast<std::string>() +
                                  "\" is not ColwiseParallel, RowwiseParallel or SequenceParallel");
           }
           entries.emplace_back(name.cast<std::string>(), value);
         }
-        parallelize_module(model, mesh, entries, axis);
+        parallelize_module(model, mesh, entries, axis, data_axis);
         return &model;
       },
       py::arg("module"), py::arg("device_mesh"), py::arg("parallelize_plan"), py::arg("axis") = "",
-      py::return_value_policy::reference,
+      py::arg("data_axis") = "", py::return_value_policy::reference,
       "torch.distributed.tensor.parallel.parallelize_module: marks the parameters of each module "
       "named in `parallelize_plan` ({'fc1': ColwiseParallel(), 'fc2': RowwiseParallel()}, dotted "
       "names as named_modules gives them) with its style's placements over mesh dim `axis` (the "
-      "only one of a 1-D mesh when ''); every other parameter is replicated. Returns `module`.");
+      "only one of a 1-D mesh when ''; not needed for an empty plan); every other parameter is "
+      "replicated. With `data_axis`, the model's inputs (shard_input) are split on their batch "
+      "dim over that mesh dim, as data parallelism places them. Returns `module`.");
+  module.def(
+      "tensor_parallel_plan",
+      [](const nn::Module& model) {
+        py::dict plan;
+        for (const auto& [name, style] : tensor_parallel_plan(model)) {
+          plan[py::str(name)] = std::holds_alternative<ColwiseParallel>(style)
+                                    ? py::cast(ColwiseParallel{})
+                                    : py::cast(RowwiseParallel{});
+        }
+        return plan;
+      },
+      py::arg("module"),
+      "Megatron's plan for a vkspmd.nn model, the one nn.tensor_parallel applies, as a dict for "
+      "parallelize_module: {'mlp.fc1': ColwiseParallel(), 'mlp.fc2': RowwiseParallel(), ...}.");
+  module.def(
+      "hybrid_device_mesh",
+      [](const std::vector<int64_t>& inner_shape, const py::object& names) {
+        return hybrid_device_mesh(inner_shape, names.is_none()
+                                                   ? std::vector<std::string>{}
+                                                   : names.cast<std::vector<std::string>>());
+      },
+      py::arg("inner_shape"), py::kw_only(), py::arg("mesh_dim_names") = py::none(),
+      "A hybrid DeviceMesh: a first dim over the processes of the job (size 1 in one process), "
+      "then `inner_shape` over each process's own devices, so collectives along the inner dims "
+      "stay inside a process (HSDP's ('dp_replicate', 'dp_shard')). Every process must drive "
+      "prod(inner_shape) devices.");
 }
 
 }  // namespace

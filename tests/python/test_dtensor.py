@@ -8,11 +8,12 @@ import pytest
 
 import vkspmd
 from vkspmd import nn
-from vkspmd.distributed import init_device_mesh
+from vkspmd.distributed import hybrid_device_mesh, init_device_mesh
 from vkspmd.distributed.tensor import (DTensor, DeviceMesh, Partial, Replicate, Shard,
                                        distribute_tensor)
 from vkspmd.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
-                                                SequenceParallel, parallelize_module)
+                                                SequenceParallel, parallelize_module,
+                                                tensor_parallel_plan)
 
 
 def chunk(array, parts, axis):
@@ -231,3 +232,64 @@ def test_parallelize_module_matches_tensor_parallel():
         parallelize_module(nn.MLP(8, 16, 8), mesh, {"fc3": ColwiseParallel()})
     with pytest.raises(TypeError):
         parallelize_module(nn.MLP(8, 16, 8), mesh, {"fc1": Shard(0)})
+
+
+def test_strategies_as_plans_layouts_and_hybrid_mesh():
+    # dp+tp as a plan: the strategy's parameter shardings, inputs placed on the data axis, and the
+    # strategy's training loss bit for bit.
+    x_np = np.random.default_rng(4).standard_normal((4, 6)).astype(np.float32)
+    y_np = np.random.default_rng(5).standard_normal((4, 3)).astype(np.float32)
+    models = []
+    for planned in (True, False):
+        vkspmd.manual_seed(9)
+        model = nn.MlpRegressor(6, 8, 3)
+        if planned:
+            plan = tensor_parallel_plan(model)
+            assert {name: type(style).__name__ for name, style in plan.items()} == {
+                "mlp.fc1": "ColwiseParallel", "mlp.fc2": "RowwiseParallel"}
+            mesh = DeviceMesh("vulkan", [[0, 1], [2, 3]], mesh_dim_names=("dp", "tp"))
+            parallelize_module(model, mesh, plan, "tp", data_axis="dp")
+        else:
+            nn.apply_strategy(model, nn.strategy_mesh("dp+tp", [2, 2]), "dp+tp")
+        models.append(model)
+    specs = [[vkspmd.sharding_spec(p) for _, p in m.named_parameters()] for m in models]
+    assert specs[0] == specs[1]
+    inputs = [m.shard_input(vkspmd.tensor(x_np)) for m in models]
+    assert vkspmd.sharding_spec(inputs[0]) == vkspmd.sharding_spec(inputs[1])
+    assert vkspmd.sharding_spec(inputs[0]) == "{devices=[2,1,2]<=[4] last_tile_dim_replicate}"
+    losses = [m.loss(x, vkspmd.tensor(y_np)).item() for m, x in zip(models, inputs)]
+    assert losses[0] == losses[1]
+
+    # Layout options: a sequence-split input and a replicated output of a Colwise Linear.
+    class Holder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 6)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    holder = Holder()
+    w = {name: p.numpy().astype(np.float64) for name, p in holder.named_parameters()}
+    tp = DeviceMesh("vulkan", [0, 1], mesh_dim_names=("tp",))
+    style = ColwiseParallel(input_layouts=Shard(1), output_layouts=(Replicate(),))
+    parallelize_module(holder, tp, {"fc": style})
+    h_np = np.random.default_rng(7).standard_normal((2, 4, 8)).astype(np.float32)
+    h = vkspmd.tensor(h_np)
+    out = holder(h)
+    assert vkspmd.sharding_spec(h) == "{devices=[1,2,1]<=[2]}"
+    assert vkspmd.sharding_spec(out) == "{replicated}"
+    np.testing.assert_allclose(out.numpy(), h_np @ w["fc.weight"].T + w["fc.bias"], rtol=1e-5,
+                               atol=1e-5)
+    with pytest.raises(ValueError, match="use_local_output=False"):
+        RowwiseParallel(use_local_output=False)
+    with pytest.raises(ValueError, match="one placement"):
+        ColwiseParallel(input_layouts=(Shard(0), Shard(1)))
+    with pytest.raises(vkspmd.Error, match="Partial"):
+        parallelize_module(Holder(), tp, {"fc": RowwiseParallel(output_layouts=Partial())})
+
+    # One process: the hybrid mesh's process dim has size 1, the inner dims every device.
+    hybrid = hybrid_device_mesh((2, 4), mesh_dim_names=("dp_replicate", "dp_shard", "tp"))
+    assert hybrid.shape == (1, 2, 4) and list(hybrid.device_ids) == list(range(8))
+    with pytest.raises(vkspmd.Error, match="needs 4 devices in each of the 1 process"):
+        hybrid_device_mesh((4,))

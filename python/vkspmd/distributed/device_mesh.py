@@ -2,7 +2,7 @@
 
 import math as _math
 
-from .._C.dtensor import DeviceMesh  # noqa: F401
+from .._C.dtensor import DeviceMesh, hybrid_device_mesh  # noqa: F401
 
 
 def init_device_mesh(device_type, mesh_shape, *, mesh_dim_names=None):

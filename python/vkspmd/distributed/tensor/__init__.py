@@ -5,7 +5,7 @@ placement."""
 
 from ..._C.dtensor import (DTensor, DeviceMesh, Partial, Replicate, Shard,  # noqa: F401
                            distribute_tensor)
-from ..device_mesh import init_device_mesh  # noqa: F401
+from ..device_mesh import hybrid_device_mesh, init_device_mesh  # noqa: F401
 from . import parallel  # noqa: F401
 
 Placement = (Shard, Replicate, Partial)

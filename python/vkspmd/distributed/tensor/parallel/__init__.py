@@ -2,4 +2,4 @@
 ColwiseParallel, RowwiseParallel and SequenceParallel styles (docs/dtensor.md)."""
 
 from ...._C.dtensor import (ColwiseParallel, RowwiseParallel, SequenceParallel,  # noqa: F401
-                            parallelize_module)
+                            parallelize_module, tensor_parallel_plan)

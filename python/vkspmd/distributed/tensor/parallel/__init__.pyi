@@ -1,14 +1,18 @@
 # Type stubs of vkspmd.distributed.tensor.parallel (the extension's _C.dtensor plans).
-from typing import Dict, Union
+from typing import Dict, Optional, Union
 
 from ...._C.nn import Module
-from .. import DeviceMesh
+from .. import DeviceMesh, Placement
 
 class ColwiseParallel:
-    def __init__(self) -> None: ...
+    def __init__(self, *, input_layouts: Optional[Placement] = None,
+                 output_layouts: Optional[Placement] = None,
+                 use_local_output: bool = True) -> None: ...
 
 class RowwiseParallel:
-    def __init__(self) -> None: ...
+    def __init__(self, *, input_layouts: Optional[Placement] = None,
+                 output_layouts: Optional[Placement] = None,
+                 use_local_output: bool = True) -> None: ...
 
 class SequenceParallel:
     def __init__(self) -> None: ...
@@ -16,4 +20,7 @@ class SequenceParallel:
 ParallelStyle = Union[ColwiseParallel, RowwiseParallel, SequenceParallel]
 
 def parallelize_module(module: Module, device_mesh: DeviceMesh,
-                       parallelize_plan: Dict[str, ParallelStyle], axis: str = "") -> Module: ...
+                       parallelize_plan: Dict[str, ParallelStyle], axis: str = "",
+                       data_axis: str = "") -> Module: ...
+
+def tensor_parallel_plan(module: Module) -> Dict[str, ParallelStyle]: ...
