@@ -211,17 +211,20 @@ class CacheProcessesTest(unittest.TestCase):
         self.assertEqual(os.listdir(self.cache), [])
 
     def test_eviction_keeps_the_size_under_the_cap(self):
-        # Half of what an uncapped run keeps: whatever the driver's entry sizes (on an NVIDIA GPU
-        # every entry was larger than a fixed 4 KiB cap, and all were evicted), some entries go
-        # and the smaller ones stay.
+        # One byte less than an uncapped run keeps, less its smallest entry: whatever the driver's
+        # entry sizes, the run must evict, and evicting any one entry is enough, so something
+        # stays. (A fixed 4 KiB cap evicted everything on an NVIDIA GPU; half the total evicted
+        # everything on an H100 whose larger entry was written last and was over half.)
         uncapped = os.path.join(self.dir, "uncapped")
         self.run_probe(cache=uncapped)
         sizes = [os.path.getsize(os.path.join(uncapped, name)) for name in entries(uncapped)]
         self.assertGreaterEqual(len(sizes), 2)
-        cap = sum(sizes) // 2
+        cap = sum(sizes) - min(sizes)
         done = self.run_probe(extra_env={"VKSPMD_CACHE_MAX_BYTES": str(cap)})
-        self.assertGreater(metric(done.stdout, "CompileCacheWritten"), cap)
-        total = sum(os.path.getsize(os.path.join(self.cache, name)) for name in entries(self.cache))
+        self.assertGreater(metric(done.stdout, "CompileCacheWritten"), 0)
+        kept = entries(self.cache)
+        self.assertLess(len(kept), len(sizes))  # something was evicted
+        total = sum(os.path.getsize(os.path.join(self.cache, name)) for name in kept)
         self.assertLessEqual(total, cap)
         self.assertGreater(total, 0)
 
