@@ -1,7 +1,7 @@
 // Long sorts as bitonic sorting networks (see sort_expansion.h). Rows are moved to the last dim
-// and flattened to [R, P]; compare-exchange stage (k, j) views them as [R, P / 2j, 2, j], where
-// the element at [a, 0, b] meets its partner j positions later at [a, 1, b], and orders each
-// pair ascending where bit k of its position is clear, descending where it is set.
+// and flattened to [R, P]; in compare-exchange stage (k, j) the element at position q meets its
+// partner q ^ j, and each pair is ordered ascending where bit k of its positions is clear,
+// descending where it is set.
 #include "src/ir/sort_expansion.h"
 
 #include <string>
@@ -119,36 +119,39 @@ class Network {
     return Select(Binary(Opcode::kAnd, a_real, b_real), both, mixed);
   }
 
-  // One compare-exchange stage over the [R, P] arrays (the operands, then the positions).
+  // One compare-exchange stage over the [R, P] arrays (the operands, then the positions), written
+  // elementwise over [R, P] so that one kernel can compute every array's stage: each element
+  // reads its partner j positions away (a reverse of the [R, P / 2j, 2, j] view), both decide
+  // the pair's order alike, and each keeps its own value or takes its partner's.
   absl::StatusOr<std::vector<Instruction*>> Stage(const std::vector<Instruction*>& rows, int64_t k,
                                                   int64_t j, int64_t length) {
     const int64_t r = rows[0]->shape().dimension(0), p = rows[0]->shape().dimension(1);
-    std::vector<Instruction*> low, high;
+    const std::vector<int64_t> dims = {r, p};
+    Instruction* position = Iota(dims, 1);
+    Instruction* zero = Splat(DType::kS32, 0, dims);
+    const auto bit_clear = [&](int64_t bit) {
+      return Compare(Binary(Opcode::kAnd, position, Splat(DType::kS32, bit, dims)), zero,
+                     ComparisonDirection::kEq);
+    };
+    Instruction* is_low = bit_clear(j);
+    // Bit k of the pair's low position is bit k of either's (as j < k).
+    Instruction* ascending = bit_clear(k);
+    std::vector<Instruction*> partners, low, high;
     for (Instruction* row : rows) {
+      InstructionAttributes reverse;
+      reverse.dimensions = {2};
       Instruction* pairs = Reshape(row, {r, p / (2 * j), 2, j});
-      low.push_back(Slice(pairs, 2, 0, 1));
-      high.push_back(Slice(pairs, 2, 1, 2));
+      Instruction* partner =
+          Reshape(New(Opcode::kReverse, pairs->shape(), {pairs}, std::move(reverse)), {r, p});
+      partners.push_back(partner);
+      low.push_back(Select(is_low, row, partner));
+      high.push_back(Select(is_low, partner, row));
     }
-    // Bit k of the low element's position a * 2j + b is bit k of a * 2j (as 2j <= k).
-    const std::vector<int64_t> dims = low[0]->shape().dimensions();
-    Instruction* position =
-        Binary(Opcode::kMultiply, Iota(dims, 1), Splat(DType::kS32, 2 * j, dims));
-    Instruction* bit = Binary(Opcode::kAnd, position, Splat(DType::kS32, k, dims));
-    Instruction* ascending = Compare(bit, Splat(DType::kS32, 0, dims), ComparisonDirection::kEq);
     VKSPMD_ASSIGN_OR_RETURN(Instruction * high_first, Before(high, low, length));
     VKSPMD_ASSIGN_OR_RETURN(Instruction * low_first, Before(low, high, length));
     Instruction* swap = Select(ascending, high_first, low_first);
     std::vector<Instruction*> result;
-    for (size_t v = 0; v < rows.size(); ++v) {
-      InstructionAttributes concatenate;
-      concatenate.dimensions = {2};
-      std::vector<int64_t> joined = dims;
-      joined[2] = 2;
-      Instruction* pairs = New(Opcode::kConcatenate, Shape(low[v]->shape().dtype(), joined),
-                               {Select(swap, high[v], low[v]), Select(swap, low[v], high[v])},
-                               std::move(concatenate));
-      result.push_back(Reshape(pairs, {r, p}));
-    }
+    for (size_t v = 0; v < rows.size(); ++v) result.push_back(Select(swap, partners[v], rows[v]));
     return result;
   }
 
