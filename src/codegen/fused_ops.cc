@@ -40,11 +40,14 @@ std::vector<int64_t> OperandReadOrder(const ir::Instruction& instruction) {
 
 bool ReadsOperandAtOwnIndex(const ir::Instruction& instruction, int64_t k) {
   const ir::Instruction& operand = *instruction.operand(k);
+  // Kernels index values by their row-major linear index, which a reshape keeps whatever the
+  // dimensions.
+  if (instruction.opcode() == Opcode::kReshape) {
+    return operand.shape().ElementCount() == instruction.shape().ElementCount();
+  }
   if (operand.shape().dimensions() != instruction.shape().dimensions()) return false;
   const ir::InstructionAttributes& attributes = instruction.attributes();
   switch (instruction.opcode()) {
-    case Opcode::kReshape:
-      return true;
     case Opcode::kPad:
       if (k != 0) return false;
       for (const ir::PaddingDimension& padding : attributes.padding) {

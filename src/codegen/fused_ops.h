@@ -20,9 +20,9 @@ bool IsFusedElementwise(ir::Opcode opcode);
 std::vector<int64_t> OperandReadOrder(const ir::Instruction& instruction);
 
 // Whether element i of `instruction` reads element i of its operand `k` (and no other element
-// of it): elementwise ops over operands of their own dimensions, and index mappings that map
-// nothing (a pad of zero widths, a reshape, transpose or broadcast keeping every dimension in
-// place, a full slice).
+// of it), i being the row-major linear index: elementwise ops over operands of their own
+// dimensions, and index mappings that map nothing (any reshape, a pad of zero widths, a
+// transpose or broadcast keeping every dimension in place, a full slice).
 bool ReadsOperandAtOwnIndex(const ir::Instruction& instruction, int64_t k);
 
 // Whether a kernel computing `value` inline (and the values in `here`, which it computes although

@@ -106,7 +106,14 @@ class Fusion {
   bool TryMerge(size_t p, size_t k) {
     KernelPlan& producer = plan_.kernels[p];
     KernelPlan& consumer = plan_.kernels[k];
-    if (producer.root->shape().dimensions() != consumer.root->shape().dimensions()) return false;
+    // Map kernels index their elements linearly: a producer of another shape with as many
+    // elements, read through reshapes (the GELU's output reshaped for the next dot), is stored
+    // at the index the consumer computes. A row kernel's rows need its dimensions.
+    if (producer.kind == KernelKind::kRows
+            ? producer.root->shape().dimensions() != consumer.root->shape().dimensions()
+            : producer.root->shape().ElementCount() != consumer.root->shape().ElementCount()) {
+      return false;
+    }
     std::vector<const Instruction*> values = {producer.root};
     values.insert(values.end(), producer.also_stores.begin(), producer.also_stores.end());
     const std::vector<int> buffers = producer.outputs();

@@ -1,6 +1,7 @@
-// Row kernels absorbing the kernels they read (multi-output fusion into a row kernel): softmax's
-// masked scores, row max, exponentials, sum and quotient as one dispatch storing each, checked
-// against the CPU reference with the recorded vkCmdDispatch calls pinned.
+// Multi-output fusion on a device: row kernels absorbing the kernels they read (softmax's masked
+// scores, row max, exponentials, sum and quotient as one dispatch storing each), and map kernels
+// absorbing producers they read through reshapes; checked against the CPU reference with the
+// recorded vkCmdDispatch calls pinned.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -95,6 +96,35 @@ TEST_F(RowKernelFusionDeviceTest, AMaxReadInOtherRowsKeepsItsKernel) {
   ASSERT_EQ(plan.kernels[2].row.reductions.size(), 1u);
   EXPECT_EQ(plan.kernels[2].row.reductions[0]->name(), "sum");
   EXPECT_EQ(DispatchesOfCompiling(device(0), text), 3);
+}
+
+TEST_F(RowKernelFusionDeviceTest, AProducerReadThroughAReshapeIsStoredByItsReader) {
+  // A GELU-like activation g of a [2,4,8] value, kept for the backward pass (returned), and its
+  // product with h reshaped to [8,8] for the next dot: kernels index values linearly, so the
+  // reshape's kernel computes and stores g too. Two dispatches before.
+  const std::string text = R"(HloModule reshape_reader
+ENTRY e {
+  x = f32[2,4,8] parameter(0)
+  b = f32[8] parameter(1)
+  bb = f32[2,4,8] broadcast(b), dimensions={2}
+  h = f32[2,4,8] add(x, bb)
+  half = f32[] constant(0.5)
+  halfb = f32[2,4,8] broadcast(half), dimensions={}
+  hh = f32[2,4,8] multiply(h, halfb)
+  t = f32[2,4,8] tanh(hh)
+  g = f32[2,4,8] multiply(t, h)
+  p = f32[2,4,8] multiply(g, h)
+  r = f32[8,8] reshape(p)
+  ROOT out = (f32[2,4,8], f32[8,8]) tuple(g, r)
+}
+)";
+  const codegen::ProgramPlan* compiled = CompileAndCompare(text);
+  ASSERT_NE(compiled, nullptr);
+  ASSERT_EQ(compiled->kernels.size(), 1u);
+  EXPECT_EQ(compiled->kernels[0].root->name(), "r");
+  ASSERT_EQ(compiled->kernels[0].also_stores.size(), 1u);
+  EXPECT_EQ(compiled->kernels[0].also_stores[0]->name(), "g");
+  EXPECT_EQ(DispatchesOfCompiling(device(0), text), 1);
 }
 
 }  // namespace
