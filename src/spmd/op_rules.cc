@@ -422,6 +422,18 @@ std::string OpRule::ToString() const {
   return fmt::format("({})->({})", tensors(operand_dims), tensors(result_dims));
 }
 
+absl::StatusOr<OpRule> PartiallyManualCollectiveRule(const Instruction& instruction) {
+  const ir::Opcode opcode = instruction.opcode();
+  if ((opcode == ir::Opcode::kAllReduce || opcode == ir::Opcode::kCollectivePermute) &&
+      instruction.operand_count() == 1 && !instruction.shape().IsTuple()) {
+    return ElementwiseRule(instruction);
+  }
+  return Unsupported(instruction,
+                     "inside a partially manual region (of the user's collectives only "
+                     "single-operand all-reduce and collective-permute, which act elementwise, "
+                     "are partitioned there)");
+}
+
 absl::StatusOr<std::vector<OpRule>> RulesFor(const Instruction& instruction) {
   const Opcode opcode = instruction.opcode();
   for (const Instruction* operand : instruction.operands()) {

@@ -69,4 +69,11 @@ int64_t LeafCount(const ir::Shape& shape);
 // nested tuples).
 absl::StatusOr<std::vector<OpRule>> RulesFor(const ir::Instruction& instruction);
 
+// A collective of the user's code inside a partially manual region (JAX's psum or ppermute over
+// the manual axes of shard_map(auto=)): a single-operand all-reduce or collective-permute
+// combines each element with the same element of other devices, so it partitions as an
+// elementwise op as long as its groups stay within devices that hold the same shard (the
+// partitioner checks); other collectives are refused, naming the op.
+absl::StatusOr<OpRule> PartiallyManualCollectiveRule(const ir::Instruction& instruction);
+
 }  // namespace vkspmd::spmd

@@ -9,11 +9,13 @@
 #include <set>
 #include <tuple>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
 #include "src/base/status_macros.h"
+#include "src/ir/collective_groups.h"
 #include "src/ir/control_flow_lowering.h"
 #include "src/ir/verifier.h"
 #include "src/spmd/factor_sharding.h"
@@ -229,9 +231,54 @@ class Partitioner {
                     [](const AxisSharding& leaf) { return leaf.manual; })) {
       return CloneManual(instruction);
     }
+    if (ir::IsCollective(instruction.opcode()) && !targets.empty() &&
+        targets[0].IsPartiallyManual()) {
+      VKSPMD_ASSIGN_OR_RETURN(OpRule rule, PartiallyManualCollectiveRule(instruction));
+      std::vector<int64_t> split = targets[0].UsedAxes();
+      for (int64_t axis : values_.at(instruction.operand(0))[0].sharding.UsedAxes()) {
+        if (std::find(split.begin(), split.end(), axis) == split.end()) split.push_back(axis);
+      }
+      VKSPMD_RETURN_IF_ERROR(CheckGroupsWithinShards(instruction, split));
+      return PartitionWithRule(instruction, rule);
+    }
     VKSPMD_ASSIGN_OR_RETURN(std::vector<OpRule> rules, RulesFor(instruction));
     if (rules.size() != 1) return absl::InternalError("an op with several rules");
     return PartitionWithRule(instruction, rules[0]);
+  }
+
+  // A user's collective in a partially manual region combines the devices its groups (or pairs)
+  // name; each device holds its shard over the axes that split the op's operand or result (the
+  // only axes its factors can take), so every group must keep to devices with the same
+  // coordinates on those: it may run over the manual axes and over axes nothing splits.
+  absl::Status CheckGroupsWithinShards(const Instruction& instruction,
+                                       const std::vector<int64_t>& split_axes) const {
+    std::vector<std::vector<int64_t>> groups;
+    if (instruction.opcode() == Opcode::kCollectivePermute) {
+      VKSPMD_ASSIGN_OR_RETURN(
+          auto pairs, ir::CollectivePermuteDevicePairs(instruction, 1, mesh_.device_count()));
+      for (const auto& [source, target] : pairs) groups.push_back({source, target});
+    } else {
+      VKSPMD_ASSIGN_OR_RETURN(groups,
+                              ir::CollectiveDeviceGroups(instruction, 1, mesh_.device_count()));
+    }
+    const auto other_coordinates = [&](int64_t device) {
+      const std::vector<int64_t> coordinates =
+          mesh_.CoordinatesOf(device).value_or(std::vector<int64_t>{});
+      std::vector<int64_t> on_split;
+      for (int64_t axis : split_axes) on_split.push_back(coordinates.at(axis));
+      return on_split;
+    };
+    for (const std::vector<int64_t>& group : groups) {
+      for (int64_t device : group) {
+        if (other_coordinates(device) == other_coordinates(group[0])) continue;
+        return absl::InvalidArgumentError(fmt::format(
+            "its devices {{{}}} hold different shards (they differ along mesh axes {} that split "
+            "its operand or result): inside a partially manual region the user's collectives "
+            "run over the manual axes (and axes nothing splits) only",
+            absl::StrJoin(group, ","), mesh_.AxesLabel(split_axes)));
+      }
+    }
+    return absl::OkStatus();
   }
 
   absl::Status EnterManualRegion(const Instruction& instruction) {
@@ -250,16 +297,31 @@ class Partitioner {
   }
 
   absl::Status LeaveManualRegion(const Instruction& instruction) {
-    const PartitionedValue& operand = values_.at(instruction.operand(0))[0];
+    PartitionedValue operand = values_.at(instruction.operand(0))[0];
+    const AxisSharding& target = Targets(instruction)[0];
+    if (operand.sharding.IsPartiallyManual() && !instruction.operand(0)->sharding().has_value() &&
+        target.device_order.empty()) {
+      // An operand the user did not annotate (JAX always does) is first split as the target's
+      // shards need: the target's axes less the manual ones.
+      AxisSharding inside = target;
+      for (std::vector<int64_t>& axes : inside.dims) {
+        axes.erase(std::remove_if(axes.begin(), axes.end(),
+                                  [&](int64_t axis) {
+                                    return absl::c_linear_search(operand.sharding.manual_axes,
+                                                                 axis);
+                                  }),
+                   axes.end());
+      }
+      inside.manual_axes = operand.sharding.manual_axes;
+      VKSPMD_ASSIGN_OR_RETURN(operand, CachedReshard(operand, inside));
+    }
     if (operand.sharding.IsPartiallyManual()) {
-      VKSPMD_ASSIGN_OR_RETURN(
-          PartitionedValue value,
-          spmd::LeavePartiallyManualRegion(mesh_, instruction, operand, Targets(instruction)[0]));
+      VKSPMD_ASSIGN_OR_RETURN(PartitionedValue value, spmd::LeavePartiallyManualRegion(
+                                                          mesh_, instruction, operand, target));
       return SetReshard(instruction, {value});
     }
-    VKSPMD_ASSIGN_OR_RETURN(
-        PartitionedValue value,
-        spmd::LeaveManualRegion(mesh_, instruction, operand, Targets(instruction)[0]));
+    VKSPMD_ASSIGN_OR_RETURN(PartitionedValue value,
+                            spmd::LeaveManualRegion(mesh_, instruction, operand, target));
     values_[&instruction] = {value};
     return absl::OkStatus();
   }

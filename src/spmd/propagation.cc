@@ -244,6 +244,13 @@ absl::StatusOr<PropagationResult> PropagateShardings(const ir::Module& module, c
                     [](const AxisSharding& leaf) { return leaf.manual; })) {
       continue;
     }
+    if (ir::IsCollective(instruction->opcode()) &&
+        std::any_of(leaves.begin(), leaves.end(),
+                    [](const AxisSharding& leaf) { return leaf.IsPartiallyManual(); })) {
+      VKSPMD_ASSIGN_OR_RETURN(OpRule rule, PartiallyManualCollectiveRule(*instruction));
+      rules.push_back(std::move(rule));
+      continue;
+    }
     absl::StatusOr<std::vector<OpRule>> instruction_rules = RulesFor(*instruction);
     if (!instruction_rules.ok()) {
       // Name the sharding too: the op is refused whatever it is, and the user should see both.

@@ -133,6 +133,9 @@ CASES = {
                        lambda x: {"output": np.sin(x)}),
     "jax_shard_map_auto": ("jax_shard_map_auto.hlo",
                            lambda rng: [floats(rng, 8, 8), floats(rng, 8, 6)], shard_map_auto),
+    "jax_shard_map_auto_psum": ("jax_shard_map_auto_psum.hlo",
+                                lambda rng: [floats(rng, 8, 8), floats(rng, 8, 6)],
+                                lambda a, w: {"output": np.tanh(a @ w)}),
     "mlp_forward": ("../../testdata/mlp_forward.hlo", None, None),
 }
 

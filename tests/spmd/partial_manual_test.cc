@@ -215,6 +215,41 @@ ENTRY %main (a: f32[4,8], b: f32[8,6]) -> f32[4,6] {
   EXPECT_THAT(CollectiveGroups(*result), ::testing::ElementsAre("all-reduce {{0,2},{1,3}}"));
 }
 
+// JAX's psum over the manual axis inside shard_map(auto=): the user's all-reduce keeps its groups
+// ({0,1} and {2,3} differ in y only) and runs on each device's x-shard of the rows; leaving with
+// out_specs P() gathers the rows over x. tanh(a @ w) on every device.
+TEST(PartialManualCollectivesTest, UserAllReduceOverTheManualAxisRunsOnShards) {
+  const Mesh mesh = *Mesh::Create({2, 2}, {}, {"x", "y"});
+  const absl::StatusOr<PartitionResult> result =
+      PartitionEquivalent(R"(HloModule m, num_partitions=4
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+ENTRY %main (a: f32[8,8], w: f32[8,6]) -> f32[8,6] {
+  %a = f32[8,8] parameter(0), sharding={devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}
+  %w = f32[8,6] parameter(1), sharding={devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}
+  %am = f32[8,4] custom-call(f32[8,8] %a), custom_call_target="SPMDFullToShardShape", sharding={devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={manual, replicated}}
+  %wm = f32[4,6] custom-call(f32[8,6] %w), custom_call_target="SPMDFullToShardShape", sharding={devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={manual, replicated}}
+  %as = f32[8,4] custom-call(f32[8,4] %am), custom_call_target="Sharding", sharding={devices=[2,1,2]<=[4] last_tile_dims={manual}}
+  %p = f32[8,6] dot(f32[8,4] %as, f32[4,6] %wm), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %s = f32[8,6] all-reduce(f32[8,6] %p), channel_id=1, replica_groups={{0,1},{2,3}}, use_global_device_ids=true, to_apply=%add
+  %t = f32[8,6] tanh(f32[8,6] %s)
+  %r = f32[8,6] custom-call(f32[8,6] %t), custom_call_target="Sharding", sharding={devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={manual, replicated}}
+  ROOT %full = f32[8,6] custom-call(f32[8,6] %r), custom_call_target="SPMDShardToFullShape", sharding={replicated}
+})",
+                          mesh);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_THAT(CollectiveGroups(*result),
+              ::testing::ElementsAre("all-reduce {{0,1},{2,3}}", "all-gather {{0,2},{1,3}}"));
+  for (const auto& instruction : result->module->entry()->instructions()) {
+    if (instruction->opcode() == Opcode::kAllReduce) {
+      EXPECT_EQ(instruction->shape().ToString(), "f32[4,6]");  // the x-shard of the rows
+    }
+  }
+}
+
 std::string PartitionError(const std::string& text, const Mesh& mesh) {
   return std::string(PartitionEquivalent(text, mesh).status().message());
 }
@@ -222,22 +257,40 @@ std::string PartitionError(const std::string& text, const Mesh& mesh) {
 // What is not supported names the op and its sharding.
 TEST(PartialManualErrorsTest, UnsupportedCasesNameTheOpAndSharding) {
   const Mesh mesh = *Mesh::Create({2, 2}, {}, {"x", "y"});
-  // A user collective inside a partially manual region.
-  EXPECT_THAT(PartitionError(R"(HloModule m, num_partitions=4
-%add (a: f32[], b: f32[]) -> f32[] {
+  // Of the user's collectives inside, only all-reduce and collective-permute (elementwise) are
+  // partitioned, and only over the manual axes.
+  const auto with_collective = [&](const std::string& collective) {
+    const int64_t size = collective.find("all-gather") == 0 ? 8 : 4;
+    return PartitionError(fmt::format(fmt::runtime(R"(HloModule m, num_partitions=4
+%add (a: f32[], b: f32[]) -> f32[] {{
   %a = f32[] parameter(0)
   %b = f32[] parameter(1)
   ROOT %s = f32[] add(f32[] %a, f32[] %b)
-}
-ENTRY %main (p: f32[4]) -> f32[4] {
+}}
+ENTRY %main (p: f32[4]) -> f32[{}] {{
   %p = f32[4] parameter(0)
-  %m = f32[4] custom-call(f32[4] %p), custom_call_target="SPMDFullToShardShape", sharding={devices=[1,2,2]<=[2,2]T(1,0) last_tile_dims={manual, replicated}}
-  %r = f32[4] all-reduce(f32[4] %m), channel_id=1, replica_groups={{0,1},{2,3}}, use_global_device_ids=true, to_apply=%add, sharding={devices=[1,2,2]<=[2,2]T(1,0) last_tile_dims={manual, replicated}}
-  ROOT %f = f32[4] custom-call(f32[4] %r), custom_call_target="SPMDShardToFullShape", sharding={replicated}
-})",
-                             mesh),
-              ::testing::AllOf(::testing::HasSubstr("%r"), ::testing::HasSubstr("all-reduce"),
-                               ::testing::HasSubstr("last_tile_dims={manual, replicated}")));
+  %m = f32[4] custom-call(f32[4] %p), custom_call_target="SPMDFullToShardShape", sharding={{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dims={{manual, replicated}}}}
+  %ms = f32[4] custom-call(f32[4] %m), custom_call_target="Sharding", sharding={{devices=[2,2]<=[4] last_tile_dims={{manual}}}}
+  %r = f32[{}] {}
+  ROOT %f = f32[{}] custom-call(%r), custom_call_target="SPMDShardToFullShape", sharding={{replicated}}
+}})"),
+                                      size, size, collective, size),
+                          mesh);
+  };
+  EXPECT_THAT(
+      with_collective("all-gather(f32[4] %ms), channel_id=1, replica_groups={{0,1},{2,3}}, "
+                      "use_global_device_ids=true, dimensions={0}"),
+      ::testing::HasSubstr("%r: the partitioner does not support all-gather inside a partially "
+                           "manual region"));
+  EXPECT_THAT(with_collective("all-reduce(f32[4] %ms), channel_id=1, replica_groups={{0,2},{1,3}}, "
+                              "use_global_device_ids=true, to_apply=%add"),
+              ::testing::HasSubstr("%r: cannot partition all-reduce with sharding [{x}] manual "
+                                   "{y} (operands: %ms [{x}] manual {y}): its devices {0,2} hold "
+                                   "different shards (they differ along mesh axes x that split "
+                                   "its operand or result)"));
+  EXPECT_EQ(with_collective("all-reduce(f32[4] %ms), channel_id=1, replica_groups={{0,1},{2,3}}, "
+                            "use_global_device_ids=true, to_apply=%add"),
+            "");
   // Two regions manual over different axes meeting in one op.
   EXPECT_THAT(PartitionError(R"(HloModule m, num_partitions=4
 ENTRY %main (p: f32[4,4]) -> f32[4,4] {
