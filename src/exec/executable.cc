@@ -694,10 +694,21 @@ absl::Status Executable::RunSegments(const Sequences& sequences,
       // The segment's sequence ends with the copy to the exchange buffer (so it exists); the
       // next one waits for the group's copies.
       const auto meet_start = std::chrono::steady_clock::now();
+      const double meet_start_us = traced ? debug::TraceNowMicros() : 0;
       VKSPMD_ASSIGN_OR_RETURN(
           waits, assignment_.device_collectives->Meet(s, rank_, *segment.on_device,
                                                       {device_.timeline(), submitted}));
       collective_seconds_ += SecondsSince(meet_start);
+      if (traced) {
+        // The span is the host's rendezvous of submissions; the exchange copy and the combine
+        // kernel show as kernels of the segments around it.
+        const uint64_t output_bytes =
+            segment.members.size() == 1
+                ? plan_.buffers[plan_.kernels[segment.members.front().kernel].output].byte_size()
+                : segment.packed_bytes();
+        TraceCollective(s, meet_start_us, debug::TraceNowMicros(), segment.packed_bytes(),
+                        output_bytes);
+      }
       continue;
     }
     VKSPMD_RETURN_IF_ERROR(wait_in_flight());
