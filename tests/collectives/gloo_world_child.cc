@@ -143,9 +143,21 @@ int RunDisagree(GlooWorld& world) {
 // Process 1 sleeps 3 s (past a 2 s VKSPMD_COLLECTIVE_TIMEOUT_S) before its collectives; process 0
 // runs 5 all-reduces whose groups are each process's own ranks (an inner mesh axis) at once, then
 // sleeps 3.5 s, then both all-reduce over every rank, so the processes are still in step.
-int RunInside(GlooWorld& world) {
-  const auto start = std::chrono::steady_clock::now();
-  if (world.process_index() == 1) std::this_thread::sleep_for(std::chrono::seconds(3));
+// Process 1 starts its inner calls only once process 0 finished its own (the marker file): had
+// process 0's inner calls waited for process 1, neither would go on and both fail at the collective
+// timeout. Ordered by the file, not by sleeps, so a busy machine cannot make it flaky.
+int RunInside(GlooWorld& world, const std::string& marker) {
+  if (marker.empty()) return 2;
+  if (world.process_index() == 1) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(45);
+    while (::access(marker.c_str(), F_OK) != 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        std::fprintf(stderr, "process 1: process 0 never finished its inner all-reduces\n");
+        return 3;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
   ReplicaGroups inner;
   for (int process = 0; process < world.process_count(); ++process) inner.emplace_back();
   for (int rank = 0; rank < world.size(); ++rank) {
@@ -173,11 +185,10 @@ int RunInside(GlooWorld& world) {
       return 3;
     }
   }
-  const double inner_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("process %d: 5 inner all-reduces done at %.2f s\n", world.process_index(),
-              inner_seconds);
-  if (world.process_index() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+  std::printf("process %d: 5 inner all-reduces done\n", world.process_index());
+  if (world.process_index() == 0) {
+    if (FILE* file = std::fopen(marker.c_str(), "w"); file != nullptr) std::fclose(file);
+  }
   const float total = static_cast<float>(world.size() * (world.size() + 1) / 2);
   if (absl::Status status = all_reduce({}, total); !status.ok()) {
     std::fprintf(stderr, "process %d: world call: %s\n", world.process_index(),
@@ -192,12 +203,13 @@ int Main(int argc, char** argv) {
   if (argc < 2) return 2;
   const std::string mode = argv[1];
   int devices = 1, victim = -1, at = -1;
-  std::string version;
+  std::string version, marker;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--devices") devices = std::stoi(value);
     if (flag == "--victim") victim = std::stoi(value);
     if (flag == "--at") at = std::stoi(value);
+    if (flag == "--marker") marker = value;
     if (flag == "--version") version = value;
   }
   absl::StatusOr<DistributedOptions> options = DistributedOptionsFromEnvironment();
@@ -215,7 +227,7 @@ int Main(int argc, char** argv) {
   if (mode == "matrix") return RunMatrix(**world);
   if (mode == "kill" || mode == "hang") return RunFault(**world, mode == "kill", victim, at);
   if (mode == "disagree") return RunDisagree(**world);
-  if (mode == "inside") return RunInside(**world);
+  if (mode == "inside") return RunInside(**world, marker);
   if (mode == "hello") return 0;
   return 2;
 }
