@@ -148,7 +148,9 @@ class Network {
       high.push_back(Select(is_low, partner, row));
     }
     VKSPMD_ASSIGN_OR_RETURN(Instruction * high_first, Before(high, low, length));
-    VKSPMD_ASSIGN_OR_RETURN(Instruction * low_first, Before(low, high, length));
+    // Positions differ, so exactly one of a pair goes first (for a comparator that is a strict
+    // weak order, as XLA's sort requires): the comparator runs twice per element, not four times.
+    Instruction* low_first = New(Opcode::kNot, high_first->shape(), {high_first});
     Instruction* swap = Select(ascending, high_first, low_first);
     std::vector<Instruction*> result;
     for (size_t v = 0; v < rows.size(); ++v) result.push_back(Select(swap, partners[v], rows[v]));
