@@ -794,6 +794,29 @@ ENTRY %main (counts: s32[3,6], slots: s32[4,3], increments: s32[4,3]) -> s32[3,6
 """, [counts, slots, increments], summed)
 
 # --- sort -----------------------------------------------------------------------------------------
+def argsort_text(shape):
+    """JAX's pre-optimisation dump of jnp.argsort along the last dim of an f32[shape] ("3,7")."""
+    return """HloModule jit_argsort, entry_computation_layout={{(f32[{shape}]{{1,0}})->(f32[{shape}]{{1,0}}, s32[{shape}]{{1,0}})}}
+
+%region_0.3 (Arg_0.4: f32[], Arg_1.5: f32[], Arg_2.6: s32[], Arg_3.7: s32[]) -> pred[] {{
+  %Arg_0.4 = f32[] parameter(0)
+  %Arg_1.5 = f32[] parameter(1)
+  %Arg_2.6 = s32[] parameter(2)
+  %Arg_3.7 = s32[] parameter(3)
+  ROOT %compare.8 = pred[] compare(f32[] %Arg_0.4, f32[] %Arg_1.5), direction=LT, type=TOTALORDER, metadata={{op_name="jit(argsort)/jit(main)/sort"}}
+}}
+
+ENTRY %main.12 (Arg_0.1: f32[{shape}]) -> (f32[{shape}], s32[{shape}]) {{
+  %Arg_0.1 = f32[{shape}]{{1,0}} parameter(0), metadata={{op_name="x"}}
+  %iota.2 = s32[{shape}]{{1,0}} iota(), iota_dimension=1, metadata={{op_name="jit(argsort)/jit(main)/iota"}}
+  %sort.9 = (f32[{shape}]{{1,0}}, s32[{shape}]{{1,0}}) sort(f32[{shape}]{{1,0}} %Arg_0.1, s32[{shape}]{{1,0}} %iota.2), dimensions={{1}}, is_stable=true, to_apply=%region_0.3, metadata={{op_name="jit(argsort)/jit(main)/sort"}}
+  %get-tuple-element.10 = f32[{shape}]{{1,0}} get-tuple-element((f32[{shape}]{{1,0}}, s32[{shape}]{{1,0}}) %sort.9), index=0
+  %get-tuple-element.11 = s32[{shape}]{{1,0}} get-tuple-element((f32[{shape}]{{1,0}}, s32[{shape}]{{1,0}}) %sort.9), index=1
+  ROOT %tuple.12 = (f32[{shape}]{{1,0}}, s32[{shape}]{{1,0}}) tuple(f32[{shape}]{{1,0}} %get-tuple-element.10, s32[{shape}]{{1,0}} %get-tuple-element.11)
+}}
+""".format(shape=shape)
+
+
 # Oracle: a stable argsort of XLA's total-order key (the float's bits as a signed integer, negative
 # values flipped): -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN.
 def total_order_key(x):
@@ -809,25 +832,7 @@ keys[1, 5] = np.float32(-0.0)
 keys[2, :] = np.array([1, 2, 1, np.inf, 2, 1, -np.inf], dtype=np.float32)
 keys[2, 2] = np.frombuffer(np.array([0xffc00000], dtype=np.uint32).tobytes(), dtype=np.float32)[0]
 order = np.argsort(total_order_key(keys), axis=1, kind="stable").astype(np.int32)
-case("sort_argsort", """HloModule jit_argsort, entry_computation_layout={(f32[3,7]{1,0})->(f32[3,7]{1,0}, s32[3,7]{1,0})}
-
-%region_0.3 (Arg_0.4: f32[], Arg_1.5: f32[], Arg_2.6: s32[], Arg_3.7: s32[]) -> pred[] {
-  %Arg_0.4 = f32[] parameter(0)
-  %Arg_1.5 = f32[] parameter(1)
-  %Arg_2.6 = s32[] parameter(2)
-  %Arg_3.7 = s32[] parameter(3)
-  ROOT %compare.8 = pred[] compare(f32[] %Arg_0.4, f32[] %Arg_1.5), direction=LT, type=TOTALORDER, metadata={op_name="jit(argsort)/jit(main)/sort"}
-}
-
-ENTRY %main.12 (Arg_0.1: f32[3,7]) -> (f32[3,7], s32[3,7]) {
-  %Arg_0.1 = f32[3,7]{1,0} parameter(0), metadata={op_name="x"}
-  %iota.2 = s32[3,7]{1,0} iota(), iota_dimension=1, metadata={op_name="jit(argsort)/jit(main)/iota"}
-  %sort.9 = (f32[3,7]{1,0}, s32[3,7]{1,0}) sort(f32[3,7]{1,0} %Arg_0.1, s32[3,7]{1,0} %iota.2), dimensions={1}, is_stable=true, to_apply=%region_0.3, metadata={op_name="jit(argsort)/jit(main)/sort"}
-  %get-tuple-element.10 = f32[3,7]{1,0} get-tuple-element((f32[3,7]{1,0}, s32[3,7]{1,0}) %sort.9), index=0
-  %get-tuple-element.11 = s32[3,7]{1,0} get-tuple-element((f32[3,7]{1,0}, s32[3,7]{1,0}) %sort.9), index=1
-  ROOT %tuple.12 = (f32[3,7]{1,0}, s32[3,7]{1,0}) tuple(f32[3,7]{1,0} %get-tuple-element.10, s32[3,7]{1,0} %get-tuple-element.11)
-}
-""", [keys], [np.take_along_axis(keys, order, axis=1), order])
+case("sort_argsort", argsort_text("3,7"), [keys], [np.take_along_axis(keys, order, axis=1), order])
 
 # The same argsort over rows of 1,000 values (past the device's 64-element sort kernel: a bitonic
 # network there): keys from 41 values, so most have ties that must keep their order, and NaNs,
@@ -837,25 +842,8 @@ long_keys[0, ::97] = np.nan
 long_keys[1, ::89] = -np.inf
 long_keys[2, ::83] = np.float32(-0.0)
 long_order = np.argsort(total_order_key(long_keys), axis=1, kind="stable").astype(np.int32)
-case("sort_argsort_long", """HloModule jit_argsort, entry_computation_layout={(f32[3,1000]{1,0})->(f32[3,1000]{1,0}, s32[3,1000]{1,0})}
-
-%region_0.3 (Arg_0.4: f32[], Arg_1.5: f32[], Arg_2.6: s32[], Arg_3.7: s32[]) -> pred[] {
-  %Arg_0.4 = f32[] parameter(0)
-  %Arg_1.5 = f32[] parameter(1)
-  %Arg_2.6 = s32[] parameter(2)
-  %Arg_3.7 = s32[] parameter(3)
-  ROOT %compare.8 = pred[] compare(f32[] %Arg_0.4, f32[] %Arg_1.5), direction=LT, type=TOTALORDER, metadata={op_name="jit(argsort)/jit(main)/sort"}
-}
-
-ENTRY %main.12 (Arg_0.1: f32[3,1000]) -> (f32[3,1000], s32[3,1000]) {
-  %Arg_0.1 = f32[3,1000]{1,0} parameter(0), metadata={op_name="x"}
-  %iota.2 = s32[3,1000]{1,0} iota(), iota_dimension=1, metadata={op_name="jit(argsort)/jit(main)/iota"}
-  %sort.9 = (f32[3,1000]{1,0}, s32[3,1000]{1,0}) sort(f32[3,1000]{1,0} %Arg_0.1, s32[3,1000]{1,0} %iota.2), dimensions={1}, is_stable=true, to_apply=%region_0.3, metadata={op_name="jit(argsort)/jit(main)/sort"}
-  %get-tuple-element.10 = f32[3,1000]{1,0} get-tuple-element((f32[3,1000]{1,0}, s32[3,1000]{1,0}) %sort.9), index=0
-  %get-tuple-element.11 = s32[3,1000]{1,0} get-tuple-element((f32[3,1000]{1,0}, s32[3,1000]{1,0}) %sort.9), index=1
-  ROOT %tuple.12 = (f32[3,1000]{1,0}, s32[3,1000]{1,0}) tuple(f32[3,1000]{1,0} %get-tuple-element.10, s32[3,1000]{1,0} %get-tuple-element.11)
-}
-""", [long_keys], [np.take_along_axis(long_keys, long_order, axis=1), long_order])
+case("sort_argsort_long", argsort_text("3,1000"), [long_keys],
+     [np.take_along_axis(long_keys, long_order, axis=1), long_order])
 
 column = rng.randint(-20, 20, size=(5, 4)).astype(np.int32)
 case("sort_descending", """HloModule sort_descending
