@@ -1,4 +1,6 @@
 // Manual sharding regions and the collectives inside them (include/vkspmd/manual.h).
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "src/api/api_support.h"
 #include "src/lazy/trace_manual.h"
@@ -30,12 +32,26 @@ std::vector<int64_t> MeshAxes(const NodePtr& node, const std::vector<std::string
 
 }  // namespace
 
-Tensor enable_manual_sharding(const Tensor& tensor, const Mesh& mesh, const PartitionSpec& spec) {
+Tensor enable_manual_sharding(const Tensor& tensor, const Mesh& mesh, const PartitionSpec& spec,
+                              const std::vector<std::string>& auto_axes) {
   NodePtr node = NodeOf(tensor, "enable_manual_sharding");
   lazy::PlacementPtr placement = lazy::PlacementOf(mesh);
   const spmd::AxisSharding sharding =
       Resolve(placement, spec, node->shape().rank(), "enable_manual_sharding");
-  return Wrap(lazy::trace::EnterManual(node, sharding, placement));
+  std::vector<int64_t> auto_indices;
+  for (const std::string& name : auto_axes) {
+    absl::StatusOr<int64_t> axis = placement->mesh.AxisIndex(name);
+    if (!axis.ok()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  absl::StrCat("enable_manual_sharding: auto axes: ", axis.status().message()));
+    }
+    if (std::find(auto_indices.begin(), auto_indices.end(), *axis) != auto_indices.end()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  absl::StrCat("enable_manual_sharding: auto axis \"", name, "\" twice"));
+    }
+    auto_indices.push_back(*axis);
+  }
+  return Wrap(lazy::trace::EnterManual(node, sharding, placement, auto_indices));
 }
 
 Tensor disable_manual_sharding(const Tensor& tensor, const Mesh& mesh, const PartitionSpec& spec,
@@ -55,9 +71,11 @@ Tensor disable_manual_sharding(const Tensor& tensor, const Mesh& mesh, const Par
 
 ShardMapFunction shard_map(ShardMapFunction fn, const Mesh& mesh,
                            std::vector<PartitionSpec> in_specs,
-                           std::vector<PartitionSpec> out_specs) {
+                           std::vector<PartitionSpec> out_specs,
+                           std::vector<std::string> auto_axes) {
   return [fn = std::move(fn), mesh, in_specs = std::move(in_specs),
-          out_specs = std::move(out_specs)](const std::vector<Tensor>& inputs) {
+          out_specs = std::move(out_specs),
+          auto_axes = std::move(auto_axes)](const std::vector<Tensor>& inputs) {
     if (inputs.size() != in_specs.size()) {
       throw Error(
           ErrorCode::kInvalidArgument,
@@ -65,7 +83,7 @@ ShardMapFunction shard_map(ShardMapFunction fn, const Mesh& mesh,
     }
     std::vector<Tensor> shards;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      shards.push_back(enable_manual_sharding(inputs[i], mesh, in_specs[i]));
+      shards.push_back(enable_manual_sharding(inputs[i], mesh, in_specs[i], auto_axes));
     }
     const std::vector<Tensor> results = fn(shards);
     if (results.size() != out_specs.size()) {

@@ -6,6 +6,7 @@
 #include "src/lazy/context.h"
 #include "src/lazy/engine.h"
 #include "src/lazy/lowering.h"
+#include "src/lazy/trace_manual.h"
 #include "src/lazy/trace_ops.h"
 #include "src/lazy/value_transfer.h"
 #include "src/spmd/partition_spec.h"
@@ -91,6 +92,9 @@ ShardedTensor MarkSharding(const Tensor& tensor, const Mesh& mesh,
   }
   if (node->is_leaf()) {
     state.node = Reshard(node, placement, sharding);
+  } else if (node->manual) {
+    // Inside a manual region with auto axes: the sharding over those axes (manual subgroup).
+    state.node = Unwrap(lazy::trace::ConstrainInRegion(node, sharding, placement));
   } else {
     state.node = Unwrap(lazy::trace::ShardingConstraint(
         node, spmd::ToHloSharding(sharding, placement->local_mesh), placement));

@@ -45,6 +45,53 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> ReplicationGroups(const ir::Sh
   return groups;
 }
 
+// The devices a manual boundary sums (or shares) an adjoint over: those holding the same tile of
+// the full side under `full` and, in a region with auto axes (`manual_side` a manual subgroup),
+// the same position outside the manual subgroup dim, i.e. the same coordinates along the auto
+// axes. A {manual} region has one such position, so this is ReplicationGroups(full).
+absl::StatusOr<std::vector<std::vector<int64_t>>> BoundaryGroups(const ir::Sharding& full,
+                                                                 const ir::Sharding& manual_side,
+                                                                 int64_t partitions) {
+  VKSPMD_ASSIGN_OR_RETURN(auto groups, ReplicationGroups(full, partitions));
+  if (manual_side.kind() != ir::Sharding::Kind::kTiled) return groups;
+  const ir::DeviceArray& array = manual_side.tile_assignment();
+  const std::vector<ir::SubgroupType>& types = manual_side.subgroup_types();
+  const auto manual_type = std::find(types.begin(), types.end(), ir::SubgroupType::kManual);
+  if (manual_type == types.end()) return groups;
+  const int64_t manual_dim =
+      static_cast<int64_t>(array.dimensions.size() - types.size()) + (manual_type - types.begin());
+  // position[device]: its linear index in the tile assignment with the manual dim left out.
+  const std::vector<int64_t> devices = array.Flatten();
+  std::vector<int64_t> position(partitions, 0);
+  for (int64_t linear = 0; linear < static_cast<int64_t>(devices.size()); ++linear) {
+    int64_t rest = linear, key = 0, scale = 1;
+    for (int64_t d = static_cast<int64_t>(array.dimensions.size()) - 1; d >= 0; --d) {
+      const int64_t coordinate = rest % array.dimensions[d];
+      rest /= array.dimensions[d];
+      if (d == manual_dim) continue;
+      key += coordinate * scale;
+      scale *= array.dimensions[d];
+    }
+    position[devices[linear]] = key;
+  }
+  std::vector<std::vector<int64_t>> split;
+  for (const std::vector<int64_t>& group : groups) {
+    std::vector<std::vector<int64_t>> by_position;
+    std::vector<int64_t> keys;
+    for (int64_t device : group) {
+      const auto it = std::find(keys.begin(), keys.end(), position[device]);
+      if (it == keys.end()) {
+        keys.push_back(position[device]);
+        by_position.push_back({device});
+      } else {
+        by_position[it - keys.begin()].push_back(device);
+      }
+    }
+    split.insert(split.end(), by_position.begin(), by_position.end());
+  }
+  return split;
+}
+
 absl::StatusOr<Instruction*> CustomCall(GradientEmitter& emit, Instruction* operand,
                                         const std::string& target, const ir::Sharding& sharding,
                                         const ir::Shape& shape) {
@@ -103,7 +150,9 @@ absl::StatusOr<Instruction*> ExtremumAllReduceGradient(const RuleInput& input,
 // on its own: the full value's adjoint is the sum of the group's adjoints (JAX's psum over the
 // axes an in_spec leaves out), made full again under the same sharding. SPMDShardToFullShape
 // takes one device's copy of a replicated shard: each device gets the adjoint divided by the
-// group's size, so a later all-reduce (whose transpose is an all-reduce) restores it once.
+// group's size, so a later all-reduce (whose transpose is an all-reduce) restores it once. In a
+// region with auto axes (a manual-subgroup sharding on the region's side) the groups are those
+// of the manual axes only: along the auto axes the devices hold parts of one value.
 absl::StatusOr<OperandAdjoints> ManualBoundaryGradient(const RuleInput& input,
                                                        GradientEmitter& emit) {
   const Instruction& forward = input.forward;
@@ -112,29 +161,30 @@ absl::StatusOr<OperandAdjoints> ManualBoundaryGradient(const RuleInput& input,
   const ir::Shape& operand_shape = forward.operand(0)->shape();
   if (target == "SPMDFullToShardShape") {
     const ir::Sharding sharding = FullSideSharding(*forward.operand(0));
-    VKSPMD_ASSIGN_OR_RETURN(auto groups, ReplicationGroups(sharding, emit.partition_count()));
+    const ir::Sharding region = forward.sharding().value_or(ir::Sharding::Manual());
+    VKSPMD_ASSIGN_OR_RETURN(auto groups, BoundaryGroups(sharding, region, emit.partition_count()));
     Instruction* summed = input.adjoint;
     if (groups[0].size() > 1) {
       ir::InstructionAttributes attributes = GroupAttributes(std::move(groups));
       VKSPMD_ASSIGN_OR_RETURN(attributes.to_apply, emit.AddReducer(input.adjoint->shape().dtype()));
       VKSPMD_ASSIGN_OR_RETURN(summed, emit.Add(Opcode::kAllReduce, {summed}, attributes));
     }
-    VKSPMD_ASSIGN_OR_RETURN(
-        Instruction * manual,
-        CustomCall(emit, summed, "Sharding", ir::Sharding::Manual(), summed->shape()));
+    VKSPMD_ASSIGN_OR_RETURN(Instruction * manual,
+                            CustomCall(emit, summed, "Sharding", region, summed->shape()));
     VKSPMD_ASSIGN_OR_RETURN(Instruction * full, CustomCall(emit, manual, "SPMDShardToFullShape",
                                                            sharding, operand_shape));
     return OperandAdjoints{full};
   }
   if (target == "SPMDShardToFullShape") {
     const ir::Sharding sharding = FullSideSharding(forward);
-    VKSPMD_ASSIGN_OR_RETURN(auto groups, ReplicationGroups(sharding, emit.partition_count()));
+    const ir::Sharding region = forward.operand(0)->sharding().value_or(ir::Sharding::Manual());
+    VKSPMD_ASSIGN_OR_RETURN(auto groups, BoundaryGroups(sharding, region, emit.partition_count()));
     VKSPMD_ASSIGN_OR_RETURN(
         Instruction * constrained,
         CustomCall(emit, input.adjoint, "Sharding", sharding, input.adjoint->shape()));
-    VKSPMD_ASSIGN_OR_RETURN(Instruction * shard,
-                            CustomCall(emit, constrained, "SPMDFullToShardShape",
-                                       ir::Sharding::Manual(), operand_shape));
+    VKSPMD_ASSIGN_OR_RETURN(
+        Instruction * shard,
+        CustomCall(emit, constrained, "SPMDFullToShardShape", region, operand_shape));
     if (groups[0].size() == 1) return OperandAdjoints{shard};
     VKSPMD_ASSIGN_OR_RETURN(
         Instruction * scaled,

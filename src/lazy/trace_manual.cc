@@ -2,6 +2,8 @@
 #include "src/lazy/trace_manual.h"
 
 #include <algorithm>
+#include <numeric>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -63,15 +65,62 @@ absl::Status CheckDivisible(const NodePtr& x, int64_t dim, int64_t parts, const 
   return absl::OkStatus();
 }
 
+constexpr char kAutoAxis[] = "the region leaves to the automatic partitioner (an auto axis)";
+
+bool Contains(const std::vector<int64_t>& axes, int64_t axis) {
+  return std::find(axes.begin(), axes.end(), axis) != axes.end();
+}
+
+bool IsCustomCall(const Node& node, const std::string& target) {
+  return node.proto->opcode() == ir::Opcode::kCustomCall &&
+         node.proto->attributes().custom_call_target == target;
+}
+
+// The sharding of a rank-`rank` value of a region manual over `manual` (ascending) mesh axes:
+// {manual} when that is every axis, else a manual subgroup over them, replicated over the rest.
+ir::Sharding RegionSharding(int64_t rank, const std::vector<int64_t>& manual,
+                            const spmd::Mesh& mesh) {
+  if (static_cast<int64_t>(manual.size()) == mesh.axis_count()) return ir::Sharding::Manual();
+  spmd::AxisSharding sharding = spmd::AxisSharding::Replicated(rank);
+  sharding.manual_axes = manual;
+  return spmd::ToHloSharding(sharding, mesh);
+}
+
+// Refuses a sharding that splits a dim over an axis outside `allowed`; `why` says what such an
+// axis is ("the region leaves to the automatic partitioner").
+absl::Status CheckNamesOnly(const spmd::AxisSharding& sharding, const std::vector<int64_t>& allowed,
+                            const spmd::Mesh& mesh, const std::string& op, const std::string& why) {
+  for (int64_t d = 0; d < sharding.rank(); ++d) {
+    for (int64_t axis : sharding.dims[d]) {
+      if (Contains(allowed, axis)) continue;
+      return absl::InvalidArgumentError(
+          absl::StrCat(op, ": dim ", d, " is split over mesh axis ", mesh.AxisLabel(axis),
+                       ", which ", why, "; it may name only mesh axes ", mesh.AxesLabel(allowed)));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<NodePtr> EnterManual(const NodePtr& x, const spmd::AxisSharding& sharding,
-                                    PlacementPtr placement) {
+                                    PlacementPtr placement, const std::vector<int64_t>& auto_axes) {
   if (x->manual) {
     return absl::FailedPreconditionError(absl::StrCat("enable_manual_sharding: the ", ShapeText(x),
                                                       " tensor is already inside a manual region"));
   }
   const spmd::Mesh& mesh = placement->local_mesh;
+  std::vector<int64_t> manual;
+  for (int64_t axis = 0; axis < mesh.axis_count(); ++axis) {
+    if (!Contains(auto_axes, axis)) manual.push_back(axis);
+  }
+  if (manual.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("enable_manual_sharding: auto axes ", mesh.AxesLabel(auto_axes),
+                     " leave no manual axis of mesh ", placement->mesh.ToString()));
+  }
+  VKSPMD_RETURN_IF_ERROR(
+      CheckNamesOnly(sharding, manual, mesh, "enable_manual_sharding", kAutoAxis));
   for (int64_t d = 0; d < x->shape().rank(); ++d) {
     const int64_t tiles = sharding.TilesOn(d, mesh);
     if (x->shape().dimensions()[d] % tiles != 0) {
@@ -83,7 +132,8 @@ absl::StatusOr<NodePtr> EnterManual(const NodePtr& x, const spmd::AxisSharding& 
   }
   VKSPMD_ASSIGN_OR_RETURN(NodePtr constrained,
                           ShardingConstraint(x, spmd::ToHloSharding(sharding, mesh), placement));
-  return CustomCall(constrained, "SPMDFullToShardShape", ir::Sharding::Manual(),
+  return CustomCall(constrained, "SPMDFullToShardShape",
+                    RegionSharding(x->shape().rank(), manual, mesh),
                     spmd::ShardShape(x->shape(), sharding, mesh), std::move(placement));
 }
 
@@ -91,6 +141,9 @@ absl::StatusOr<NodePtr> LeaveManual(const NodePtr& x, const spmd::AxisSharding& 
                                     const std::vector<int64_t>& full_dims) {
   VKSPMD_RETURN_IF_ERROR(CheckManual(x, "disable_manual_sharding"));
   const spmd::Mesh& mesh = x->placement->local_mesh;
+  const std::vector<int64_t> manual = RegionManualAxes(x);
+  VKSPMD_RETURN_IF_ERROR(
+      CheckNamesOnly(sharding, manual, mesh, "disable_manual_sharding", kAutoAxis));
   const ir::Shape full(x->shape().dtype(), full_dims);
   if (full.rank() != x->shape().rank() || spmd::ShardShape(full, sharding, mesh) != x->shape()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -105,10 +158,60 @@ absl::StatusOr<NodePtr> LeaveManual(const NodePtr& x, const spmd::AxisSharding& 
           mesh.AxesLabel(sharding.dims[d]), "; manual regions need even shards"));
     }
   }
-  VKSPMD_ASSIGN_OR_RETURN(NodePtr constrained, CustomCall(x, "Sharding", ir::Sharding::Manual(),
-                                                          x->shape(), x->placement));
+  VKSPMD_ASSIGN_OR_RETURN(NodePtr constrained,
+                          CustomCall(x, "Sharding", RegionSharding(full.rank(), manual, mesh),
+                                     x->shape(), x->placement));
   return CustomCall(constrained, "SPMDShardToFullShape", spmd::ToHloSharding(sharding, mesh), full,
                     x->placement);
+}
+
+std::vector<int64_t> RegionManualAxes(const NodePtr& x) {
+  const spmd::Mesh& mesh = x->placement->local_mesh;
+  std::vector<int64_t> all(mesh.axis_count());
+  std::iota(all.begin(), all.end(), 0);
+  // Follow manual operands back to the region's entry: its SPMDFullToShardShape (or axis_index's
+  // partition-id) carries the region's manual sharding.
+  const Node* node = x.get();
+  while (!IsCustomCall(*node, "SPMDFullToShardShape") &&
+         node->proto->opcode() != ir::Opcode::kPartitionId) {
+    auto operand = std::find_if(node->operands.begin(), node->operands.end(),
+                                [](const NodePtr& o) { return o->manual; });
+    if (operand == node->operands.end()) return all;
+    node = operand->get();
+  }
+  const std::optional<ir::Sharding>& sharding = node->proto->sharding();
+  if (!sharding.has_value() || sharding->kind() == ir::Sharding::Kind::kManual) return all;
+  absl::StatusOr<spmd::AxisSharding> axes =
+      spmd::FromHloSharding(*sharding, mesh, node->shape().rank());
+  if (!axes.ok() || axes->manual_axes.empty()) return all;
+  return axes->manual_axes;
+}
+
+absl::StatusOr<NodePtr> ConstrainInRegion(const NodePtr& x, const spmd::AxisSharding& sharding,
+                                          PlacementPtr placement) {
+  VKSPMD_RETURN_IF_ERROR(CheckManual(x, "mark_sharding"));
+  if (!SamePlacement(x->placement, placement)) {
+    return absl::InvalidArgumentError(absl::StrCat("mark_sharding: the manual region is on ",
+                                                   x->placement->mesh.ToString(), ", not on ",
+                                                   placement->mesh.ToString()));
+  }
+  const spmd::Mesh& mesh = placement->local_mesh;
+  const std::vector<int64_t> manual = RegionManualAxes(x);
+  if (static_cast<int64_t>(manual.size()) == mesh.axis_count()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "mark_sharding: the ", ShapeText(x),
+        " tensor is inside a manual region over every mesh axis, so there is nothing to "
+        "partition; leave axes to the partitioner with shard_map's auto_axes"));
+  }
+  std::vector<int64_t> automatic;
+  for (int64_t axis = 0; axis < mesh.axis_count(); ++axis) {
+    if (!Contains(manual, axis)) automatic.push_back(axis);
+  }
+  VKSPMD_RETURN_IF_ERROR(
+      CheckNamesOnly(sharding, automatic, mesh, "mark_sharding", "is manual in this region"));
+  spmd::AxisSharding in_region = sharding;
+  in_region.manual_axes = manual;
+  return ShardingConstraint(x, spmd::ToHloSharding(in_region, mesh), std::move(placement));
 }
 
 absl::StatusOr<std::vector<int64_t>> ManualAxes(const NodePtr& x,
@@ -128,11 +231,23 @@ absl::StatusOr<std::vector<int64_t>> ManualAxes(const NodePtr& x,
     }
     axes.push_back(*axis);
   }
+  const std::vector<int64_t> manual = RegionManualAxes(x);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (Contains(manual, axes[i])) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, ": mesh axis \"", names[i], "\" is automatic in this manual region (manual over ",
+        x->placement->mesh.AxesLabel(manual), "); collectives run only over manual axes"));
+  }
   return axes;
 }
 
 absl::StatusOr<NodePtr> AxisIndex(const NodePtr& x, const std::vector<int64_t>& axes) {
   VKSPMD_RETURN_IF_ERROR(CheckManual(x, "axis_index"));
+  if (static_cast<int64_t>(RegionManualAxes(x).size()) != x->placement->mesh.axis_count()) {
+    return absl::UnimplementedError(
+        "axis_index: not supported in a manual region with auto axes (its partition-id would "
+        "need the region's manual subgroup)");
+  }
   // partition-id is the device's id in the local mesh (0..N-1), which may list its devices in
   // any order: the coordinate comes from a table indexed by it, not from arithmetic on the id.
   // The {manual} annotation keeps the operand-less partition-id inside the region, so the

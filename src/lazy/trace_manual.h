@@ -13,16 +13,33 @@
 
 namespace vkspmd::lazy::trace {
 
-// Sharding(x) under `sharding` then SPMDFullToShardShape {manual}: the result is each device's
-// shard. Refuses dims that `sharding` does not split evenly, naming the dim and the axes.
+// Sharding(x) under `sharding` then SPMDFullToShardShape: the result is each device's shard.
+// With `auto_axes` (mesh axes, JAX's shard_map auto=) the region is manual over the other axes
+// only: its values carry a manual subgroup (last_tile_dims={manual, replicated}) and the auto
+// axes stay with the automatic partitioner; else it is {manual}. Refuses dims that `sharding`
+// does not split evenly, a sharding that names an auto axis, and auto axes that leave no manual
+// one, naming them.
 absl::StatusOr<NodePtr> EnterManual(const NodePtr& x, const spmd::AxisSharding& sharding,
-                                    PlacementPtr placement);
-// Sharding(x) {manual} then SPMDShardToFullShape under `sharding`: the per-device values become
-// the shards of a value of `full_dims`. x must be manual, of the shard shape of `full_dims`.
+                                    PlacementPtr placement,
+                                    const std::vector<int64_t>& auto_axes = {});
+// Sharding(x) under the region's manual sharding then SPMDShardToFullShape under `sharding`: the
+// per-device values become the shards of a value of `full_dims`. x must be manual, of the shard
+// shape of `full_dims`; `sharding` may name only the region's manual axes.
 absl::StatusOr<NodePtr> LeaveManual(const NodePtr& x, const spmd::AxisSharding& sharding,
                                     const std::vector<int64_t>& full_dims);
 
-// The mesh axes `names` of the mesh a manual value `x` is on; `op` names the caller in errors.
+// The mesh axes (ascending) the manual region of `x` is manual over: every axis of its mesh, or
+// the axes a region with auto axes left to the user.
+std::vector<int64_t> RegionManualAxes(const NodePtr& x);
+
+// mark_sharding inside a region with auto axes: `x` constrained to `sharding` over the auto axes
+// (a manual-subgroup sharding, as JAX's with_sharding_constraint inside shard_map(auto=)).
+// Refuses a region manual over every axis and a sharding that names a manual axis.
+absl::StatusOr<NodePtr> ConstrainInRegion(const NodePtr& x, const spmd::AxisSharding& sharding,
+                                          PlacementPtr placement);
+
+// The mesh axes `names` of the mesh a manual value `x` is on, each one the region is manual
+// over (an auto axis is an error); `op` names the caller in errors.
 absl::StatusOr<std::vector<int64_t>> ManualAxes(const NodePtr& x,
                                                 const std::vector<std::string>& names,
                                                 const std::string& op);

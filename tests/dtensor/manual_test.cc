@@ -14,6 +14,7 @@
 #include "src/ir/printer.h"
 #include "src/lazy/lowering.h"
 #include "src/lazy/tensor_state.h"
+#include "tests/dtensor/manual_mlp.h"
 #include "tests/lazy/lazy_test_util.h"
 #include "vkspmd/vkspmd.h"
 
@@ -44,13 +45,6 @@ Values Iota(int64_t count) {
   return values;
 }
 
-// Small distinct values (exact in f32 sums) so that gradients differ element by element.
-Values Pattern(int64_t count, int64_t seed) {
-  Values values(count);
-  for (int64_t i = 0; i < count; ++i) values[i] = static_cast<float>((i * 7 + seed) % 11) - 5;
-  return values;
-}
-
 class ManualTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { (void)Mesh({4}); }
@@ -62,19 +56,6 @@ class ManualTest : public ::testing::Test {
 struct MlpRun {
   Values output, dx, dw1, dw2;
 };
-
-constexpr int64_t kBatch = 4, kIn = 6, kHidden = 8, kOut = 3;
-
-struct MlpInputs {
-  Tensor x, w1, w2, cotangent;
-};
-
-MlpInputs Inputs() {
-  return {tensor(Pattern(kBatch * kIn, 1), {kBatch, kIn}) * 0.25,
-          tensor(Pattern(kIn * kHidden, 2), {kIn, kHidden}) * 0.125,
-          tensor(Pattern(kHidden * kOut, 3), {kHidden, kOut}) * 0.125,
-          tensor(Pattern(kBatch * kOut, 4), {kBatch, kOut})};
-}
 
 MlpRun Finish(const MlpInputs& in, const Tensor& output) {
   const std::vector<Tensor> grads = grad(sum(output * in.cotangent), {in.x, in.w1, in.w2});
