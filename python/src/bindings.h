@@ -37,6 +37,7 @@ void BindCheckpoint(py::module_& module);
 void BindDTensor(py::module_& module);
 void BindManual(py::module_& module);
 void BindAutoSharding(py::module_& module);
+void BindDistributed(py::module_& module);
 
 // Waits for every launched graph in 50 ms slices with the GIL released, checking for signals
 // between slices: Ctrl-C (Python runs its handler only between calls) raises KeyboardInterrupt

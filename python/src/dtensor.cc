@@ -32,8 +32,6 @@ ReduceOp ToReduceOp(const std::string& name, const std::string& what) {
 
 namespace {
 
-using Release = py::call_guard<py::gil_scoped_release>;
-
 std::string ReduceOpName(ReduceOp op) {
   for (const auto& [text, value] : kReduceOps) {
     if (op == value) return text;
@@ -88,6 +86,11 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> IdsAndShape(const py::hand
   return {std::vector<int64_t>(ids.data(), ids.data() + ids.size()), shape};
 }
 
+// mesh_dim_names: None (no names) or a sequence of strings.
+std::vector<std::string> Names(const py::object& names) {
+  return names.is_none() ? std::vector<std::string>{} : names.cast<std::vector<std::string>>();
+}
+
 void BindDeviceMesh(py::module_& module) {
   py::class_<DeviceMesh> mesh(module, "DeviceMesh",
                               "torch.distributed.device_mesh.DeviceMesh: mesh devices laid out "
@@ -95,9 +98,7 @@ void BindDeviceMesh(py::module_& module) {
   mesh.def(py::init([](const std::string& device_type, py::handle ids, py::object names) {
              (void)device_type;  // Every vkspmd mesh device is a Vulkan device.
              auto [device_ids, shape] = IdsAndShape(ids);
-             return DeviceMesh(device_ids, shape,
-                               names.is_none() ? std::vector<std::string>{}
-                                               : names.cast<std::vector<std::string>>());
+             return DeviceMesh(device_ids, shape, Names(names));
            }),
            py::arg("device_type"), py::arg("mesh"), py::kw_only(),
            py::arg("mesh_dim_names") = py::none(),
@@ -205,9 +206,23 @@ void BindDTensorClass(py::module_& module) {
       "concatenate their locals (any chunk sizes), Replicate dims take the first coordinate's, "
       "Partial dims keep each local as an addend.");
   cls.def(
-      "to_local", [](const DTensor& t) { return t.to_local(); }, Release(),
+      "to_local",
+      [](const DTensor& t) {
+        std::vector<Tensor> locals;
+        {
+          py::gil_scoped_release release;
+          locals = t.to_local();
+        }
+        // The devices of other processes (after vkspmd.distributed.initialize()) have none here.
+        py::list result;
+        for (const Tensor& local : locals) {
+          result.append(local.defined() ? py::cast(local) : py::none());
+        }
+        return result;
+      },
       "Every mesh device's local tensor, in the mesh's row-major order: its chunk for Shard "
-      "dims, its own addend for Partial dims. Runs what is pending.");
+      "dims, its own addend for Partial dims; None for a device of another process. Runs what "
+      "is pending.");
   cls.def(
       "redistribute",
       [](const DTensor& t, py::object mesh, py::object placements) {
@@ -290,6 +305,19 @@ void BindLayoutStyle(py::module_& module, const char* name, const char* doc) {
            py::arg("output_layouts") = py::none(), py::arg("use_local_output") = true);
 }
 
+// A DeviceMesh factory of the C++ API as a Python function of a shape (named
+// `shape_argument`) and the keyword mesh_dim_names.
+void DefMeshFactory(py::module_& module, const char* name,
+                    DeviceMesh (*factory)(const std::vector<int64_t>&, std::vector<std::string>),
+                    const char* shape_argument, const char* doc) {
+  module.def(
+      name,
+      [factory](const std::vector<int64_t>& shape, const py::object& names) {
+        return factory(shape, Names(names));
+      },
+      py::arg(shape_argument), py::kw_only(), py::arg("mesh_dim_names") = py::none(), doc);
+}
+
 void BindParallelize(py::module_& module) {
   BindLayoutStyle<ColwiseParallel>(
       module, "ColwiseParallel",
@@ -348,18 +376,19 @@ void BindParallelize(py::module_& module) {
       py::arg("module"),
       "Megatron's plan for a vkspmd.nn model, the one nn.tensor_parallel applies, as a dict for "
       "parallelize_module: {'mlp.fc1': ColwiseParallel(), 'mlp.fc2': RowwiseParallel(), ...}.");
-  module.def(
-      "hybrid_device_mesh",
-      [](const std::vector<int64_t>& inner_shape, const py::object& names) {
-        return hybrid_device_mesh(inner_shape, names.is_none()
-                                                   ? std::vector<std::string>{}
-                                                   : names.cast<std::vector<std::string>>());
-      },
-      py::arg("inner_shape"), py::kw_only(), py::arg("mesh_dim_names") = py::none(),
-      "A hybrid DeviceMesh: a first dim over the processes of the job (size 1 in one process), "
-      "then `inner_shape` over each process's own devices, so collectives along the inner dims "
-      "stay inside a process (HSDP's ('dp_replicate', 'dp_shard')). Every process must drive "
-      "prod(inner_shape) devices.");
+  DefMeshFactory(
+      module, "init_device_mesh", &init_device_mesh, "mesh_shape",
+      "A DeviceMesh of `mesh_shape` over the job's mesh devices 0 .. prod(mesh_shape) - 1 in "
+      "row-major order (after vkspmd.distributed.initialize() process p's devices follow those "
+      "of processes 0 .. p-1, so a leading dim of process_count() spans the processes). A job "
+      "with fewer devices raises InvalidArgumentError (a ValueError).");
+  DefMeshFactory(
+      module, "hybrid_device_mesh", &hybrid_device_mesh, "inner_shape",
+      "A hybrid DeviceMesh: a first dim over the processes of the job (size 1 in one process, "
+      "process_count() after vkspmd.distributed.initialize()), then `inner_shape` over each "
+      "process's own devices, so collectives along the inner dims stay inside a process (HSDP's "
+      "('dp_replicate', 'dp_shard')). Every process must drive prod(inner_shape) devices, else "
+      "InvalidArgumentError naming the counts.");
 }
 
 }  // namespace

@@ -14,4 +14,5 @@ PYBIND11_MODULE(_C, module) {
   vkspmd::python::BindDTensor(module);
   vkspmd::python::BindManual(module);
   vkspmd::python::BindAutoSharding(module);
+  vkspmd::python::BindDistributed(module);
 }

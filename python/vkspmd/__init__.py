@@ -22,9 +22,9 @@ from ._C import (Error, InvalidArgumentError, OutOfRangeError, UnimplementedErro
                  DeadlineExceededError, Tensor, ShardedTensor, Mesh, Shard, ShardingType, dtype,
                  grad, backward)
 
-# The extension's nn, optim, dtensor and collectives submodules are re-exported by this package's own (below:
-# nn, optim, distributed.tensor, collectives).
-del nn, optim, dtensor, collectives  # noqa: F821
+# The extension's nn, optim, dtensor, collectives and distributed submodules are re-exported by
+# this package's own (below: nn, optim, distributed.tensor, collectives, distributed).
+del nn, optim, dtensor, collectives, distributed  # noqa: F821
 
 __version__ = "0.1.0"
 

@@ -1,6 +1,7 @@
 """With VKSPMD_BINDING_COVERAGE=1 (the python_binding_coverage test), records every call of an
 extension function or method during the session and fails the session unless each public one of
-vkspmd._C, vkspmd.nn, vkspmd.optim, vkspmd._C.dtensor and vkspmd._C.collectives was called at least once. Operators, properties and
+vkspmd._C, vkspmd.nn, vkspmd.optim, vkspmd._C.dtensor, vkspmd._C.collectives and
+vkspmd._C.distributed was called at least once. Operators, properties and
 constructors go through slots, not calls the profiler sees; the tests call those directly."""
 import os
 import sys
@@ -31,7 +32,7 @@ def _expected():
     """{function object: "owner.name"} of every public extension function and method."""
     import vkspmd._C as C
     expected = {}
-    for module in (C, C.nn, C.optim, C.dtensor, C.collectives):
+    for module in (C, C.nn, C.optim, C.dtensor, C.collectives, C.distributed):
         for name in dir(module):
             value = getattr(module, name)
             if name.startswith("_"):

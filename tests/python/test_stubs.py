@@ -29,13 +29,16 @@ def public(names):
 
 
 def test_stubs_cover_the_extension():
-    assert public(dir(C)) - {"nn", "optim", "dtensor", "collectives"} <= stub_names("_C.pyi")
+    assert public(dir(C)) - {"nn", "optim", "dtensor", "collectives",
+                             "distributed"} <= stub_names("_C.pyi")
     assert public(dir(C.Tensor)) <= stub_names("_C.pyi", "Tensor")
     assert public(dir(C.nn)) <= stub_names("nn/__init__.pyi") | {"functional"}
     assert public(dir(C.optim)) <= stub_names("optim.pyi")
     assert public(dir(C.dtensor)) <= (stub_names("distributed/tensor/__init__.pyi") |
                                       stub_names("distributed/tensor/parallel/__init__.pyi"))
     assert public(dir(C.collectives)) <= stub_names("collectives.pyi")
+    assert public(dir(C.distributed)) | {"get_rank", "get_world_size"} <= stub_names(
+        "distributed/__init__.pyi")
     assert {"Parameter"} <= stub_names("nn/__init__.pyi")
     assert {"tensor", "visualize_tensor_sharding"} <= stub_names("__init__.pyi")
 
@@ -53,5 +56,6 @@ def test_docstrings_explain_the_arguments():
                      vkspmd.nn.Module.register_parameter, vkspmd.Tensor.__getitem__,
                      vkspmd.enable_manual_sharding, vkspmd.disable_manual_sharding,
                      vkspmd.shard_map, vkspmd.auto_shard, vkspmd.collectives.all_reduce,
-                     vkspmd.collectives.ppermute, vkspmd.collectives.axis_index):
+                     vkspmd.collectives.ppermute, vkspmd.collectives.axis_index,
+                     vkspmd.distributed.initialize, vkspmd.distributed.addressable_devices):
         assert len(function.__doc__) > 80, function
