@@ -1,10 +1,14 @@
-// A while's known trip count from backend_config (see backend_config.h).
+// A while's known trip count and a Sharding custom-call's unspecified dims from backend_config
+// (see backend_config.h).
 #include "src/ir/backend_config.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "fmt/format.h"
 #include "src/base/status_macros.h"
 
@@ -48,6 +52,41 @@ absl::StatusOr<std::optional<int64_t>> ReadKnownTripCount(TextReader& reader) {
 
 std::string KnownTripCountConfig(int64_t trip_count) {
   return fmt::format("{{\"known_trip_count\":{{\"n\":\"{}\"}}}}", trip_count);
+}
+
+absl::StatusOr<std::vector<int64_t>> ReadUnspecifiedDims(TextReader& reader, int64_t rank) {
+  const Token start = reader.current();
+  VKSPMD_ASSIGN_OR_RETURN(std::vector<Token> tokens, reader.ReadValueTokens());
+  std::vector<int64_t> dims;
+  if (tokens.size() != 1 || tokens[0].kind != TokenKind::kString) return dims;
+  const std::string& value = tokens[0].text;
+  constexpr std::string_view kKey = "unspecified_dims=";
+  if (value.compare(0, kKey.size(), kKey) != 0) return dims;
+  const auto malformed = [&](std::string_view why) {
+    return reader.ErrorAt(start, fmt::format("backend_config \"{}\": {}", value, why));
+  };
+  const std::string list = value.substr(kKey.size());
+  if (list.size() < 2 || list.front() != '[' || list.back() != ']') {
+    return malformed("unspecified_dims must be a list [d0,d1,...]");
+  }
+  for (absl::string_view part : absl::StrSplit(absl::string_view(list).substr(1, list.size() - 2),
+                                               ',', absl::SkipWhitespace())) {
+    int64_t dim = 0;
+    if (!absl::SimpleAtoi(part, &dim) || dim < 0 || dim >= rank) {
+      return malformed(
+          fmt::format("'{}' is not a dim of a rank-{} value", std::string(part), rank));
+    }
+    if (std::find(dims.begin(), dims.end(), dim) != dims.end()) {
+      return malformed(fmt::format("dim {} is listed twice", dim));
+    }
+    dims.push_back(dim);
+  }
+  std::sort(dims.begin(), dims.end());
+  return dims;
+}
+
+std::string UnspecifiedDimsConfig(const std::vector<int64_t>& dims) {
+  return fmt::format("\"unspecified_dims=[{}]\"", absl::StrJoin(dims, ","));
 }
 
 }  // namespace vkspmd::ir

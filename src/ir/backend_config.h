@@ -1,9 +1,12 @@
-// Reads the one thing vkspmd takes from XLA's backend_config JSON: a while loop's known trip
-// count ({"known_trip_count":{"n":"5"}}), which lets the device compiler unroll the loop.
+// Reads the two things vkspmd takes from XLA's backend_config: a while loop's known trip count
+// ({"known_trip_count":{"n":"5"}}), which lets the device compiler unroll the loop, and a
+// Sharding custom-call's unspecified_dims, which propagation may still shard.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "src/ir/text_reader.h"
@@ -17,5 +20,14 @@ absl::StatusOr<std::optional<int64_t>> ReadKnownTripCount(TextReader& reader);
 
 // The backend_config value the printer writes for a while with a known trip count.
 std::string KnownTripCountConfig(int64_t trip_count);
+
+// Reads a custom-call's backend_config value: "unspecified_dims=[0,1]" (XLA's
+// sharding_op_util::ParseAttributes form, which JAX writes on Sharding custom-calls) gives those
+// dims, sorted; any other value (JSON of other targets, an empty string) gives none. Dims must be
+// distinct and within `rank`.
+absl::StatusOr<std::vector<int64_t>> ReadUnspecifiedDims(TextReader& reader, int64_t rank);
+
+// The backend_config value the printer writes for `dims` (non-empty).
+std::string UnspecifiedDimsConfig(const std::vector<int64_t>& dims);
 
 }  // namespace vkspmd::ir

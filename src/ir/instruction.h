@@ -102,6 +102,10 @@ struct InstructionAttributes {
   std::vector<Computation*> called;
   // while: backend_config={"known_trip_count":{"n":"K"}} as XLA writes it (the body runs K times).
   std::optional<int64_t> known_trip_count;
+  // custom-call Sharding (and the manual-region boundaries JAX writes beside it):
+  // backend_config="unspecified_dims=[0,1]", XLA's sharding_op_util attribute: dims whose
+  // sharding propagation may still choose (ascending, within the result's rank).
+  std::vector<int64_t> unspecified_dims;
   // to_apply and `called`: every computation the instruction calls.
   std::vector<Computation*> CalledComputations() const;
 };

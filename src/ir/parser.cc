@@ -811,6 +811,10 @@ absl::Status ModuleParser::ParseAttribute(Instruction& instruction) {
     instruction.set_sharding(std::move(sharding));
   } else if (name == "backend_config" && instruction.opcode() == Opcode::kWhile) {
     VKSPMD_ASSIGN_OR_RETURN(attributes.known_trip_count, ReadKnownTripCount(reader_));
+  } else if (name == "backend_config" && instruction.opcode() == Opcode::kCustomCall &&
+             !instruction.shape().IsTuple()) {
+    VKSPMD_ASSIGN_OR_RETURN(attributes.unspecified_dims,
+                            ReadUnspecifiedDims(reader_, instruction.shape().rank()));
   } else if (IgnoredAttributes().contains(name) ||
              (name == "algorithm" && instruction.opcode() == Opcode::kDot)) {
     return reader_.SkipValue();

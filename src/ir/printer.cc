@@ -199,6 +199,9 @@ std::vector<std::string> AttributeStrings(const Instruction& instruction,
   if (attributes.known_trip_count.has_value()) {
     parts.push_back("backend_config=" + KnownTripCountConfig(*attributes.known_trip_count));
   }
+  if (!attributes.unspecified_dims.empty()) {
+    parts.push_back("backend_config=" + UnspecifiedDimsConfig(attributes.unspecified_dims));
+  }
   return parts;
 }
 

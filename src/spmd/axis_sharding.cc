@@ -344,13 +344,8 @@ absl::StatusOr<AxisSharding> FromManualSubgroup(
                         fmt::format("sharding {} (its manual subgroup read as a tile dim): {}",
                                     sharding.ToString(), std::string(found.status().message())));
   }
-  if (!found->device_order.empty()) {
-    return absl::UnimplementedError(fmt::format(
-        "sharding {}: a partially manual value's devices must be laid out in the order of mesh "
-        "{} (the groups of devices sharing a manual index would differ from one value to the "
-        "next); it is expressible only in device order {}",
-        sharding.ToString(), mesh.ToString(), absl::StrJoin(found->device_order, ",")));
-  }
+  // A device order (manual groups that are not along the mesh's axes, e.g. an explicit device
+  // list) stays with the value: the groups are those devices sharing a manual index in it.
   AxisSharding partial = *found;
   partial.manual_axes = partial.dims.back();
   partial.dims.pop_back();

@@ -30,8 +30,9 @@ struct AxisSharding {
   std::vector<int64_t> device_order;
   // A partially manual value (a manual subgroup, JAX's shard_map with auto= axes): manual over
   // these mesh axes (ascending), each group of devices that share their coordinates on them
-  // holding its own value of the (per-group) shape, split over the other axes by `dims`, which
-  // never name these. Collectives then run along other axes only, within each group.
+  // (in `device_order`'s layout, if it has one) holding its own value of the (per-group) shape,
+  // split over the other axes by `dims`, which never name these. Collectives then run along
+  // other axes only, within each group.
   std::vector<int64_t> manual_axes;
 
   static AxisSharding Replicated(int64_t rank) {
@@ -76,7 +77,8 @@ ir::Sharding ToHloSharding(const AxisSharding& sharding, const Mesh& mesh);
 // the device order the tile assignment gives (any explicit or iota tile assignment over all the
 // mesh's devices whose tile counts are products of its axes). Replicated subgroups
 // (last_tile_dims={replicated, ...}) count as one replication dim; a manual subgroup dim gives
-// the manual axes (its devices must be laid out in the mesh's own order). Errors when it is not
+// the manual axes (in a device order too, where its groups are not along the mesh's axes: the
+// groups are then the devices sharing a manual index in that order). Errors when it is not
 // expressible over the mesh (the message names both), for tuple shardings and shardings over
 // only some of the mesh's devices.
 // Among other device orders, the first of `preferred_orders` (orders other values use) that

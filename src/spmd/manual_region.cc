@@ -53,17 +53,11 @@ absl::StatusOr<PartitionedValue> LeaveManualRegion(const Mesh& mesh, const Instr
 absl::StatusOr<PartitionedValue> EnterPartiallyManualRegion(SpmdBuilder& builder,
                                                             const Instruction& instruction,
                                                             const PartitionedValue& operand,
+                                                            const AxisSharding& tiling,
                                                             const AxisSharding& target) {
   const Mesh& mesh = builder.mesh();
   const Instruction& input = *instruction.operand(0);
   const int64_t rank = input.shape().rank();
-  // Without an annotation the operand is split as the region's values are, whole over the
-  // manual axes.
-  AxisSharding tiling = target;
-  tiling.manual_axes.clear();
-  if (input.sharding().has_value()) {
-    VKSPMD_ASSIGN_OR_RETURN(tiling, FromHloSharding(*input.sharding(), mesh, rank));
-  }
   const ir::Shape local_shape = ShardShape(instruction.shape(), target, mesh);
   if (tiling.IsSpecial() || tiling.IsPartiallyManual() ||
       ShardShape(input.shape(), tiling, mesh) != local_shape) {

@@ -23,12 +23,14 @@ absl::StatusOr<PartitionedValue> LeaveManualRegion(const Mesh& mesh,
                                                    const AxisSharding& tiling);
 
 // SPMDFullToShardShape into a partially manual region (`target` is manual over some axes, JAX's
-// shard_map with auto= axes). As in XLA, each device's shard of the operand under its annotation
-// becomes its shard of the manual value under `target` unchanged (the shapes must agree): the
-// devices of one manual group together hold that group's value, split over the other axes.
+// shard_map with auto= axes). As in XLA, each device's shard of the operand under `tiling` (its
+// annotation as propagation left it) becomes its shard of the manual value under `target`
+// unchanged (the shapes must agree): the devices of one manual group together hold that group's
+// value, split over the other axes.
 absl::StatusOr<PartitionedValue> EnterPartiallyManualRegion(SpmdBuilder& builder,
                                                             const ir::Instruction& instruction,
                                                             const PartitionedValue& operand,
+                                                            const AxisSharding& tiling,
                                                             const AxisSharding& target);
 
 // SPMDShardToFullShape out of a partially manual region: each device's shard of the manual value

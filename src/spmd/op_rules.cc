@@ -424,14 +424,41 @@ std::string OpRule::ToString() const {
 
 absl::StatusOr<OpRule> PartiallyManualCollectiveRule(const Instruction& instruction) {
   const ir::Opcode opcode = instruction.opcode();
-  if ((opcode == ir::Opcode::kAllReduce || opcode == ir::Opcode::kCollectivePermute) &&
-      instruction.operand_count() == 1 && !instruction.shape().IsTuple()) {
+  if (instruction.operand_count() != 1 || instruction.shape().IsTuple()) {
+    return Unsupported(instruction,
+                       "inside a partially manual region with several operands or a tuple result "
+                       "(the user's collectives there are partitioned one array at a time)");
+  }
+  if (opcode == ir::Opcode::kAllReduce || opcode == ir::Opcode::kCollectivePermute) {
     return ElementwiseRule(instruction);
   }
-  return Unsupported(instruction,
-                     "inside a partially manual region (of the user's collectives only "
-                     "single-operand all-reduce and collective-permute, which act elementwise, "
-                     "are partitioned there)");
+  // all-gather, reduce-scatter and all-to-all concatenate, scatter or exchange the group's values
+  // along one dim: that dim stays whole on both sides (each side its own factor), the others
+  // pass through, so every device runs the collective on its shard of them.
+  const std::vector<int64_t>& dims = instruction.attributes().dimensions;
+  if ((opcode != ir::Opcode::kAllGather && opcode != ir::Opcode::kReduceScatter &&
+       opcode != ir::Opcode::kAllToAll) ||
+      dims.size() != 1) {
+    return Unsupported(instruction,
+                       "inside a partially manual region (of the user's collectives all-reduce, "
+                       "collective-permute, and all-gather, reduce-scatter and all-to-all along "
+                       "one dimension are partitioned there)");
+  }
+  RuleBuilder rule(instruction);
+  const ir::Shape& operand = instruction.operand(0)->shape();
+  std::vector<int64_t> operand_factors, result_factors;
+  for (int64_t d = 0; d < operand.rank(); ++d) {
+    if (d == dims[0]) {
+      operand_factors.push_back(Unsplittable(rule, operand.dimension(d)));
+      result_factors.push_back(Unsplittable(rule, instruction.shape().dimension(d)));
+    } else {
+      operand_factors.push_back(rule.AddFactor(operand.dimension(d)));
+      result_factors.push_back(operand_factors.back());
+    }
+  }
+  rule.AddOperand(0, operand_factors);
+  rule.AddResult(result_factors);
+  return rule.Take();
 }
 
 absl::StatusOr<std::vector<OpRule>> RulesFor(const Instruction& instruction) {

@@ -69,11 +69,12 @@ int64_t LeafCount(const ir::Shape& shape);
 // nested tuples).
 absl::StatusOr<std::vector<OpRule>> RulesFor(const ir::Instruction& instruction);
 
-// A collective of the user's code inside a partially manual region (JAX's psum or ppermute over
-// the manual axes of shard_map(auto=)): a single-operand all-reduce or collective-permute
-// combines each element with the same element of other devices, so it partitions as an
-// elementwise op as long as its groups stay within devices that hold the same shard (the
-// partitioner checks); other collectives are refused, naming the op.
+// A collective of the user's code inside a partially manual region (JAX's psum, ppermute,
+// all_gather, psum_scatter or all_to_all over the manual axes of shard_map(auto=)). A
+// single-operand all-reduce or collective-permute combines each element with the same element of
+// other devices, so it partitions as an elementwise op; all-gather, reduce-scatter and all-to-all
+// keep their dim whole and pass the others through. The partitioner checks that the groups stay
+// within devices that hold the same shard; other collectives are refused, naming the op.
 absl::StatusOr<OpRule> PartiallyManualCollectiveRule(const ir::Instruction& instruction);
 
 }  // namespace vkspmd::spmd

@@ -55,21 +55,31 @@ absl::Status CheckMesh(const ir::Module& module, const Mesh& mesh) {
 
 // The mesh the annotations are read over: `mesh` when it expresses every one, else `mesh` with
 // its axes split into prime factors (a [4] mesh cannot split two dims two ways each; [2,2] can),
-// else the error of the first annotation `mesh` cannot express.
+// else the error of the first annotation `mesh` cannot express. Manual groups are read in the
+// mesh's own order where either mesh can (one layout for a whole region); a device order lays
+// them out only where neither can.
 absl::StatusOr<Mesh> MeshForAnnotations(const ir::Module& module, const Mesh& mesh) {
-  const auto first_error = [&](const Mesh& candidate) {
+  const auto first_error = [&](const Mesh& candidate, bool groups_in_mesh_order) {
     for (const auto& instruction : module.entry()->instructions()) {
       if (!instruction->sharding().has_value()) continue;
-      absl::Status status = LeafShardings(*instruction, candidate).status();
-      if (!status.ok()) return status;
+      absl::StatusOr<std::vector<AxisSharding>> leaves = LeafShardings(*instruction, candidate);
+      if (!leaves.ok()) return leaves.status();
+      for (const AxisSharding& leaf : *leaves) {
+        if (groups_in_mesh_order && leaf.IsPartiallyManual() && !leaf.device_order.empty()) {
+          return absl::InvalidArgumentError("manual groups in a device order");
+        }
+      }
     }
     return absl::OkStatus();
   };
-  absl::Status status = first_error(mesh);
-  if (status.ok() || mesh.IsRefined()) return status.ok() ? absl::StatusOr<Mesh>(mesh) : status;
-  const Mesh refined = mesh.Refined();
-  if (first_error(refined).ok()) return refined;
-  return status;
+  std::vector<Mesh> candidates = {mesh};
+  if (!mesh.IsRefined()) candidates.push_back(mesh.Refined());
+  for (bool groups_in_mesh_order : {true, false}) {
+    for (const Mesh& candidate : candidates) {
+      if (first_error(candidate, groups_in_mesh_order).ok()) return candidate;
+    }
+  }
+  return first_error(mesh, false);
 }
 
 // Copies a reducer (or any callee) into the output module.
@@ -231,14 +241,30 @@ class Partitioner {
                     [](const AxisSharding& leaf) { return leaf.manual; })) {
       return CloneManual(instruction);
     }
+    if (instruction.opcode() == Opcode::kPartitionId ||
+        instruction.opcode() == Opcode::kReplicaId) {
+      // Inside a partially manual region (propagation checked): each device's own id, as XLA
+      // gives it (the instruction is kept, as in manual regions).
+      VKSPMD_ASSIGN_OR_RETURN(
+          Instruction * id,
+          spmd_->Add(instruction.opcode(), {}, instruction.attributes(), instruction.shape()));
+      id->set_name(instruction.name());
+      AxisSharding sharding = targets[0];
+      sharding.dims.assign(sharding.rank(), {});
+      return SetReshard(instruction, {{id, instruction.shape(), sharding}});
+    }
     if (ir::IsCollective(instruction.opcode()) && !targets.empty() &&
         targets[0].IsPartiallyManual()) {
       VKSPMD_ASSIGN_OR_RETURN(OpRule rule, PartiallyManualCollectiveRule(instruction));
+      const AxisSharding& operand = values_.at(instruction.operand(0))[0].sharding;
       std::vector<int64_t> split = targets[0].UsedAxes();
-      for (int64_t axis : values_.at(instruction.operand(0))[0].sharding.UsedAxes()) {
+      for (int64_t axis : operand.UsedAxes()) {
         if (std::find(split.begin(), split.end(), axis) == split.end()) split.push_back(axis);
       }
-      VKSPMD_RETURN_IF_ERROR(CheckGroupsWithinShards(instruction, split));
+      VKSPMD_RETURN_IF_ERROR(CheckGroupsWithinShards(instruction, split, targets[0]));
+      if (operand.IsPartiallyManual()) {
+        VKSPMD_RETURN_IF_ERROR(CheckGroupsWithinShards(instruction, split, operand));
+      }
       return PartitionWithRule(instruction, rule);
     }
     VKSPMD_ASSIGN_OR_RETURN(std::vector<OpRule> rules, RulesFor(instruction));
@@ -249,9 +275,12 @@ class Partitioner {
   // A user's collective in a partially manual region combines the devices its groups (or pairs)
   // name; each device holds its shard over the axes that split the op's operand or result (the
   // only axes its factors can take), so every group must keep to devices with the same
-  // coordinates on those: it may run over the manual axes and over axes nothing splits.
+  // coordinates on those (in the layout of `sharding`, whose device order lays out the manual
+  // groups): it may run over the manual axes and over axes nothing splits.
   absl::Status CheckGroupsWithinShards(const Instruction& instruction,
-                                       const std::vector<int64_t>& split_axes) const {
+                                       const std::vector<int64_t>& split_axes,
+                                       const AxisSharding& sharding) const {
+    const Mesh layout = LayoutMesh(sharding, mesh_);
     std::vector<std::vector<int64_t>> groups;
     if (instruction.opcode() == Opcode::kCollectivePermute) {
       VKSPMD_ASSIGN_OR_RETURN(
@@ -263,7 +292,7 @@ class Partitioner {
     }
     const auto other_coordinates = [&](int64_t device) {
       const std::vector<int64_t> coordinates =
-          mesh_.CoordinatesOf(device).value_or(std::vector<int64_t>{});
+          layout.CoordinatesOf(device).value_or(std::vector<int64_t>{});
       std::vector<int64_t> on_split;
       for (int64_t axis : split_axes) on_split.push_back(coordinates.at(axis));
       return on_split;
@@ -285,8 +314,15 @@ class Partitioner {
     const PartitionedValue& operand = values_.at(instruction.operand(0))[0];
     const AxisSharding& target = Targets(instruction)[0];
     if (target.IsPartiallyManual()) {
-      VKSPMD_ASSIGN_OR_RETURN(PartitionedValue value, spmd::EnterPartiallyManualRegion(
-                                                          *spmd_, instruction, operand, target));
+      // The operand's shards as propagation left them (an annotation whose unspecified dims it
+      // extended included), else split as the region's values are, whole over the manual axes.
+      const Instruction& input = *instruction.operand(0);
+      AxisSharding tiling = target;
+      tiling.manual_axes.clear();
+      if (input.sharding().has_value()) tiling = Targets(input)[0];
+      VKSPMD_ASSIGN_OR_RETURN(
+          PartitionedValue value,
+          spmd::EnterPartiallyManualRegion(*spmd_, instruction, operand, tiling, target));
       values_[&instruction] = {value};
       return absl::OkStatus();
     }
@@ -404,9 +440,18 @@ class Partitioner {
   absl::StatusOr<std::vector<int64_t>> OpManualAxes(const std::vector<Tensor>& operands,
                                                     const std::vector<Tensor>& results) const {
     std::vector<int64_t> axes;
+    const AxisSharding* laid_out = nullptr;  // the first partially manual tensor
     for (const std::vector<Tensor>* tensors : {&operands, &results}) {
       for (const Tensor& tensor : *tensors) {
         const AxisSharding& sharding = tensor.sharding;
+        if (sharding.IsPartiallyManual() && laid_out == nullptr) laid_out = &sharding;
+        if (sharding.IsPartiallyManual() && sharding.device_order != laid_out->device_order) {
+          // Manual groups laid out by different device orders would each hold other values.
+          return absl::UnimplementedError(fmt::format(
+              "its partially manual values are laid out in different device orders ({} and {}); "
+              "a partially manual region keeps one layout of its manual groups throughout",
+              laid_out->ToString(mesh_), sharding.ToString(mesh_)));
+        }
         if (!sharding.IsPartiallyManual() || sharding.manual_axes == axes) continue;
         if (!axes.empty()) {
           return absl::InvalidArgumentError(
@@ -548,11 +593,11 @@ class Partitioner {
     in_layout.reset();
     std::vector<PartitionedValue> leaves(LeafCount(instruction.shape()));
     for (size_t r = 0; r < produced.size(); ++r) {
+      produced[r].sharding.manual_axes = manual_axes_;
       if (!device_order.empty() && IsSplit(produced[r].sharding)) {
         produced[r].sharding.device_order = device_order;
       }
       if (on_device.has_value()) produced[r].sharding.maximal_device = on_device;
-      produced[r].sharding.manual_axes = manual_axes_;
       leaves[rule.results[r].leaf] = produced[r];
     }
     return SetReshard(instruction, leaves);
@@ -597,8 +642,10 @@ class Partitioner {
     return device;
   }
 
+  // Split, or partially manual: either way laid out in its device order (a partially manual
+  // value's manual groups are the devices sharing a manual index in that order).
   bool IsSplit(const AxisSharding& sharding) const {
-    return !sharding.IsSpecial() && sharding.NumTiles(mesh_) > 1;
+    return !sharding.IsSpecial() && (sharding.NumTiles(mesh_) > 1 || sharding.IsPartiallyManual());
   }
 
   // The device layouts an op may run in: the mesh's order (empty), then each order its split

@@ -341,6 +341,19 @@ absl::StatusOr<PartitionedValue> Reshard(SpmdBuilder& builder, const Partitioned
         return std::find(to.manual_axes.begin(), to.manual_axes.end(), axis) !=
                to.manual_axes.end();
       });
+  if (enters_partially_manual && !to.device_order.empty()) {
+    // Each group's own in any layout: read it in the region's, where its groups are.
+    PartitionedValue laid_out = value;
+    laid_out.sharding.device_order = to.device_order;
+    laid_out.sharding.manual_axes = to.manual_axes;
+    return Reshard(builder, laid_out, to);
+  }
+  if (from.IsPartiallyManual() && to.IsPartiallyManual() && from.device_order != to.device_order) {
+    return absl::UnimplementedError(fmt::format(
+        "a {} value cannot become {}: its manual groups are laid out in another device order, and "
+        "a partially manual region keeps one layout of its manual groups throughout",
+        from.ToString(mesh), to.ToString(mesh)));
+  }
   if (value.sharding.manual != to.manual ||
       (value.sharding.manual_axes != to.manual_axes && !enters_partially_manual)) {
     return absl::InvalidArgumentError(

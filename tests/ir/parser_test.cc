@@ -134,5 +134,40 @@ TEST(ParserTest, RejectsNamesThatCannotBePrintedBack) {
   EXPECT_EQ(std::string(module.status().message()), "3:2: expected a name, got '%-'");
 }
 
+// JAX writes unspecified_dims (XLA's sharding_op_util attribute) as a custom-call's
+// backend_config string: read as sorted dims, printed back, and checked against the rank; other
+// backend_config values of custom-calls mean nothing to vkspmd.
+TEST(ParserTest, ReadsUnspecifiedDimsOfShardingCustomCalls) {
+  constexpr std::string_view kText = R"hlo(HloModule m, num_partitions=4
+
+ENTRY %main (p: f32[8,6]) -> f32[8,6] {
+  %p = f32[8,6]{1,0} parameter(0)
+  %c = f32[8,6]{1,0} custom-call(f32[8,6]{1,0} %p), custom_call_target="Sharding", sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}, backend_config="unspecified_dims=[1,0]"
+  ROOT %d = f32[8,6]{1,0} custom-call(f32[8,6]{1,0} %c), custom_call_target="Sharding", sharding={replicated}, backend_config="{}"
+}
+)hlo";
+  absl::StatusOr<std::unique_ptr<Module>> module = ParseAndVerifyModule(kText);
+  ASSERT_TRUE(module.ok()) << module.status();
+  const auto& instructions = (*module)->entry()->instructions();
+  EXPECT_EQ(instructions[1]->attributes().unspecified_dims, (std::vector<int64_t>{0, 1}));
+  EXPECT_TRUE(instructions[2]->attributes().unspecified_dims.empty());
+  const std::string printed = PrintModule(**module);
+  EXPECT_NE(printed.find("backend_config=\"unspecified_dims=[0,1]\""), std::string::npos)
+      << printed;
+  EXPECT_EQ(Reprint(printed), printed);
+  const auto error = [&](std::string_view dims) {
+    std::string text(kText);
+    text.replace(text.find("[1,0]"), 5, dims);
+    return std::string(ParseModule(text).status().message());
+  };
+  EXPECT_EQ(error("[2]"),
+            "5:156: backend_config \"unspecified_dims=[2]\": '2' is not a dim of a rank-2 value");
+  EXPECT_EQ(error("[1,1]"),
+            "5:156: backend_config \"unspecified_dims=[1,1]\": dim 1 is listed twice");
+  EXPECT_EQ(error("0"),
+            "5:156: backend_config \"unspecified_dims=0\": unspecified_dims must be a list "
+            "[d0,d1,...]");
+}
+
 }  // namespace
 }  // namespace vkspmd::ir

@@ -257,8 +257,8 @@ std::string PartitionError(const std::string& text, const Mesh& mesh) {
 // What is not supported names the op and its sharding.
 TEST(PartialManualErrorsTest, UnsupportedCasesNameTheOpAndSharding) {
   const Mesh mesh = *Mesh::Create({2, 2}, {}, {"x", "y"});
-  // Of the user's collectives inside, only all-reduce and collective-permute (elementwise) are
-  // partitioned, and only over the manual axes.
+  // The user's collectives inside are partitioned over the manual axes only; an all-gather
+  // along the split dim gathers it over x first (the dim must be whole).
   const auto with_collective = [&](const std::string& collective) {
     const int64_t size = collective.find("all-gather") == 0 ? 8 : 4;
     return PartitionError(fmt::format(fmt::runtime(R"(HloModule m, num_partitions=4
@@ -277,11 +277,15 @@ ENTRY %main (p: f32[4]) -> f32[{}] {{
                                       size, size, collective, size),
                           mesh);
   };
+  EXPECT_EQ(with_collective("all-gather(f32[4] %ms), channel_id=1, replica_groups={{0,1},{2,3}}, "
+                            "use_global_device_ids=true, dimensions={0}"),
+            "");
   EXPECT_THAT(
-      with_collective("all-gather(f32[4] %ms), channel_id=1, replica_groups={{0,1},{2,3}}, "
+      with_collective("all-gather(f32[4] %ms), channel_id=1, replica_groups={{0,2},{1,3}}, "
                       "use_global_device_ids=true, dimensions={0}"),
-      ::testing::HasSubstr("%r: the partitioner does not support all-gather inside a partially "
-                           "manual region"));
+      ::testing::HasSubstr("%r: cannot partition all-gather with sharding [{}] manual {y} "
+                           "(operands: %ms [{x}] manual {y}): its devices {0,2} hold different "
+                           "shards"));
   EXPECT_THAT(with_collective("all-reduce(f32[4] %ms), channel_id=1, replica_groups={{0,2},{1,3}}, "
                               "use_global_device_ids=true, to_apply=%add"),
               ::testing::HasSubstr("%r: cannot partition all-reduce with sharding [{x}] manual "

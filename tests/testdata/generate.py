@@ -892,6 +892,150 @@ ENTRY %main (a: s32[11], b: f32[11], c: s32[11]) -> (s32[11], f32[11], s32[11]) 
 }
 """, [major, minor, payload], [major[lex], minor[lex], payload[lex]])
 
+# --- partially manual regions (JAX's shard_map with auto= axes, issue 19) -----------------------
+# Each program is the unpartitioned SPMD program every device runs (the same inputs on all); a
+# region's value belongs to its manual group. Mesh ("x", "y") = 2x2 with devices 2x + y, manual
+# over y unless said otherwise. Own RandomState, so the cases above keep their data.
+pm_rng = np.random.RandomState(1919)
+def pm_f32(*shape):
+    return pm_rng.uniform(-2, 2, size=shape).astype(np.float32)
+
+PM_HEADER = "HloModule {name}, entry_computation_layout={{{layout}}}, num_partitions={n}\n"
+def pm_meta(op):
+    return f'metadata={{op_name="jit(f)/jit(main)/shmap_body/{op}" source_file="/tmp/f.py" source_line=7}}'
+
+# lax.all_gather(sin(a_y), "y", axis=1, tiled=True) with a in P(None, "y"), rows constrained to
+# P("x") inside, out_specs P(): sin(a) on every device.
+a = pm_f32(8, 6)
+case("shard_map_auto_all_gather", PM_HEADER.format(name="jit_f", layout="(f32[8,6]{1,0})->f32[8,6]{1,0}", n=4) + f"""
+ENTRY %main.9 (Arg_0.1: f32[8,6]) -> f32[8,6] {{
+  %Arg_0.1 = f32[8,6]{{1,0}} parameter(0), sharding={{devices=[2,2]<=[4]}}, metadata={{op_name="a"}}
+  %custom-call.2 = f32[8,6]{{1,0}} custom-call(f32[8,6]{{1,0}} %Arg_0.1), custom_call_target="Sharding", sharding={{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}}, backend_config="unspecified_dims=[0,1]"
+  %custom-call.3 = f32[8,3]{{1,0}} custom-call(f32[8,6]{{1,0}} %custom-call.2), custom_call_target="SPMDFullToShardShape", sharding={{devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={{manual, replicated}}}}, backend_config="unspecified_dims=[0,1]"
+  %custom-call.4 = f32[8,3]{{1,0}} custom-call(f32[8,3]{{1,0}} %custom-call.3), custom_call_target="Sharding", sharding={{devices=[2,1,2]<=[4] last_tile_dims={{manual}}}}, {pm_meta("sharding_constraint")}
+  %sine.5 = f32[8,3]{{1,0}} sine(f32[8,3]{{1,0}} %custom-call.4), {pm_meta("sin")}
+  %all-gather.6 = f32[8,6]{{1,0}} all-gather(f32[8,3]{{1,0}} %sine.5), channel_id=1, replica_groups={{{{0,1}},{{2,3}}}}, dimensions={{1}}, use_global_device_ids=true, {pm_meta("all_gather")}
+  %custom-call.7 = f32[8,6]{{1,0}} custom-call(f32[8,6]{{1,0}} %all-gather.6), custom_call_target="Sharding", sharding={{devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={{manual, replicated}}}}, backend_config="unspecified_dims=[0,1]"
+  ROOT %custom-call.8 = f32[8,6]{{1,0}} custom-call(f32[8,6]{{1,0}} %custom-call.7), custom_call_target="SPMDShardToFullShape", sharding={{replicated}}, backend_config="unspecified_dims=[0,1]"
+}}
+""", [[a]] * 4, [np.sin(a)] * 4, devices=4)
+
+# lax.psum_scatter(tanh(a_y), "y", scatter_dimension=0, tiled=True) with a in P(None, "y"), the
+# columns constrained to P(None, "x") inside, out_specs P("y"): each y group keeps its half of the
+# rows of tanh(a[:, :2]) + tanh(a[:, 2:]).
+a = pm_f32(8, 4)
+case("shard_map_auto_reduce_scatter", PM_HEADER.format(name="jit_f", layout="(f32[8,4]{1,0})->f32[8,2]{1,0}", n=4) + ADD_F32 + f"""
+ENTRY %main.9 (Arg_0.1: f32[8,4]) -> f32[8,2] {{
+  %Arg_0.1 = f32[8,4]{{1,0}} parameter(0), sharding={{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}}, metadata={{op_name="a"}}
+  %custom-call.2 = f32[8,4]{{1,0}} custom-call(f32[8,4]{{1,0}} %Arg_0.1), custom_call_target="Sharding", sharding={{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}}, backend_config="unspecified_dims=[0,1]"
+  %custom-call.3 = f32[8,2]{{1,0}} custom-call(f32[8,4]{{1,0}} %custom-call.2), custom_call_target="SPMDFullToShardShape", sharding={{devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={{manual, replicated}}}}, backend_config="unspecified_dims=[0,1]"
+  %custom-call.4 = f32[8,2]{{1,0}} custom-call(f32[8,2]{{1,0}} %custom-call.3), custom_call_target="Sharding", sharding={{devices=[1,2,2]<=[4] last_tile_dims={{manual}}}}, {pm_meta("sharding_constraint")}
+  %tanh.5 = f32[8,2]{{1,0}} tanh(f32[8,2]{{1,0}} %custom-call.4), {pm_meta("tanh")}
+  %reduce-scatter.6 = f32[4,2]{{1,0}} reduce-scatter(f32[8,2]{{1,0}} %tanh.5), channel_id=1, replica_groups={{{{0,1}},{{2,3}}}}, use_global_device_ids=true, dimensions={{0}}, to_apply=%add.f32, {pm_meta("reduce_scatter")}
+  %custom-call.7 = f32[4,2]{{1,0}} custom-call(f32[4,2]{{1,0}} %reduce-scatter.6), custom_call_target="Sharding", sharding={{devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={{manual, replicated}}}}, backend_config="unspecified_dims=[0,1]"
+  ROOT %custom-call.8 = f32[8,2]{{1,0}} custom-call(f32[4,2]{{1,0}} %custom-call.7), custom_call_target="SPMDShardToFullShape", sharding={{devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}}, backend_config="unspecified_dims=[0,1]"
+}}
+""", [[a]] * 4, [np.tanh(a[:, :2]) + np.tanh(a[:, 2:])] * 4, devices=4)
+
+# lax.all_to_all(a_y * 3, "y", 0, 0, tiled=True) with a in P("y"), the columns constrained to
+# P(None, "x") inside, out_specs P("y"): y group g receives rows [2g, 2g+2) of both groups' blocks.
+a = pm_f32(8, 6)
+case("shard_map_auto_all_to_all", PM_HEADER.format(name="jit_f", layout="(f32[8,6]{1,0})->f32[8,6]{1,0}", n=4) + f"""
+ENTRY %main.11 (Arg_0.1: f32[8,6]) -> f32[8,6] {{
+  %Arg_0.1 = f32[8,6]{{1,0}} parameter(0), sharding={{devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}}, metadata={{op_name="a"}}
+  %custom-call.2 = f32[8,6]{{1,0}} custom-call(f32[8,6]{{1,0}} %Arg_0.1), custom_call_target="Sharding", sharding={{devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}}, backend_config="unspecified_dims=[0,1]"
+  %custom-call.3 = f32[4,6]{{1,0}} custom-call(f32[8,6]{{1,0}} %custom-call.2), custom_call_target="SPMDFullToShardShape", sharding={{devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={{manual, replicated}}}}, backend_config="unspecified_dims=[0,1]"
+  %custom-call.4 = f32[4,6]{{1,0}} custom-call(f32[4,6]{{1,0}} %custom-call.3), custom_call_target="Sharding", sharding={{devices=[1,2,2]<=[4] last_tile_dims={{manual}}}}, {pm_meta("sharding_constraint")}
+  %constant.5 = f32[] constant(3)
+  %broadcast.6 = f32[4,6]{{1,0}} broadcast(f32[] %constant.5), dimensions={{}}
+  %multiply.7 = f32[4,6]{{1,0}} multiply(f32[4,6]{{1,0}} %custom-call.4, f32[4,6]{{1,0}} %broadcast.6), {pm_meta("mul")}
+  %all-to-all.8 = f32[4,6]{{1,0}} all-to-all(f32[4,6]{{1,0}} %multiply.7), channel_id=1, replica_groups={{{{0,1}},{{2,3}}}}, dimensions={{0}}, {pm_meta("all_to_all")}
+  %custom-call.9 = f32[4,6]{{1,0}} custom-call(f32[4,6]{{1,0}} %all-to-all.8), custom_call_target="Sharding", sharding={{devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={{manual, replicated}}}}, backend_config="unspecified_dims=[0,1]"
+  ROOT %custom-call.10 = f32[8,6]{{1,0}} custom-call(f32[4,6]{{1,0}} %custom-call.9), custom_call_target="SPMDShardToFullShape", sharding={{devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}}, backend_config="unspecified_dims=[0,1]"
+}}
+""", [[a]] * 4, [3 * np.concatenate([a[0:2], a[4:6], a[2:4], a[6:8]])] * 4, devices=4)
+
+# partition-id inside the region: every device scales its rows of its group's block by its own
+# partition id + 1, as XLA's partition-id gives it (the global id, 2x + y). a in P("y"), rows
+# constrained to P("x") inside; the region is left with the rows still split over x (out_specs
+# P("y") after XLA's propagation kept x), so device 2x + y writes rows [4y + 2x, 4y + 2x + 2).
+a = pm_f32(8, 3)
+scaled = a.copy()
+for x in range(2):
+    for y in range(2):
+        rows = slice(4 * y + 2 * x, 4 * y + 2 * x + 2)
+        scaled[rows] = a[rows] * (2 * x + y + 1)
+case("shard_map_auto_partition_id", PM_HEADER.format(name="jit_f", layout="(f32[8,3]{1,0})->f32[8,3]{1,0}", n=4) + f"""
+ENTRY %main.14 (Arg_0.1: f32[8,3]) -> f32[8,3] {{
+  %Arg_0.1 = f32[8,3]{{1,0}} parameter(0), sharding={{devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}}, metadata={{op_name="a"}}
+  %custom-call.2 = f32[4,3]{{1,0}} custom-call(f32[8,3]{{1,0}} %Arg_0.1), custom_call_target="SPMDFullToShardShape", sharding={{devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={{manual, replicated}}}}
+  %custom-call.3 = f32[4,3]{{1,0}} custom-call(f32[4,3]{{1,0}} %custom-call.2), custom_call_target="Sharding", sharding={{devices=[2,1,2]<=[4] last_tile_dims={{manual}}}}, {pm_meta("sharding_constraint")}
+  %partition-id.4 = u32[] partition-id(), {pm_meta("axis_index")}
+  %constant.5 = u32[] constant(1)
+  %add.6 = u32[] add(u32[] %partition-id.4, u32[] %constant.5)
+  %convert.7 = f32[] convert(u32[] %add.6)
+  %broadcast.8 = f32[4,3]{{1,0}} broadcast(f32[] %convert.7), dimensions={{}}
+  %multiply.9 = f32[4,3]{{1,0}} multiply(f32[4,3]{{1,0}} %custom-call.3, f32[4,3]{{1,0}} %broadcast.8), {pm_meta("mul")}
+  %custom-call.10 = f32[4,3]{{1,0}} custom-call(f32[4,3]{{1,0}} %multiply.9), custom_call_target="Sharding", sharding={{devices=[2,1,2]<=[4] last_tile_dims={{manual}}}}
+  ROOT %custom-call.11 = f32[8,3]{{1,0}} custom-call(f32[4,3]{{1,0}} %custom-call.10), custom_call_target="SPMDShardToFullShape", sharding={{devices=[4,1]<=[2,2]T(1,0)}}
+}}
+""", [[a]] * 4, [scaled] * 4, devices=4)
+
+# Manual groups laid out by an explicit device list, not along the mesh's axes: groups {0,3} and
+# {1,2}. a in P("m") (rows 0-3 to {0,3}, 4-7 to {1,2}), rows split inside over the other axis
+# ({0,1} hold rows 0-1 of their groups' blocks, {3,2} rows 2-3); lax.psum over m (devices holding
+# the same rows: {0,1} and {3,2}) of tanh, out_specs P().
+a = pm_f32(8, 6)
+case("shard_map_auto_permuted_groups", PM_HEADER.format(name="jit_f", layout="(f32[8,6]{1,0})->f32[4,6]{1,0}", n=4) + ADD_F32 + f"""
+ENTRY %main.10 (Arg_0.1: f32[8,6]) -> f32[4,6] {{
+  %Arg_0.1 = f32[8,6]{{1,0}} parameter(0), sharding={{devices=[2,1,2]0,3,1,2 last_tile_dim_replicate}}, metadata={{op_name="a"}}
+  %custom-call.2 = f32[8,6]{{1,0}} custom-call(f32[8,6]{{1,0}} %Arg_0.1), custom_call_target="Sharding", sharding={{devices=[2,1,2]0,3,1,2 last_tile_dim_replicate}}
+  %custom-call.3 = f32[4,6]{{1,0}} custom-call(f32[8,6]{{1,0}} %custom-call.2), custom_call_target="SPMDFullToShardShape", sharding={{devices=[1,1,2,2]0,3,1,2 last_tile_dims={{manual, replicated}}}}
+  %custom-call.4 = f32[4,6]{{1,0}} custom-call(f32[4,6]{{1,0}} %custom-call.3), custom_call_target="Sharding", sharding={{devices=[2,1,2]0,1,3,2 last_tile_dims={{manual}}}}, {pm_meta("sharding_constraint")}
+  %tanh.5 = f32[4,6]{{1,0}} tanh(f32[4,6]{{1,0}} %custom-call.4), {pm_meta("tanh")}
+  %all-reduce.6 = f32[4,6]{{1,0}} all-reduce(f32[4,6]{{1,0}} %tanh.5), channel_id=1, replica_groups={{{{0,1}},{{3,2}}}}, use_global_device_ids=true, to_apply=%add.f32, {pm_meta("psum")}
+  %custom-call.7 = f32[4,6]{{1,0}} custom-call(f32[4,6]{{1,0}} %all-reduce.6), custom_call_target="Sharding", sharding={{devices=[1,1,2,2]0,3,1,2 last_tile_dims={{manual, replicated}}}}
+  ROOT %custom-call.8 = f32[4,6]{{1,0}} custom-call(f32[4,6]{{1,0}} %custom-call.7), custom_call_target="SPMDShardToFullShape", sharding={{replicated}}
+}}
+""", [[a]] * 4, [np.tanh(a[:4]) + np.tanh(a[4:])] * 4, devices=4)
+
+# Eight devices as a logical mesh (a, b, c) laid out by the list 0,3,5,6,1,2,4,7 (device at
+# [a][b][c] is entry 4a + 2b + c), manual over b: groups {0,3,1,2} and {5,6,4,7}. a in P("b"),
+# rows split over a and columns over c inside; lax.psum over b of tanh and lax.all_gather of tanh
+# over b along the columns, concatenated: [tanh(a0) | tanh(a1) | tanh(a0) + tanh(a1)] for the
+# two row blocks a0, a1.
+a = pm_f32(8, 6)
+t0, t1 = np.tanh(a[:4]), np.tanh(a[4:])
+case("shard_map_auto_permuted_8", PM_HEADER.format(name="jit_f", layout="(f32[8,6]{1,0})->f32[4,18]{1,0}", n=8) + ADD_F32 + f"""
+ENTRY %main.12 (Arg_0.1: f32[8,6]) -> f32[4,18] {{
+  %Arg_0.1 = f32[8,6]{{1,0}} parameter(0), sharding={{devices=[2,1,4]0,3,1,2,5,6,4,7 last_tile_dim_replicate}}, metadata={{op_name="a"}}
+  %custom-call.2 = f32[4,6]{{1,0}} custom-call(f32[8,6]{{1,0}} %Arg_0.1), custom_call_target="SPMDFullToShardShape", sharding={{devices=[1,1,2,4]0,3,1,2,5,6,4,7 last_tile_dims={{manual, replicated}}}}
+  %custom-call.3 = f32[4,6]{{1,0}} custom-call(f32[4,6]{{1,0}} %custom-call.2), custom_call_target="Sharding", sharding={{devices=[2,2,2]0,5,3,6,1,4,2,7 last_tile_dims={{manual}}}}, {pm_meta("sharding_constraint")}
+  %tanh.4 = f32[4,6]{{1,0}} tanh(f32[4,6]{{1,0}} %custom-call.3), {pm_meta("tanh")}
+  %all-reduce.5 = f32[4,6]{{1,0}} all-reduce(f32[4,6]{{1,0}} %tanh.4), channel_id=1, replica_groups={{{{0,5}},{{3,6}},{{1,4}},{{2,7}}}}, use_global_device_ids=true, to_apply=%add.f32, {pm_meta("psum")}
+  %all-gather.6 = f32[4,12]{{1,0}} all-gather(f32[4,6]{{1,0}} %tanh.4), channel_id=2, replica_groups={{{{0,5}},{{3,6}},{{1,4}},{{2,7}}}}, dimensions={{1}}, use_global_device_ids=true, {pm_meta("all_gather")}
+  %concatenate.7 = f32[4,18]{{1,0}} concatenate(f32[4,12]{{1,0}} %all-gather.6, f32[4,6]{{1,0}} %all-reduce.5), dimensions={{1}}
+  %custom-call.8 = f32[4,18]{{1,0}} custom-call(f32[4,18]{{1,0}} %concatenate.7), custom_call_target="Sharding", sharding={{devices=[1,1,2,4]0,3,1,2,5,6,4,7 last_tile_dims={{manual, replicated}}}}
+  ROOT %custom-call.9 = f32[4,18]{{1,0}} custom-call(f32[4,18]{{1,0}} %custom-call.8), custom_call_target="SPMDShardToFullShape", sharding={{replicated}}
+}}
+""", [[a]] * 8, [np.concatenate([t0, t1, t0 + t1], axis=1)] * 8, devices=8)
+
+# jax.lax.with_sharding_constraint(tanh(a), P(P.UNCONSTRAINED, "y")) in plain jit code: the
+# constraint fixes the columns over y and leaves the rows to propagation (unspecified_dims=[0]),
+# which keeps them split over x as a is: no collective. 2 * tanh(a).
+a = pm_f32(8, 6)
+case("sharding_unspecified_dims", """HloModule jit_g, entry_computation_layout={(f32[8,6]{1,0})->f32[8,6]{1,0}}, num_partitions=4
+
+ENTRY %main.7 (Arg_0.1: f32[8,6]) -> f32[8,6] {
+  %Arg_0.1 = f32[8,6]{1,0} parameter(0), sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}, metadata={op_name="a"}
+  %tanh.2 = f32[8,6]{1,0} tanh(f32[8,6]{1,0} %Arg_0.1), metadata={op_name="jit(g)/jit(main)/tanh" source_file="/tmp/g.py" source_line=5}
+  %custom-call.3 = f32[8,6]{1,0} custom-call(f32[8,6]{1,0} %tanh.2), custom_call_target="Sharding", sharding={devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}, backend_config="unspecified_dims=[0]", metadata={op_name="jit(g)/jit(main)/sharding_constraint" source_file="/tmp/g.py" source_line=6}
+  %constant.4 = f32[] constant(2)
+  %broadcast.5 = f32[8,6]{1,0} broadcast(f32[] %constant.4), dimensions={}
+  ROOT %multiply.6 = f32[8,6]{1,0} multiply(f32[8,6]{1,0} %custom-call.3, f32[8,6]{1,0} %broadcast.5), metadata={op_name="jit(g)/jit(main)/mul" source_file="/tmp/g.py" source_line=7}
+}
+""", [a], 2 * np.tanh(a))
+
 for name, hlo, args, outputs, devices in CASES:
     write(name, hlo, args, outputs, devices)
 print(f"wrote {len(CASES)} cases")

@@ -1,0 +1,193 @@
+// Issue 19's partially manual programs in JAX's dump style (tests/testdata/shard_map_auto_*.hlo,
+// sharding_unspecified_dims.hlo, generate.py computes their outputs with NumPy): the user's
+// all-gather, reduce-scatter and all-to-all inside shard_map(auto=), partition-id there, manual
+// groups laid out by explicit device lists, and unspecified_dims. Each is partitioned over meshes
+// of its device count, run on the CPU reference's devices and compared with the unpartitioned
+// program and with NumPy; the collectives' device groups are pinned for several.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "fmt/format.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "src/base/status_macros.h"
+#include "src/ir/parser.h"
+#include "tests/spmd/partial_manual_testdata.h"
+#include "tests/spmd/spmd_test_util.h"
+
+namespace vkspmd::spmd::testing {
+namespace {
+
+// The partition of `name` over `mesh`, once its result is found equal to the unpartitioned
+// program's and to NumPy's.
+absl::StatusOr<PartitionResult> PartitionChecked(const std::string& name, const Mesh& mesh) {
+  VKSPMD_ASSIGN_OR_RETURN(PartialManualProgram program, ReadPartialManualProgram(name));
+  VKSPMD_ASSIGN_OR_RETURN(EquivalenceOutcome outcome,
+                          RunEquivalence(*program.module, mesh, 1, nullptr, &program.arguments));
+  VKSPMD_ASSIGN_OR_RETURN(double from_numpy, RelativeDifference(outcome.actual, program.expected));
+  if (outcome.difference >= 1e-5 || from_numpy >= 1e-5) {
+    return absl::InternalError(
+        fmt::format("{} on {}: differs by {} from the unpartitioned program and by {} from NumPy",
+                    name, mesh.ToString(), outcome.difference, from_numpy));
+  }
+  return std::move(outcome.partition);
+}
+
+// The collectives of a partitioned module with their device groups, "all-gather {{0,1},{2,3}}".
+std::vector<std::string> CollectiveGroups(const PartitionResult& result) {
+  std::vector<std::string> collectives;
+  for (const auto& instruction : result.module->entry()->instructions()) {
+    if (!ir::IsCollective(instruction->opcode())) continue;
+    std::vector<std::string> groups;
+    if (instruction->opcode() == ir::Opcode::kCollectivePermute) {
+      for (const auto& [source, target] : instruction->attributes().source_target_pairs) {
+        groups.push_back(fmt::format("{{{},{}}}", source, target));
+      }
+    } else {
+      for (const std::vector<int64_t>& group : instruction->attributes().replica_groups.Expand()) {
+        groups.push_back(fmt::format("{{{}}}", absl::StrJoin(group, ",")));
+      }
+    }
+    collectives.push_back(fmt::format("{} {} {{{}}}", ir::OpcodeName(instruction->opcode()),
+                                      instruction->shape().ToString(), absl::StrJoin(groups, ",")));
+  }
+  return collectives;
+}
+
+Mesh MakeMesh(std::vector<int64_t> shape) { return *Mesh::Create(std::move(shape)); }
+
+// Every program on every mesh of its device count: equal to the unpartitioned program on the
+// CPU reference and to NumPy.
+TEST(PartialManualTestdataTest, EveryProgramOnEveryMeshEqualsNumPy) {
+  int runs = 0;
+  for (const std::string& name : PartialManualProgramNames()) {
+    absl::StatusOr<PartialManualProgram> program = ReadPartialManualProgram(name);
+    ASSERT_TRUE(program.ok()) << name << ": " << program.status();
+    for (const Mesh& mesh : MeshesFor(*program->module)) {
+      absl::StatusOr<PartitionResult> result = PartitionChecked(name, mesh);
+      EXPECT_TRUE(result.ok()) << name << " on " << mesh.ToString() << ": " << result.status();
+      ++runs;
+    }
+  }
+  EXPECT_EQ(runs, 6 * 2 + 3);
+}
+
+// lax.all_gather over y inside the region runs on each device's x-shard of the rows (4 of 8),
+// within the pairs {0,1} and {2,3} that differ in y only. The exit's unspecified dims let the
+// rows stay split over x out of the region (XLA ties the Sharding custom-call and
+// SPMDShardToFullShape that list the same dims), so nothing gathers them.
+TEST(PartialManualCollectivesTest, UserAllGatherRunsOnShardsAndTheRowsLeaveSplit) {
+  const absl::StatusOr<PartitionResult> result =
+      PartitionChecked("shard_map_auto_all_gather", MakeMesh({2, 2}));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_THAT(CollectiveGroups(*result),
+              ::testing::ElementsAre("all-gather f32[4,6] {{0,1},{2,3}}"));
+  EXPECT_EQ(result->result_shardings[0].ToString(result->mesh), "[{axis 0}, {}]");
+}
+
+// lax.psum_scatter over y scatters the rows whole (its dim stays unsplit) with the columns split
+// over x: a reduce-scatter of 8x1 shards to 4x1 within {0,1} and {2,3}; nothing else moves.
+TEST(PartialManualCollectivesTest, UserReduceScatterKeepsItsDimWhole) {
+  const absl::StatusOr<PartitionResult> result =
+      PartitionChecked("shard_map_auto_reduce_scatter", MakeMesh({2, 2}));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_THAT(CollectiveGroups(*result),
+              ::testing::ElementsAre("reduce-scatter f32[4,1] {{0,1},{2,3}}"));
+}
+
+// lax.all_to_all over y exchanges row blocks of each device's x-shard of the columns.
+TEST(PartialManualCollectivesTest, UserAllToAllExchangesColumnShards) {
+  const absl::StatusOr<PartitionResult> result =
+      PartitionChecked("shard_map_auto_all_to_all", MakeMesh({4}));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_THAT(CollectiveGroups(*result),
+              ::testing::ElementsAre("all-to-all f32[4,3] {{0,1},{2,3}}"));
+}
+
+// Manual groups {0,3} and {1,2} from explicit device lists: the user's psum keeps its pairs
+// {0,1} and {3,2} (devices holding the same rows), and leaving with out_specs P() gathers the
+// rows within each manual group, {0,3} and {1,2}, never across groups.
+TEST(PartialManualCollectivesTest, PermutedManualGroupsGatherWithinThemselves) {
+  for (const Mesh& mesh : {MakeMesh({4}), MakeMesh({2, 2})}) {
+    const absl::StatusOr<PartitionResult> result =
+        PartitionChecked("shard_map_auto_permuted_groups", mesh);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_THAT(CollectiveGroups(*result),
+                ::testing::ElementsAre("all-reduce f32[2,6] {{0,1},{3,2}}",
+                                       "all-gather f32[4,6] {{0,3},{1,2}}"))
+        << mesh.ToString();
+  }
+}
+
+// Eight devices as a logical mesh (a, b, c) laid out by the list 0,3,5,6,1,2,4,7, manual over
+// b: groups {0,3,1,2} and {5,6,4,7}. The user's psum and all-gather keep their pairs over b; every
+// collective the partitioner adds runs over a ({0,1},{3,2},{5,4},{6,7}) or c ({0,3},{1,2},{5,6},
+// {4,7}), pairs inside one manual group (hand-derived from the list). The all-gather's columns
+// are gathered over c first (its dim must be whole).
+TEST(PartialManualCollectivesTest, PermutedManualGroupsOnEightDevices) {
+  const absl::StatusOr<PartitionResult> result =
+      PartitionChecked("shard_map_auto_permuted_8", MakeMesh({8}));
+  ASSERT_TRUE(result.ok()) << result.status();
+  const std::string over_b = "{{0,5},{3,6},{1,4},{2,7}}";
+  const std::string over_a = "{{0,1},{3,2},{5,4},{6,7}}";
+  const std::string over_c = "{{0,3},{1,2},{5,6},{4,7}}";
+  const std::vector<std::string> collectives = CollectiveGroups(*result);
+  ASSERT_GE(collectives.size(), 3u);
+  EXPECT_EQ(collectives[0], "all-reduce f32[2,3] " + over_b);
+  EXPECT_EQ(collectives[1], "all-gather f32[2,6] " + over_c);
+  EXPECT_EQ(collectives[2], "all-gather f32[2,12] " + over_b);
+  for (size_t i = 3; i < collectives.size(); ++i) {
+    const std::string groups = collectives[i].substr(collectives[i].rfind(' ') + 1);
+    EXPECT_TRUE(groups == over_a || groups == over_c) << collectives[i];
+  }
+}
+
+// with_sharding_constraint(x, P(UNCONSTRAINED, "y")): the rows keep the operand's x split, so
+// the program needs no collective; without unspecified_dims the constraint replicates the rows
+// (an all-gather over x).
+TEST(PartialManualCollectivesTest, UnspecifiedDimsAreLeftToPropagation) {
+  const absl::StatusOr<PartitionResult> result =
+      PartitionChecked("sharding_unspecified_dims", MakeMesh({2, 2}));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_THAT(CollectiveGroups(*result), ::testing::IsEmpty());
+  EXPECT_EQ(result->result_shardings[0].ToString(result->mesh), "[{axis 0}, {axis 1}]");
+  // The same program with the attribute dropped: the rows are gathered.
+  absl::StatusOr<PartialManualProgram> program =
+      ReadPartialManualProgram("sharding_unspecified_dims");
+  ASSERT_TRUE(program.ok()) << program.status();
+  for (const auto& instruction : program->module->entry()->instructions()) {
+    instruction->attributes().unspecified_dims.clear();
+  }
+  absl::StatusOr<EquivalenceOutcome> fixed =
+      RunEquivalence(*program->module, MakeMesh({2, 2}), 1, nullptr, &program->arguments);
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  EXPECT_THAT(CollectiveGroups(fixed->partition),
+              ::testing::ElementsAre("all-gather f32[8,3] {{0,2},{1,3}}"));
+}
+
+// partition-id in the region is each device's own (global) id, as XLA gives it: device 2x + y
+// scales its rows by 2x + y + 1. Outside any manual region it stays refused.
+TEST(PartialManualCollectivesTest, PartitionIdIsEachDevicesOwn) {
+  const absl::StatusOr<PartitionResult> result =
+      PartitionChecked("shard_map_auto_partition_id", MakeMesh({2, 2}));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_THAT(CollectiveGroups(*result), ::testing::IsEmpty());
+  EXPECT_EQ(CountOps(*result->module, ir::Opcode::kPartitionId) >= 1, true);
+  absl::StatusOr<std::unique_ptr<ir::Module>> outside =
+      ir::ParseAndVerifyModule(R"(HloModule m, num_partitions=4
+ENTRY %main (p: f32[4]) -> f32[4] {
+  %p = f32[4] parameter(0), sharding={devices=[4]<=[4]}
+  %id = u32[] partition-id()
+  %f = f32[] convert(u32[] %id)
+  %b = f32[4] broadcast(f32[] %f), dimensions={}
+  ROOT %s = f32[4] add(f32[4] %p, f32[4] %b)
+})");
+  ASSERT_TRUE(outside.ok()) << outside.status();
+  EXPECT_THAT(std::string(Partition(**outside, MakeMesh({4})).status().message()),
+              ::testing::HasSubstr("%id: the partitioner does not support partition-id outside "
+                                   "manual regions"));
+}
+
+}  // namespace
+}  // namespace vkspmd::spmd::testing
