@@ -1,8 +1,9 @@
 // PyTorch's tensor-parallel plans (torch.distributed.tensor.parallel): parallelize_module with
-// Colwise/Rowwise/SequenceParallel styles for vkspmd::nn layers over a DeviceMesh, and the plans
-// of the dp / tp / dp+tp strategies.
+// Colwise/Rowwise/SequenceParallel/FullyShard styles for vkspmd::nn layers over a DeviceMesh, and
+// the plans of the dp / tp / dp+tp / fsdp strategies.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -40,10 +41,20 @@ struct RowwiseParallel {
 // between it and the Rowwise/Colwise layers around it (Megatron sequence parallelism). vkspmd
 // has no Dropout module, so LayerNorm is the only type it takes.
 struct SequenceParallel {};
-using ParallelStyle = std::variant<ColwiseParallel, RowwiseParallel, SequenceParallel>;
+// PyTorch's fully_shard (FSDP) as a style for any module: every parameter of the module and of
+// its submodules is split on one dim over parallelize_module's data axis; the partitioner
+// all-gathers it where it is used and reduce-scatters its gradient. `dim` unset splits each
+// parameter's largest dim (the first of equal ones: PyTorch/XLA FSDPv2's shard_maximal, what
+// nn::fsdp_v2 does); set, that dim (negative from the end; PyTorch's default is Shard(0)).
+// Scalars stay replicated. With a tensor-parallel style on the same parameter both apply (one
+// dim split over both axes, the mesh's first major, when they name the same dim).
+struct FullyShard {
+  std::optional<int64_t> dim;
+};
+using ParallelStyle = std::variant<ColwiseParallel, RowwiseParallel, SequenceParallel, FullyShard>;
 
-// (dotted module name as Module::named_modules gives it, style), e.g.
-// {{"fc1", ColwiseParallel{}}, {"fc2", RowwiseParallel{}}}.
+// (dotted module name as Module::named_modules gives it, or "" for the module itself; style),
+// e.g. {{"fc1", ColwiseParallel{}}, {"fc2", RowwiseParallel{}}}.
 using ParallelizePlan = std::vector<std::pair<std::string, ParallelStyle>>;
 
 // Marks the parameters of each planned module with its style's placements over mesh axis `axis`
@@ -54,7 +65,7 @@ using ParallelizePlan = std::vector<std::pair<std::string, ParallelStyle>>;
 // activation split and ends with one all-reduce, as Megatron) unless a style's layouts say
 // otherwise. Call it on a freshly built model, before its first forward. Throws for an unknown
 // module name, a style the module's type has no rule for, a Partial layout, or an axis the mesh
-// lacks.
+// lacks; FullyShard without a data axis or with a dim a parameter lacks.
 void parallelize_module(nn::Module& module, const DeviceMesh& mesh, const ParallelizePlan& plan,
                         const std::string& axis = "", const std::string& data_axis = "");
 
@@ -65,6 +76,7 @@ void parallelize_module(nn::Module& module, const DeviceMesh& mesh, const Parall
 //   dp     parallelize_module(model, mesh, {}, "", "dp")
 //   tp     parallelize_module(model, mesh, tensor_parallel_plan(model), "tp")
 //   dp+tp  parallelize_module(model, mesh, tensor_parallel_plan(model), "tp", "dp")
+//   fsdp   parallelize_module(model, mesh, {{"", FullyShard{}}}, "", "fsdp")
 // give the strategies' parameter shardings and input placements (docs/dtensor.md).
 ParallelizePlan tensor_parallel_plan(const nn::Module& module);
 

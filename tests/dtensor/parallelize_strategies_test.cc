@@ -1,12 +1,14 @@
-// The dp, tp and dp+tp strategies as parallelize_module plans (tensor_parallel_plan plus the data
-// axis) on lavapipe with validation: the same parameter shardings and the same losses and
-// parameters over SGD steps as nn::apply_strategy, and the unsharded model's within rounding;
-// the styles' input_layouts / output_layouts constrain a module's ends; misuse errors.
+// The dp, tp, dp+tp and fsdp strategies as parallelize_module plans (tensor_parallel_plan plus
+// the data axis; FullyShard on the whole model for fsdp) on lavapipe with validation: the same
+// parameter shardings and the same losses and parameters over SGD steps as nn::apply_strategy, and
+// the unsharded model's within rounding; the styles' input_layouts / output_layouts constrain a
+// module's ends; misuse errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
+#include <map>
 #include <memory>
 
 #include "tests/lazy/lazy_test_util.h"
@@ -84,16 +86,24 @@ struct StrategyCase {
   std::vector<int64_t> shape;
   bool tensor_parallel;
   bool data_parallel;
+  bool fully_shard = false;  // fsdp: FullyShard on the whole model over the data axis "fsdp".
 };
 
 const std::vector<StrategyCase>& Cases() {
-  static const std::vector<StrategyCase> cases = {
-      {"dp", {2}, false, true}, {"tp", {2}, true, false}, {"dp+tp", {2, 2}, true, true}};
+  static const std::vector<StrategyCase> cases = {{"dp", {2}, false, true},
+                                                  {"tp", {2}, true, false},
+                                                  {"dp+tp", {2, 2}, true, true},
+                                                  {"fsdp", {2}, false, false, true},
+                                                  {"fsdp", {4}, false, false, true}};
   return cases;
 }
 
 void ParallelizeAs(nn::Module& model, const StrategyCase& c) {
   const Mesh mesh = nn::strategy_mesh(c.strategy, c.shape);
+  if (c.fully_shard) {
+    parallelize_module(model, DeviceMesh(mesh), {{"", FullyShard{}}}, "", "fsdp");
+    return;
+  }
   parallelize_module(model, DeviceMesh(mesh),
                      c.tensor_parallel ? tensor_parallel_plan(model) : ParallelizePlan{},
                      c.tensor_parallel ? "tp" : "", c.data_parallel ? "dp" : "");
@@ -105,23 +115,26 @@ class ParallelizeStrategiesTest : public ::testing::Test {
 };
 
 // For each strategy: a model from `build` placed by it, one placed by its plan, one unsharded,
-// each trained on `loss_of(model)(step)`.
+// each trained on `loss_of(model)(step)` with batches of `batch` (fsdp meshes that do not divide
+// it are left out).
 template <typename Model>
 void ExpectPlansEqualStrategies(const std::function<std::unique_ptr<Model>()>& build,
                                 const std::function<std::function<Tensor(int)>(Model&)>& loss_of,
-                                const std::string& what) {
+                                int64_t batch, const std::string& what) {
   std::unique_ptr<Model> plain_model = build();
   const Training plain = Train(
       *plain_model, [](nn::Module&) {}, loss_of(*plain_model));
   for (const StrategyCase& c : Cases()) {
-    std::unique_ptr<Model> a = build();
     const Mesh mesh = nn::strategy_mesh(c.strategy, c.shape);
+    if (c.fully_shard && batch % mesh.size() != 0) continue;  // The batch splits over them all.
+    std::unique_ptr<Model> a = build();
     const Training strategy = Train(
         *a, [&](nn::Module& m) { nn::apply_strategy(m, mesh, c.strategy); }, loss_of(*a));
     std::unique_ptr<Model> b = build();
     const Training planned = Train(
         *b, [&](nn::Module& m) { ParallelizeAs(m, c); }, loss_of(*b));
-    ExpectSame(planned, strategy, plain, what + " " + c.strategy);
+    ExpectSame(planned, strategy, plain,
+               what + " " + c.strategy + " on " + std::to_string(mesh.size()) + " devices");
   }
 }
 
@@ -137,7 +150,7 @@ TEST_F(ParallelizeStrategiesTest, MlpPlansEqualTheStrategies) {
           return model.loss(randn({4, 6}), randn({4, 3}));
         };
       },
-      "MLP");
+      4, "MLP");
 }
 
 TEST_F(ParallelizeStrategiesTest, TransformerPlansEqualTheStrategies) {
@@ -157,7 +170,7 @@ TEST_F(ParallelizeStrategiesTest, TransformerPlansEqualTheStrategies) {
                             tensor(std::span<const int32_t>(targets), {2, 4}));
         };
       },
-      "transformer");
+      2, "transformer");
 }
 
 TEST_F(ParallelizeStrategiesTest, TensorParallelPlanNamesMegatronsLayers) {
@@ -213,6 +226,49 @@ TEST_F(ParallelizeStrategiesTest, LayoutOptionsConstrainTheModulesEnds) {
   EXPECT_EQ(sharding_spec(y2), "{devices=[2,2,1]<=[4]}");
   got = y2.to_vector<float>();
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(got[i], expected[i], 1e-5) << i;
+}
+
+// Name -> sharding of each parameter of an 8 -> 6 Linear (weight [6, 8], bias [6]) named "fc"
+// in a Holder, parallelized by `plan`.
+std::map<std::string, std::string> LinearShardings(const DeviceMesh& mesh,
+                                                   const ParallelizePlan& plan,
+                                                   const std::string& axis,
+                                                   const std::string& data_axis) {
+  nn::Linear linear(8, 6);
+  Holder holder(&linear);
+  parallelize_module(holder, mesh, plan, axis, data_axis);
+  std::map<std::string, std::string> shardings;
+  for (const auto& [name, parameter] : holder.named_parameters()) {
+    shardings[name] = sharding_spec(parameter);
+  }
+  return shardings;
+}
+
+TEST_F(ParallelizeStrategiesTest, FullyShardSplitsItsModulesParametersOverTheDataAxis) {
+  using Map = std::map<std::string, std::string>;
+  const DeviceMesh line({0, 1}, {2}, {"dp"});
+  const DeviceMesh square({0, 1, 2, 3}, {2, 2}, {"dp", "tp"});
+  // Unset dim: the largest (FSDPv2's shard_maximal), here on the whole model ("").
+  EXPECT_EQ(LinearShardings(line, {{"", FullyShard{}}}, "", "dp"),
+            Map({{"fc.bias", "{devices=[2]<=[2]}"}, {"fc.weight", "{devices=[1,2]<=[2]}"}}));
+  // PyTorch's fully_shard default, Shard(0), on the named submodule.
+  EXPECT_EQ(LinearShardings(line, {{"fc", FullyShard{0}}}, "", "dp"),
+            Map({{"fc.bias", "{devices=[2]<=[2]}"}, {"fc.weight", "{devices=[2,1]<=[2]}"}}));
+  // With tensor parallelism on a dp x tp mesh: Colwise splits the same dim (dp major), Rowwise
+  // the other one (and leaves the bias to FSDP alone).
+  EXPECT_EQ(LinearShardings(square, {{"", FullyShard{0}}, {"fc", ColwiseParallel{}}}, "tp", "dp"),
+            Map({{"fc.bias", "{devices=[4]<=[4]}"}, {"fc.weight", "{devices=[4,1]<=[4]}"}}));
+  EXPECT_EQ(LinearShardings(square, {{"", FullyShard{0}}, {"fc", RowwiseParallel{}}}, "tp", "dp"),
+            Map({{"fc.bias", "{devices=[2,2]<=[4] last_tile_dim_replicate}"},
+                 {"fc.weight", "{devices=[2,2]<=[4]}"}}));
+  EXPECT_THAT(ThrownMessage([&] {
+                LinearShardings(line, {{"", FullyShard{}}}, "", "");
+              }),
+              HasSubstr("FullyShard on \"\" shards over the data axis; name it"));
+  EXPECT_THAT(ThrownMessage([&] {
+                LinearShardings(line, {{"fc", FullyShard{1}}}, "", "dp");
+              }),
+              HasSubstr("FullyShard dim 1 is outside parameter \"fc.bias\" of shape [6]"));
 }
 
 TEST_F(ParallelizeStrategiesTest, LayoutMisuseIsAClearError) {
