@@ -48,8 +48,10 @@ DeviceMesh init_device_mesh(const std::vector<int64_t>& shape,
 // processes of the job, the first of `axis_names`, then `inner_shape` over each process's own
 // devices (distributed::addressable_devices()). Collectives along the inner axes stay inside
 // each process; along the outer axis they cross processes. One process gives an outer axis of
-// size 1. Throws when a process does not drive prod(inner_shape) devices, or for a name count
-// other than 1 + inner_shape.size() (none is fine).
+// size 1. The mesh is rectangular (as PyTorch's and JAX's): when a process does not drive
+// prod(inner_shape) devices every process throws, naming each process's device count
+// (init_device_mesh takes any counts); also for a name count other than 1 + inner_shape.size()
+// (none is fine).
 DeviceMesh hybrid_device_mesh(const std::vector<int64_t>& inner_shape,
                               std::vector<std::string> axis_names = {});
 

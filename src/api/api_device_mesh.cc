@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "src/lazy/distributed.h"
 #include "vkspmd/distributed.h"
 #include "vkspmd/dtensor.h"
 
@@ -15,6 +16,18 @@ namespace {
 
 int64_t Product(const std::vector<int64_t>& shape) {
   return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+}
+
+// How many mesh devices each process of the job drives, in process order (one entry without a
+// job of several processes).
+std::vector<int64_t> DevicesPerProcess() {
+  const lazy::DistributedState* job = lazy::Distributed();
+  if (job == nullptr) return {distributed::device_count()};
+  std::vector<int64_t> counts(static_cast<size_t>(job->process_count), 0);
+  for (int64_t rank = 0; rank < job->global_devices; ++rank) {
+    ++counts[static_cast<size_t>(job->world->ProcessOf(static_cast<int>(rank)))];
+  }
+  return counts;
 }
 
 }  // namespace
@@ -42,16 +55,22 @@ DeviceMesh hybrid_device_mesh(const std::vector<int64_t>& inner_shape,
                              inner_shape.size(), " inner axes"));
   }
   const int64_t inner = Product(inner_shape);
-  const int64_t local = static_cast<int64_t>(distributed::addressable_devices().size());
-  const int processes = distributed::process_count();
-  // Every process checks the total, so a process driving another count fails them all alike.
-  if (inner != local || inner * processes != distributed::device_count()) {
+  const std::vector<int64_t> counts = DevicesPerProcess();
+  const int processes = static_cast<int>(counts.size());
+  // Every process sees every count, so all of them fail alike, naming the same processes.
+  if (std::any_of(counts.begin(), counts.end(), [&](int64_t n) { return n != inner; })) {
+    std::vector<std::string> driven;
+    for (int p = 0; p < processes; ++p)
+      driven.push_back(absl::StrCat("process ", p, ": ", counts[p]));
     throw Error(
         ErrorCode::kInvalidArgument,
         absl::StrCat("hybrid_device_mesh: the inner shape [", absl::StrJoin(inner_shape, ", "),
                      "] needs ", inner, " devices in each of the ", processes,
-                     " process(es); process ", distributed::process_index(), " drives ", local,
-                     " and the job ", distributed::device_count()));
+                     " process(es), which drive ", absl::StrJoin(driven, ", "),
+                     ". A hybrid mesh is rectangular, one slice of its outer axis per process "
+                     "(as PyTorch's init_device_mesh and JAX's create_hybrid_device_mesh need); "
+                     "init_device_mesh lays a shape over all ",
+                     distributed::device_count(), " devices of the job whatever each drives"));
   }
   // Process p drives global devices p * inner .. (p + 1) * inner - 1 (distributed.h), so the
   // row-major layout puts each process's devices in one slice of the outer axis.

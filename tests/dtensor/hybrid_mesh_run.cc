@@ -69,15 +69,44 @@ int Run(bool hybrid) {
   return 0;
 }
 
+// `unequal` (hybrid_mesh_unequal.sh: process 0 drives 3 devices, process 1 one): a hybrid mesh
+// cannot be rectangular, so hybrid_device_mesh must refuse, naming each process's count (the
+// message is printed); init_device_mesh({2, 2}) needs only the job's 4 devices, and a DTensor
+// gathered over it keeps its value.
+int RunUnequal() {
+  distributed::initialize();
+  try {
+    const DeviceMesh mesh = hybrid_device_mesh({2}, {"dp", "tp"});
+    std::printf("hybrid mesh built: %s\n", mesh.to_string().c_str());
+    return 1;
+  } catch (const Error& error) {
+    std::printf("hybrid error: %s\n", error.what());
+  }
+  const DeviceMesh mesh = init_device_mesh({2, 2}, {"dp", "tp"});
+  std::printf("mesh %s\n", mesh.to_string().c_str());
+  std::vector<float> values(6 * 4);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.5f * static_cast<float>(i) - 3.0f;
+  const Tensor global = tensor(std::span<const float>(values), {6, 4});
+  const DTensor d = distribute_tensor(global, mesh, {Shard{0}, Shard{1}});
+  if (d.redistribute({Replicate{}, Replicate{}}).full_tensor().to_vector<float>() != values) {
+    std::fprintf(stderr, "the gathered value differs from the global one\n");
+    return 1;
+  }
+  std::printf("init_device_mesh gather ok\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2 || (std::string(argv[1]) != "hybrid" && std::string(argv[1]) != "flat")) {
-    std::fprintf(stderr, "usage: %s hybrid|flat\n", argv[0]);
+  const std::string mode = argc == 2 ? argv[1] : "";
+  if (mode != "hybrid" && mode != "flat" && mode != "unequal") {
+    std::fprintf(stderr, "usage: %s hybrid|flat|unequal\n", argv[0]);
     return 2;
   }
   try {
-    return Run(std::string(argv[1]) == "hybrid");
+    if (mode == "unequal") return RunUnequal();
+    return Run(mode == "hybrid");
   } catch (const vkspmd::Error& error) {
     std::fprintf(stderr, "error: %s\n", error.what());
     return 1;
