@@ -67,6 +67,8 @@ class Hasher {
   uint64_t b_ = 0x13198a2e03707344ull;
 };
 
+}  // namespace
+
 // Everything LowerNode copies from an op node's proto into the module.
 void HashOp(Node& node) {
   const ir::Instruction& proto = *node.proto;
@@ -115,10 +117,31 @@ void HashOp(Node& node) {
   }
   h.AddString(a.custom_call_target);
   h.Add(static_cast<uint64_t>(a.rng_algorithm));
+  h.Add(static_cast<uint64_t>(a.exponent_bits));
+  h.Add(static_cast<uint64_t>(a.mantissa_bits));
+  const ir::GatherDimensions& g = a.gather;
+  h.AddInts(g.offset_dims);
+  h.AddInts(g.collapsed_slice_dims);
+  h.AddInts(g.start_index_map);
+  h.AddInts(g.operand_batching_dims);
+  h.AddInts(g.start_indices_batching_dims);
+  h.Add(static_cast<uint64_t>(g.index_vector_dim));
+  h.AddInts(g.slice_sizes);
+  h.Add(g.indices_are_sorted);
+  h.Add(g.unique_indices);
+  h.Add(a.is_stable);
+  h.Add(a.total_order);
+  // Computations other than reducers are the trace's own objects: equal only when the same.
+  h.Add(a.called.size());
+  for (const ir::Computation* called : a.called) h.Add(reinterpret_cast<uintptr_t>(called));
+  h.Add(a.known_trip_count.has_value());
+  h.Add(static_cast<uint64_t>(a.known_trip_count.value_or(0)));
   node.op_hash[0] = h.a();
   node.op_hash[1] = h.b();
   node.op_hashed = true;
 }
+
+namespace {
 
 class Lowering {
  public:
@@ -235,16 +258,21 @@ absl::StatusOr<LoweredGraph> Lower(const std::vector<NodePtr>& outputs, Placemen
 
 int64_t LoweringCount() { return lowering_count.load(std::memory_order_relaxed); }
 
-// The same traversal as Lowering::Visit (with no variables), so positions and parameter numbers
-// match the module Lower would build.
+// The same traversal as Lowering::Visit, so positions and parameter numbers match the module
+// Lower would build.
 absl::StatusOr<GraphSignature> Signature(const std::vector<NodePtr>& outputs,
-                                         const Placement& placement) {
+                                         const Placement& placement,
+                                         const absl::flat_hash_set<const Node*>& variables) {
   GraphSignature signature;
   Hasher h;
   h.AddString(placement.key);
   h.Add(placement.is_mesh);
   absl::flat_hash_map<const Node*, uint64_t> position;
   position.reserve(1024);
+  signature.nodes.reserve(1024);
+  auto is_parameter = [&](const Node* node) {
+    return node->is_leaf() || (!variables.empty() && variables.contains(node));
+  };
   std::vector<std::pair<Node*, size_t>> stack;
   for (const NodePtr& output : outputs) {
     stack.push_back({output.get(), 0});
@@ -254,12 +282,13 @@ absl::StatusOr<GraphSignature> Signature(const std::vector<NodePtr>& outputs,
         stack.pop_back();
         continue;
       }
-      if (!node->is_leaf() && next < node->operands.size()) {
+      const bool parameter = is_parameter(node);
+      if (!parameter && next < node->operands.size()) {
         Node* operand = node->operands[next++].get();
         if (!position.contains(operand)) stack.push_back({operand, 0});
         continue;
       }
-      if (node->is_leaf()) {
+      if (parameter) {
         // Mirrors LowerParameter: shape, and on a mesh the sharding annotation it gets.
         h.Add(0x1eaf);
         h.AddShape(node->shape());
@@ -291,8 +320,8 @@ absl::StatusOr<GraphSignature> Signature(const std::vector<NodePtr>& outputs,
         h.Add(node->operands.size());
         for (const NodePtr& operand : node->operands) h.Add(position.at(operand.get()));
       }
-      const uint64_t at = position.size();
-      position[node] = at;
+      position[node] = signature.nodes.size();
+      signature.nodes.push_back(node);
       stack.pop_back();
     }
   }

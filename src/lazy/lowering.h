@@ -31,19 +31,27 @@ struct LoweredGraph {
 absl::StatusOr<LoweredGraph> Lower(const std::vector<NodePtr>& outputs, PlacementPtr placement,
                                    const absl::flat_hash_set<const Node*>& variables = {});
 
-// What Lower(outputs, placement) would build, without building it: a 128-bit hash of everything
-// the module depends on (per node, in Lower's traversal order: opcode, shape, attributes with
-// constants by value, sharding constraints and operand positions; per leaf its shape and, on a
-// mesh, the sharding Lower would give it; the output list) and the leaves in Lower's parameter
-// order. Equal signatures on the same placement mean equal modules, so a sync whose signature it
-// has seen reuses that module's hash and skips Lower and the text hash (~5 ms per training step).
+// What Lower(outputs, placement, variables) would build, without building it: a 128-bit hash of
+// everything the module depends on (per node, in Lower's traversal order: opcode, shape,
+// attributes with constants by value, sharding constraints and operand positions; per parameter
+// (leaf or variable) its shape and, on a mesh, the sharding Lower would give it; the output list)
+// and the parameters in Lower's order. Equal signatures on the same placement mean equal modules,
+// so a sync whose signature it has seen reuses that module's hash and skips Lower and the text
+// hash (~5 ms per training step), and autodiff reuses the gradients it built for that module.
 struct GraphSignature {
   uint64_t hash[2] = {0, 0};
   std::vector<NodePtr> parameters;  // By parameter number, as Lower numbers them.
+  std::vector<Node*> nodes;         // Every node the traversal met, by its position there.
   bool operator==(const GraphSignature& other) const = delete;
 };
 absl::StatusOr<GraphSignature> Signature(const std::vector<NodePtr>& outputs,
-                                         const Placement& placement);
+                                         const Placement& placement,
+                                         const absl::flat_hash_set<const Node*>& variables = {});
+
+// Sets node.op_hash from everything Lower copies from the op node's proto (opcode, shape,
+// attributes, sharding constraint). Signature calls it for the nodes it meets unhashed; a node
+// made as an exact copy of a hashed one may take that hash instead.
+void HashOp(Node& node);
 
 // How many times Lower ran in this process (tests pin that a repeated step does not lower).
 int64_t LoweringCount();

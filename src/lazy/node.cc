@@ -17,15 +17,19 @@ void Node::Materialize(std::shared_ptr<DeviceValue> value) {
   operands.clear();
 }
 
-absl::StatusOr<NodePtr> MakeOp(ir::Opcode opcode, std::vector<NodePtr> operands,
-                               ir::InstructionAttributes attributes,
-                               std::optional<ir::Shape> declared) {
+namespace {
+
+// A node of `opcode` over `operands` with the operands' mesh and manual region, its proto of
+// `shape`; the operands are not yet attached (see MakeOp). Operands on different meshes are an
+// error.
+absl::StatusOr<NodePtr> NewOpNode(ir::Opcode opcode, const std::vector<NodePtr>& operands,
+                                  ir::InstructionAttributes attributes, ir::Shape shape) {
   auto node = std::make_shared<Node>();
   std::vector<ir::Instruction*> operand_protos;
-  std::vector<std::string> operand_shapes;
+  operand_protos.reserve(operands.size());
   for (const NodePtr& operand : operands) {
     operand_protos.push_back(operand->proto.get());
-    operand_shapes.push_back(operand->shape().ToString());
+    node->manual = node->manual || operand->manual;
     if (operand->placement == nullptr) continue;
     if (node->placement != nullptr && !SamePlacement(node->placement, operand->placement)) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -35,25 +39,44 @@ absl::StatusOr<NodePtr> MakeOp(ir::Opcode opcode, std::vector<NodePtr> operands,
     }
     node->placement = operand->placement;
   }
-  node->proto = std::make_unique<ir::Instruction>(opcode, declared.value_or(ir::Shape()),
-                                                  std::move(operand_protos));
+  node->proto =
+      std::make_unique<ir::Instruction>(opcode, std::move(shape), std::move(operand_protos));
   node->proto->attributes() = std::move(attributes);
-  for (const NodePtr& operand : operands) node->manual = node->manual || operand->manual;
   if (opcode == ir::Opcode::kCustomCall) {
     const std::string& target = node->proto->attributes().custom_call_target;
     if (target == "SPMDFullToShardShape") node->manual = true;
     if (target == "SPMDShardToFullShape") node->manual = false;
   }
+  return node;
+}
+
+}  // namespace
+
+absl::StatusOr<NodePtr> MakeOp(ir::Opcode opcode, std::vector<NodePtr> operands,
+                               ir::InstructionAttributes attributes,
+                               std::optional<ir::Shape> declared) {
+  VKSPMD_ASSIGN_OR_RETURN(NodePtr node, NewOpNode(opcode, operands, std::move(attributes),
+                                                  declared.value_or(ir::Shape())));
   // Collectives name partition ids of the mesh: their groups are checked against its size.
   ir::ShapeInferenceContext context;
   if (node->placement != nullptr) context.partition_count = node->placement->mesh.device_count();
   absl::StatusOr<ir::Shape> shape = ir::InferShape(*node->proto, context);
   if (!shape.ok()) {
+    std::vector<std::string> operand_shapes;
+    for (const NodePtr& operand : operands) operand_shapes.push_back(operand->shape().ToString());
     return absl::InvalidArgumentError(absl::StrCat(std::string(ir::OpcodeName(opcode)), " of (",
                                                    absl::StrJoin(operand_shapes, ", "),
                                                    "): ", shape.status().message()));
   }
-  node->proto->set_shape(*shape);
+  node->proto->set_shape(*std::move(shape));
+  node->operands = std::move(operands);
+  return node;
+}
+
+absl::StatusOr<NodePtr> MakeKnownOp(ir::Opcode opcode, std::vector<NodePtr> operands,
+                                    ir::InstructionAttributes attributes, ir::Shape shape) {
+  VKSPMD_ASSIGN_OR_RETURN(NodePtr node,
+                          NewOpNode(opcode, operands, std::move(attributes), std::move(shape)));
   node->operands = std::move(operands);
   return node;
 }

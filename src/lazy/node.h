@@ -53,6 +53,10 @@ struct Node : std::enable_shared_from_this<Node> {
 absl::StatusOr<NodePtr> MakeOp(ir::Opcode opcode, std::vector<NodePtr> operands,
                                ir::InstructionAttributes attributes = {},
                                std::optional<ir::Shape> declared = std::nullopt);
+// MakeOp without shape inference, for an op known to be valid with `shape`: a replay of one that
+// MakeOp accepted over operands of the same shapes and meshes (autodiff's cached gradients).
+absl::StatusOr<NodePtr> MakeKnownOp(ir::Opcode opcode, std::vector<NodePtr> operands,
+                                    ir::InstructionAttributes attributes, ir::Shape shape);
 NodePtr MakeHostLeaf(ir::Literal value);
 NodePtr MakeDeviceLeaf(std::shared_ptr<DeviceValue> value);
 
