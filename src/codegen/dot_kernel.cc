@@ -103,29 +103,65 @@ std::string SharedTiles(const DotContext& context, KernelWriter& writer) {
     for (int64_t c = 0; c < per; ++c) {
       absl::StrAppend(&body, "  {\n    uint row = row0 + ty + ", t * side,
                       "u;\n    uint column = column0 + tx + ", c * side, "u;\n    if (row < ",
-                      tiling.rows, "u && column < ", tiling.columns, "u) store(out_base + row * ",
-                      tiling.columns, "u + column, acc", t, "_", c, ");\n  }\n");
+                      tiling.rows, "u && column < ", tiling.columns, "u) ", context.store,
+                      "(out_base + row * ", tiling.columns, "u + column, acc", t, "_", c,
+                      ");\n  }\n");
     }
   }
   return body;
 }
 
+// The function a dot kernel with an epilogue (KernelPlan::epilogue) passes each result element
+// to: the element goes into a private variable that the dot's value function returns (the
+// epilogue reads the dot only at its own index), then the epilogue's value and every other value
+// the kernel stores are computed, all before any is stored (a stored value may overwrite, in
+// place, a parameter another one reads), and stored. Returns its name.
+absl::StatusOr<std::string> EpilogueFunction(const KernelPlan& kernel, const std::string& type,
+                                             KernelWriter& writer) {
+  const Instruction& dot = *kernel.root;
+  VKSPMD_ASSIGN_OR_RETURN(std::string variable, writer.DeclareRowValue(&dot));
+  VKSPMD_ASSIGN_OR_RETURN(std::string value, writer.Value(kernel.epilogue, /*compute=*/true));
+  VKSPMD_ASSIGN_OR_RETURN(std::string value_type, GlslType(kernel.epilogue->shape().dtype()));
+  std::string code = absl::StrCat("void epilogue(uint i, ", type, " value) {\n  ", variable,
+                                  " = value;\n  ", value_type, " r0 = ", value, "(i);\n");
+  std::string stores = "  store(i, r0);\n";
+  for (size_t k = 0; k < kernel.also_stores.size(); ++k) {
+    const Instruction* stored = kernel.also_stores[k];
+    if (stored == &dot) {
+      absl::StrAppend(&stores, "  store", k + 1, "(i, value);\n");
+      continue;
+    }
+    VKSPMD_ASSIGN_OR_RETURN(std::string function, writer.Value(stored));
+    VKSPMD_ASSIGN_OR_RETURN(std::string stored_type, GlslType(stored->shape().dtype()));
+    absl::StrAppend(&code, "  ", stored_type, " r", k + 1, " = ", function, "(i);\n");
+    absl::StrAppend(&stores, "  store", k + 1, "(i, r", k + 1, ");\n");
+  }
+  writer.AddFunction(absl::StrCat(code, stores, "}\n"));
+  return std::string("epilogue");
+}
+
 }  // namespace
 
-absl::StatusOr<std::string> WriteDotKernel(const Instruction& dot, const DotOperands& operands,
-                                           const DotTiling& tiling, const std::string& lhs_value,
-                                           const std::string& rhs_value, KernelWriter& writer) {
+absl::StatusOr<std::string> WriteDotKernel(const KernelPlan& kernel, KernelWriter& writer) {
+  const Instruction& dot = *kernel.root;
   if (dot.shape().dtype() == ir::DType::kPred) {
     return absl::UnimplementedError("dot of pred is not supported on devices (" + dot.Describe() +
                                     ")");
   }
   VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(dot.shape().dtype()));
   if (dot.shape().ElementCount() == 0) return std::string();  // Nothing to compute or store.
+  const DotOperands& operands = kernel.dot_operands;
+  VKSPMD_ASSIGN_OR_RETURN(std::string lhs_value, writer.Value(operands.lhs.value));
+  VKSPMD_ASSIGN_OR_RETURN(std::string rhs_value, writer.Value(operands.rhs.value));
   auto side = [](const DotOperandView& view, const std::string& value) {
     return Side{view.value, value, view.shape, view.free, view.batch, view.contracting};
   };
-  DotContext context{dot, tiling, type, side(operands.lhs, lhs_value),
+  DotContext context{dot, kernel.dot, type, side(operands.lhs, lhs_value),
                      side(operands.rhs, rhs_value)};
+  if (kernel.epilogue != nullptr) {
+    VKSPMD_ASSIGN_OR_RETURN(context.store, EpilogueFunction(kernel, type, writer));
+  }
+  const DotTiling& tiling = kernel.dot;
   if (tiling.cooperative_matrix) return CooperativeMatrixTiles(context, writer);
   if (tiling.shared_memory) return SharedTiles(context, writer);
   return RegisterTiles(context, writer);

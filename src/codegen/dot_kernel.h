@@ -20,12 +20,12 @@
 
 namespace vkspmd::codegen {
 
-// main()'s body, which calls store(). `lhs_value`/`rhs_value` name the GLSL functions returning
-// the operands' elements by linear index; `writer` declares the shared memory a variant uses. With
-// more than one chunk, the body stores chunk c's partial result at c * (result elements) + index; a
-// following reduction sums the chunks.
-absl::StatusOr<std::string> WriteDotKernel(const ir::Instruction& dot, const DotOperands& operands,
-                                           const DotTiling& tiling, const std::string& lhs_value,
-                                           const std::string& rhs_value, KernelWriter& writer);
+// main()'s body for the dot kernel `kernel` (KernelKind::kDot), reading its operands' views
+// (kernel.dot_operands); `writer` declares the shared memory a variant uses. Each result element
+// goes through store(), or, where the kernel has an epilogue (KernelPlan::epilogue), through a
+// function computing the epilogue's values from it and storing each. With more than one chunk,
+// the body stores chunk c's partial result at c * (result elements) + index; a following
+// reduction sums the chunks.
+absl::StatusOr<std::string> WriteDotKernel(const KernelPlan& kernel, KernelWriter& writer);
 
 }  // namespace vkspmd::codegen

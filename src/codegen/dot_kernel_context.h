@@ -35,6 +35,9 @@ struct DotContext {
   const DotTiling& tiling;
   std::string type;
   Side lhs, rhs;
+  // The GLSL function each result element goes to, (linear index, value): store, or the
+  // epilogue's.
+  std::string store = "store";
 
   // GLSL for the offset in `side`'s operand of batch element `batch` (a GLSL uint).
   std::string BatchOffset(const Side& side) const {

@@ -226,23 +226,24 @@ std::string CooperativeMatrixTiles(const DotContext& context, KernelWriter& writ
   for (int64_t i = 0; i < tiling.frags_m; ++i) {
     for (int64_t j = 0; j < tiling.frags_n; ++j) {
       const std::string acc = absl::StrCat("acc", i, "_", j);
-      absl::StrAppend(
-          &body,
-          emulated ? absl::StrCat("  for (uint t = 0u; t < ", per_lane,
-                                  "u; ++t) {\n    uint e = gl_SubgroupInvocationID + t * ",
-                                  tiling.subgroup_size, "u;\n    if (e < ", fragment, "u) ",
-                                  out_shared, "[warp * ", fragment, "u + e] = emulated_acc[",
-                                  (i * tiling.frags_n + j) * per_lane, "u + t];\n  }\n")
-                   : absl::StrCat("  coopMatStoreNV(", acc, ", ", out_shared, ", warp * ", fragment,
-                                  "u, ", n_size, "u, false);\n"),
-          "  subgroupMemoryBarrierShared();\n  subgroupBarrier();\n",
-          "  for (uint e = gl_SubgroupInvocationID; e < ", fragment,
-          "u; e += ", tiling.subgroup_size, "u) {\n    uint row = row0 + warp_m * ",
-          tiling.frags_m * m_size, "u + ", i * m_size, "u + e / ", n_size,
-          "u;\n    uint column = column0 + warp_n * ", tiling.frags_n * n_size, "u + ", j * n_size,
-          "u + e % ", n_size, "u;\n    if (row < ", tiling.rows, "u && column < ", tiling.columns,
-          "u) store(out_base + row * ", tiling.columns, "u + column, ", out_shared, "[warp * ",
-          fragment, "u + e]);\n  }\n  subgroupMemoryBarrierShared();\n  subgroupBarrier();\n");
+      absl::StrAppend(&body,
+                      emulated
+                          ? absl::StrCat("  for (uint t = 0u; t < ", per_lane,
+                                         "u; ++t) {\n    uint e = gl_SubgroupInvocationID + t * ",
+                                         tiling.subgroup_size, "u;\n    if (e < ", fragment, "u) ",
+                                         out_shared, "[warp * ", fragment, "u + e] = emulated_acc[",
+                                         (i * tiling.frags_n + j) * per_lane, "u + t];\n  }\n")
+                          : absl::StrCat("  coopMatStoreNV(", acc, ", ", out_shared, ", warp * ",
+                                         fragment, "u, ", n_size, "u, false);\n"),
+                      "  subgroupMemoryBarrierShared();\n  subgroupBarrier();\n",
+                      "  for (uint e = gl_SubgroupInvocationID; e < ", fragment,
+                      "u; e += ", tiling.subgroup_size, "u) {\n    uint row = row0 + warp_m * ",
+                      tiling.frags_m * m_size, "u + ", i * m_size, "u + e / ", n_size,
+                      "u;\n    uint column = column0 + warp_n * ", tiling.frags_n * n_size, "u + ",
+                      j * n_size, "u + e % ", n_size, "u;\n    if (row < ", tiling.rows,
+                      "u && column < ", tiling.columns, "u) ", context.store, "(out_base + row * ",
+                      tiling.columns, "u + column, ", out_shared, "[warp * ", fragment,
+                      "u + e]);\n  }\n  subgroupMemoryBarrierShared();\n  subgroupBarrier();\n");
     }
   }
   return body;

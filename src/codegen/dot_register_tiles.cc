@@ -239,9 +239,9 @@ std::string RegisterTiles(const DotContext& context, KernelWriter& writer) {
       const std::string column = swapped ? absl::StrCat("u", t) : absl::StrCat("l", c);
       const std::string lane_check = tiling.lane_runs ? absl::StrCat("l", c, " >= start")
                                                       : absl::StrCat("l", c, " < ", lane_size, "u");
-      absl::StrAppend(&body, "  if (u", t, " < ", uniform_size, "u && ", lane_check,
-                      ") store(out_base + ", row, " * ", tiling.columns, "u + ", column, ", acc", t,
-                      "_", c, ");\n");
+      absl::StrAppend(&body, "  if (u", t, " < ", uniform_size, "u && ", lane_check, ") ",
+                      context.store, "(out_base + ", row, " * ", tiling.columns, "u + ", column,
+                      ", acc", t, "_", c, ");\n");
     }
   }
   return body;

@@ -167,6 +167,13 @@ struct KernelPlan {
   // wherever the root's computation reads them, instead of read from their buffers.
   std::vector<const ir::Instruction*> also_stores;
   std::vector<int> also_outputs;
+  // kDot: the value stored into `output` instead of the dot's, computed at each element the
+  // kernel computes from the dot's element there before it is stored (a dot epilogue,
+  // dot_epilogue_fusion.h: an elementwise consumer such as a bias add, an activation or a
+  // residual add, read at the dot's own index). also_stores then lists further values stored at
+  // the same index, the dot itself among them where other kernels read it. nullptr: `output`
+  // receives the dot.
+  const ir::Instruction* epilogue = nullptr;
   // kMap: reduces computed first, at the kernel's own index (each invocation reduces the elements
   // of its output element), into variables the computation reads: a short reduce folded into the
   // one kernel that reads it, only at that index (reduction_folding.h).

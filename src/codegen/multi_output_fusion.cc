@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "src/codegen/fused_ops.h"
+#include "src/codegen/kernel_merging.h"
 #include "src/codegen/kernel_reads.h"
 #include "src/codegen/row_fusion.h"
 
@@ -16,25 +17,14 @@ namespace {
 
 using ir::Instruction;
 
-bool Contains(const std::vector<int>& buffers, int buffer) {
-  return std::find(buffers.begin(), buffers.end(), buffer) != buffers.end();
-}
-
-class Fusion {
+class Fusion : KernelMerging {
  public:
   Fusion(ProgramPlan& plan, const TargetInfo& target, int64_t max_inline,
          int64_t max_row_iterations)
-      : plan_(plan),
+      : KernelMerging(plan),
         target_(target),
         max_inline_(max_inline),
-        max_row_iterations_(max_row_iterations),
-        removed_(plan.kernels.size()) {
-    for (const auto& [instruction, buffer] : plan.materialized) ++names_per_buffer_[buffer];
-    for (size_t k = 0; k < plan.kernels.size(); ++k) {
-      for (int buffer : plan.kernels[k].outputs()) writer_[buffer] = k;
-    }
-    returned_.insert(plan.outputs.begin(), plan.outputs.end());
-  }
+        max_row_iterations_(max_row_iterations) {}
 
   int Run() {
     int removed = 0;
@@ -68,39 +58,11 @@ class Fusion {
         }
       }
     }
-    std::vector<KernelPlan> kept;
-    for (size_t k = 0; k < kernels.size(); ++k) {
-      if (!removed_[k]) kept.push_back(std::move(kernels[k]));
-    }
-    kernels = std::move(kept);
+    DropRemoved();
     return removed;
   }
 
  private:
-  // Whether a kernel other than `p` and `k`, not removed, reads `buffer`; with `before_k`, only
-  // those at or before k count.
-  bool ReadByOthers(int buffer, size_t p, size_t k, bool before_k) const {
-    const size_t end = before_k ? k : plan_.kernels.size();
-    for (size_t j = 0; j < end; ++j) {
-      if (j == p || j == k || removed_[j]) continue;
-      if (Contains(plan_.kernels[j].inputs, buffer)) return true;
-    }
-    return false;
-  }
-
-  // Whether P's buffers may move into K's kernel: none shared with a reshape reading it in place,
-  // none read by a kernel between them.
-  bool BuffersMovable(const std::vector<int>& buffers, size_t p, size_t k) const {
-    for (int buffer : buffers) {
-      auto count = names_per_buffer_.find(buffer);
-      if (count == names_per_buffer_.end() || count->second != 1 ||
-          ReadByOthers(buffer, p, k, /*before_k=*/true)) {
-        return false;
-      }
-    }
-    return true;
-  }
-
   // A map kernel P into the map kernel K, or a row kernel P into the map kernel K (which becomes a
   // row kernel).
   bool TryMerge(size_t p, size_t k) {
@@ -287,14 +249,9 @@ class Fusion {
     return true;
   }
 
-  ProgramPlan& plan_;
   const TargetInfo& target_;
   const int64_t max_inline_;
   const int64_t max_row_iterations_;
-  std::vector<bool> removed_;
-  std::map<int, int> names_per_buffer_;
-  std::map<int, size_t> writer_;
-  std::set<int> returned_;
 };
 
 }  // namespace

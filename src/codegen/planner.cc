@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/base/status_macros.h"
 #include "src/codegen/collective_scheduling.h"
+#include "src/codegen/dot_epilogue_fusion.h"
 #include "src/codegen/dot_tiling.h"
 #include "src/codegen/fused_ops.h"
 #include "src/codegen/horizontal_fusion.h"
@@ -229,6 +230,23 @@ std::set<const Instruction*> NeedsBuffer(const ir::Computation& entry,
         }
       }
     }
+    // An elementwise value of a dot's result, read at the dot's own index, whose transposes or
+    // reshapes only dots read (the attention heads' Q, K and V after their bias adds): in a buffer,
+    // the dot kernel stores it as its epilogue (dot_epilogue_fusion.h) and the dots reading it
+    // view through those transposes, which need no kernel.
+    if (target.dot_epilogues && IsFusedElementwise(opcode) && !outputs.count(instruction) &&
+        !needs_buffer.count(instruction) &&
+        IsDotEpilogue(*instruction,
+                      [&](const Instruction* value) { return needs_buffer.count(value) > 0; })) {
+      needs_buffer.insert(instruction);
+      const bool read_through = std::any_of(
+          user_lists[instruction].begin(), user_lists[instruction].end(),
+          [&](const Instruction* user) {
+            return (user->opcode() == Opcode::kTranspose || user->opcode() == Opcode::kReshape) &&
+                   OnlyReadThrough(*user, *instruction, user_lists, needs_buffer, outputs);
+          });
+      if (!read_through) needs_buffer.erase(instruction);
+    }
     if (opcode == Opcode::kParameter || opcode == Opcode::kDot || opcode == Opcode::kReduce ||
         ir::IsCollective(opcode) || collective_operands.count(instruction) > 0 ||
         outputs.count(instruction) > 0 ||
@@ -352,6 +370,7 @@ class Planner {
       plan_.outputs.push_back(plan_.materialized.at(output));
     FuseProducersIntoConsumers(plan_, target_, kMaxFusedInstructions, kMaxElementsPerInvocation);
     FoldReductionsIntoReaders(plan_, target_, kMaxElementsPerInvocation);
+    if (target_.dot_epilogues) FuseDotEpilogues(plan_, target_, kMaxFusedInstructions);
     ScheduleAllReducesInWaves(plan_);
     PlanDonations(entry, outputs);
     FuseIndependentMapKernels(plan_, target_);
@@ -410,6 +429,7 @@ class Planner {
       const std::set<const Instruction*> here(writing.also_stores.begin(),
                                               writing.also_stores.end());
       std::vector<const Instruction*> roots = {writing.root};
+      if (writing.epilogue != nullptr) roots.push_back(writing.epilogue);
       roots.insert(roots.end(), writing.also_stores.begin(), writing.also_stores.end());
       bool in_place = true;
       for (const Instruction* root : roots) {

@@ -211,13 +211,6 @@ absl::StatusOr<std::string> RowsBody(const KernelPlan& kernel, KernelWriter& wri
   return body;
 }
 
-absl::StatusOr<std::string> DotBody(const KernelPlan& kernel, KernelWriter& writer) {
-  const Instruction& dot = *kernel.root;
-  VKSPMD_ASSIGN_OR_RETURN(std::string lhs, writer.Value(kernel.dot_operands.lhs.value));
-  VKSPMD_ASSIGN_OR_RETURN(std::string rhs, writer.Value(kernel.dot_operands.rhs.value));
-  return WriteDotKernel(dot, kernel.dot_operands, kernel.dot, lhs, rhs, writer);
-}
-
 absl::Status WriteKernel(const ProgramPlan& plan, KernelPlan& kernel) {
   KernelWriter writer(plan, kernel);
   absl::StatusOr<std::string> body;
@@ -234,7 +227,7 @@ absl::Status WriteKernel(const ProgramPlan& plan, KernelPlan& kernel) {
       body = RowsBody(kernel, writer, plan.subgroup_size);
       break;
     case KernelKind::kDot:
-      body = DotBody(kernel, writer);
+      body = WriteDotKernel(kernel, writer);
       break;
   }
   VKSPMD_RETURN_IF_ERROR(body.status());

@@ -43,6 +43,9 @@ struct TargetInfo {
   // code (one fragment's elements spread over the subgroup's lanes): tests its tiling, staging and
   // edges on devices without cooperative matrices (VKSPMD_DOT_KERNEL=cooperative_matrix_emulated).
   bool cooperative_matrix_emulated = false;
+  // Dot kernels compute the elementwise consumers of their results before storing them
+  // (dot_epilogue_fusion.h). VKSPMD_DOT_EPILOGUES=0 turns that off (src/exec; for comparisons).
+  bool dot_epilogues = true;
 };
 
 }  // namespace vkspmd::codegen

@@ -171,6 +171,7 @@ codegen::TargetInfo TargetFor(const runtime::MeshDevice& device) {
       }
     }
   }
+  target.dot_epilogues = base::EnvironmentValue("VKSPMD_DOT_EPILOGUES").value_or("1") != "0";
   const std::string dot_kernel = base::EnvironmentValue("VKSPMD_DOT_KERNEL").value_or("");
   if (dot_kernel == "shared_memory" || dot_kernel == "registers") {
     target.shared_memory_dot = dot_kernel == "shared_memory";

@@ -18,14 +18,15 @@ namespace {
 // buffer of their own), in the order a depth-first walk from the root meets them.
 std::string FusedOps(const codegen::KernelPlan& kernel, const codegen::ProgramPlan& plan) {
   constexpr size_t kMaxListed = 16;
-  // The values stored besides the root (multi-output fusion) are listed too, and so are the
-  // parts of a horizontally fused kernel, after the root's.
+  // The values stored besides the root (multi-output fusion, a dot kernel's epilogue) are listed
+  // too, and so are the parts of a horizontally fused kernel, after the root's.
   std::vector<const ir::Instruction*> stack;
   for (auto part = kernel.parts.rbegin(); part != kernel.parts.rend(); ++part) {
     stack.insert(stack.end(), part->also_stores.rbegin(), part->also_stores.rend());
     stack.push_back(part->root);
   }
   stack.insert(stack.end(), kernel.also_stores.rbegin(), kernel.also_stores.rend());
+  if (kernel.epilogue != nullptr) stack.push_back(kernel.epilogue);  // A dot's (after the dot).
   stack.push_back(kernel.root);
   std::set<const ir::Instruction*> seen(stack.begin(), stack.end());
   std::vector<std::string> names;

@@ -72,7 +72,10 @@ ENTRY e {
 })";
 
 TEST_F(HorizontalFusionTest, IndependentUpdatesShareOneDispatchAfterTheLastGradient) {
-  ProgramPlan plan = Plan(kUpdates);
+  // Without dot epilogues, which fold u1 and u2 into their dots (next test).
+  TargetInfo target = LavapipeTarget();
+  target.dot_epilogues = false;
+  ProgramPlan plan = Plan(kUpdates, target);
   // The reduce g3 is folded into u3 (reduction folding), so u3 reads c.
   EXPECT_THAT(Dispatches(plan), ElementsAre("g1", "g2", "c", "u1 u2 u3"));
   const KernelPlan& fused = plan.kernels.back();
@@ -83,6 +86,18 @@ TEST_F(HorizontalFusionTest, IndependentUpdatesShareOneDispatchAfterTheLastGradi
   // w1, g1, rate, w2, g2, w3, c: the rate's buffer is bound once.
   EXPECT_EQ(fused.inputs.size(), 7u);
   EXPECT_EQ(fused.outputs().size(), 3u);
+  EXPECT_EQ(plan.donations.size(), 3u);
+}
+
+TEST_F(HorizontalFusionTest, DotEpiloguesTakeTheUpdatesOfTheirGradients) {
+  // u1 and u2 read their gradients' dots at their own index: each dot kernel computes its update
+  // (dot_epilogue_fusion.h), in place. u3 reads c through its folded reduce and keeps its kernel.
+  ProgramPlan plan = Plan(kUpdates);
+  EXPECT_THAT(Dispatches(plan), ElementsAre("g1", "g2", "c", "u3"));
+  ASSERT_NE(plan.kernels[0].epilogue, nullptr);
+  EXPECT_EQ(plan.kernels[0].epilogue->name(), "u1");
+  ASSERT_NE(plan.kernels[1].epilogue, nullptr);
+  EXPECT_EQ(plan.kernels[1].epilogue->name(), "u2");
   EXPECT_EQ(plan.donations.size(), 3u);
 }
 

@@ -120,7 +120,7 @@ TEST_F(PlannerTest, MultiOutputFusionUpdatesAParameterAndBothMomentsInOneKernel)
 
 TEST_F(PlannerTest, AProducerReadBeforeItsConsumerKeepsItsKernel) {
   // The dot s reads a before d does: moving a into d's kernel would make s read a buffer not
-  // written yet.
+  // written yet. (d itself is s's epilogue: it reads s and a at its own index.)
   ProgramPlan plan = Plan(R"(HloModule early_reader
 ENTRY e {
   p0 = f32[4,4] parameter(0)
@@ -129,7 +129,9 @@ ENTRY e {
   s = f32[4,4] dot(a, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
   ROOT d = f32[4,4] add(a, s)
 })");
-  EXPECT_THAT(KernelNames(plan), ElementsAre("a", "s", "d"));
+  EXPECT_THAT(KernelNames(plan), ElementsAre("a", "s"));
+  ASSERT_NE(plan.kernels[1].epilogue, nullptr);
+  EXPECT_EQ(plan.kernels[1].epilogue->name(), "d");
 }
 
 // A bias update with its gradient, a sum over the batch, read twice at the update's own index.
@@ -362,8 +364,11 @@ ENTRY e {
   ROOT t = (f32[4,4], f32[4,4]) tuple(x, y)
 })");
   EXPECT_THAT(BufferNames(plan), ElementsAre("s", "a", "x", "d", "y"));
-  EXPECT_THAT(KernelNames(plan), ElementsAre("x", "d", "y"));
-  EXPECT_THAT(plan.kernels[2].inputs, ::testing::UnorderedElementsAre(0, 3));  // s and d.
+  // y is d's epilogue (dot_epilogue_fusion.h): the dot kernel reads s itself too.
+  ASSERT_THAT(KernelNames(plan), ElementsAre("x", "d"));
+  ASSERT_NE(plan.kernels[1].epilogue, nullptr);
+  EXPECT_EQ(plan.kernels[1].epilogue->name(), "y");
+  EXPECT_THAT(plan.kernels[1].inputs, ::testing::UnorderedElementsAre(2, 1, 0));  // x, a and s.
 }
 
 TEST_F(PlannerTest, AReshapeOfABufferReadsThatBufferWithoutAKernel) {
@@ -581,7 +586,14 @@ TEST_F(PlannerTest, KernelCountsOfTestdataPrograms) {
   EXPECT_NE(all_reduce.kernels[0].collective, nullptr);
   EXPECT_THAT(all_reduce.kernels[0].inputs, ElementsAre(0));
   EXPECT_EQ(PlanFile("elementwise_chain").kernels.size(), 1u);
-  EXPECT_EQ(PlanFile("mlp_backward").kernels.size(), 7u);
+  // The bias add and the relu's backward select are epilogues of the dots before them (7 kernels
+  // without epilogues).
+  ProgramPlan backward = PlanFile("mlp_backward");
+  EXPECT_THAT(KernelNames(backward), ElementsAre("dot.1", "dot.7", "dot.8", "reduce.11", "dot.12"));
+  ASSERT_NE(backward.kernels[0].epilogue, nullptr);
+  EXPECT_EQ(backward.kernels[0].epilogue->name(), "add.3");
+  ASSERT_NE(backward.kernels[2].epilogue, nullptr);
+  EXPECT_EQ(backward.kernels[2].epilogue->name(), "select.10");
 }
 
 TEST_F(PlannerTest, DonationIsKeptWhenTheOutputReadsTheParameterInPlace) {

@@ -1,0 +1,137 @@
+// Dot epilogue fusion (see dot_epilogue_fusion.h).
+#include "src/codegen/dot_epilogue_fusion.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "src/codegen/fused_ops.h"
+#include "src/codegen/kernel_merging.h"
+#include "src/codegen/kernel_reads.h"
+
+namespace vkspmd::codegen {
+namespace {
+
+using ir::Instruction;
+
+class EpilogueFusion : KernelMerging {
+ public:
+  EpilogueFusion(ProgramPlan& plan, const TargetInfo& target, int64_t max_inline)
+      : KernelMerging(plan), target_(target), max_inline_(max_inline) {}
+
+  int Run() {
+    int removed = 0;
+    std::vector<KernelPlan>& kernels = plan_.kernels;
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      const KernelPlan& consumer = kernels[k];
+      if (consumer.kind != KernelKind::kMap || !consumer.parts.empty() ||
+          !consumer.held_reductions.empty()) {
+        continue;
+      }
+      for (int input : consumer.inputs) {
+        auto found = writer_.find(input);
+        if (found == writer_.end() || found->second >= k || removed_[found->second]) continue;
+        if (TryFuse(found->second, k, input)) {
+          ++removed;
+          break;
+        }
+      }
+    }
+    DropRemoved();
+    return removed;
+  }
+
+ private:
+  // The dot kernel P (writing `buffer`, the dot's) takes in the map kernel K as its epilogue.
+  bool TryFuse(size_t p, size_t k, int buffer) {
+    const KernelPlan& producer = plan_.kernels[p];
+    const KernelPlan& consumer = plan_.kernels[k];
+    if (producer.kind != KernelKind::kDot || producer.epilogue != nullptr ||
+        producer.output != buffer || producer.dot.chunks != 1 || !producer.also_stores.empty()) {
+      return false;
+    }
+    const Instruction* dot = producer.root;
+    if (consumer.root->shape().ElementCount() != dot->shape().ElementCount()) return false;
+    if (!BuffersMovable({buffer}, p, k)) return false;
+    // Every value K computes reads the dot only at its own index.
+    const std::set<const Instruction*> here(consumer.also_stores.begin(),
+                                            consumer.also_stores.end());
+    std::vector<const Instruction*> roots = {consumer.root};
+    roots.insert(roots.end(), consumer.also_stores.begin(), consumer.also_stores.end());
+    for (const Instruction* root : roots) {
+      std::set<std::pair<const Instruction*, bool>> checked;
+      if (!ReadsOnlyAtOwnIndex(plan_.materialized, root, dot, true, true, here, checked)) {
+        return false;
+      }
+    }
+    // The merged kernel's stores: K's, then the dot where others still read it.
+    std::vector<const Instruction*> stores = consumer.also_stores;
+    std::vector<int> store_buffers = consumer.also_outputs;
+    const bool keep_dot = returned_.count(buffer) || ReadByOthers(buffer, p, k, false);
+    if (keep_dot) {
+      stores.push_back(dot);
+      store_buffers.push_back(buffer);
+    }
+    KernelReads reads(plan_.materialized);
+    reads.Read(producer.dot_operands.lhs.value);
+    reads.Read(producer.dot_operands.rhs.value);
+    reads.ComputeHere(dot);
+    reads.Hold(dot);  // The epilogue's variable, not a buffer.
+    for (const Instruction* value : here) reads.ComputeHere(value);
+    reads.Compute(consumer.root);
+    for (const Instruction* value : consumer.also_stores) reads.Compute(value);
+    if (static_cast<int64_t>(reads.computed_count()) > max_inline_) return false;
+    uint64_t bindings = plan_.buffers[consumer.output].parts();
+    for (int stored : store_buffers) bindings += plan_.buffers[stored].parts();
+    for (int input : reads.inputs()) bindings += plan_.buffers[input].parts();
+    if (bindings > target_.max_storage_buffers_per_stage) return false;
+
+    KernelPlan merged = std::move(plan_.kernels[p]);
+    merged.epilogue = consumer.root;
+    merged.output = consumer.output;
+    merged.also_stores = std::move(stores);
+    merged.also_outputs = std::move(store_buffers);
+    merged.inputs = reads.inputs();
+    plan_.kernels[k] = std::move(merged);
+    removed_[p] = true;
+    for (int written : plan_.kernels[k].outputs()) writer_[written] = k;
+    if (!keep_dot) {
+      writer_.erase(buffer);
+      plan_.materialized.erase(dot);  // Only the epilogue's variable holds it now.
+    }
+    return true;
+  }
+
+  const TargetInfo& target_;
+  const int64_t max_inline_;
+};
+
+}  // namespace
+
+int FuseDotEpilogues(ProgramPlan& plan, const TargetInfo& target, int64_t max_inline_instructions) {
+  return EpilogueFusion(plan, target, max_inline_instructions).Run();
+}
+
+bool IsDotEpilogue(const ir::Instruction& value,
+                   const std::function<bool(const ir::Instruction*)>& in_buffer) {
+  bool reads_a_dot = false;
+  std::set<std::pair<const Instruction*, bool>> checked;
+  std::function<bool(const Instruction*, bool)> walk = [&](const Instruction* node,
+                                                           bool same_index) {
+    if (node != &value && in_buffer(node)) {
+      if (node->opcode() != ir::Opcode::kDot) return true;
+      reads_a_dot = true;
+      return same_index && node->shape().ElementCount() == value.shape().ElementCount();
+    }
+    if (!checked.insert({node, same_index}).second) return true;
+    for (int64_t k = 0; k < node->operand_count(); ++k) {
+      if (!walk(node->operand(k), same_index && ReadsOperandAtOwnIndex(*node, k))) return false;
+    }
+    return true;
+  };
+  return walk(&value, true) && reads_a_dot;
+}
+
+}  // namespace vkspmd::codegen

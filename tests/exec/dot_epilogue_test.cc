@@ -1,0 +1,365 @@
+// Dot epilogue fusion on a device (src/codegen/dot_epilogue_fusion.h): a dot kernel computing
+// its elementwise consumer (bias add, scaling, activation, residual add, an SGD update in place)
+// from each result element before storing it, in each dot kernel variant forced on this device
+// (llvmpipe's register tiles, the GPUs' shared-memory tiles, and for f16 the cooperative-matrix
+// kernel emulated by ordinary code). Every result is checked against the CPU reference, and the
+// recorded vkCmdDispatch calls are pinned (one per dot where the epilogue is fused).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "src/codegen/kernel_plan.h"
+#include "src/exec/executable.h"
+#include "src/ir/parser.h"
+#include "tests/exec/device_reference.h"
+#include "tests/exec/dispatch_counter.h"
+#include "tests/exec/random_module.h"
+#include "tests/support/device_test.h"
+
+namespace vkspmd::testing {
+namespace {
+
+using codegen::KernelKind;
+using codegen::KernelPlan;
+using codegen::ProgramPlan;
+
+class DotEpilogueTest : public DeviceTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    setenv("VKSPMD_DOT_KERNEL", GetParam().c_str(), 1);
+    OpenDevices(1);
+  }
+  void TearDown() override {
+    executable_.reset();  // Its buffers and pipelines before the device.
+    unsetenv("VKSPMD_DOT_KERNEL");
+    DeviceTest::TearDown();
+  }
+
+  // Compiles `text`, compares every output with the CPU reference for two random inputs (floats
+  // within `relative`, integers exactly), and returns the kernel plan (its instructions live in
+  // module_).
+  const ProgramPlan* CompileAndCompare(const std::string& text, double relative = 1e-4) {
+    absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
+    EXPECT_TRUE(module.ok()) << module.status();
+    if (!module.ok()) return nullptr;
+    module_ = std::move(*module);
+    for (uint32_t seed : {1u, 2u}) {
+      EXPECT_EQ(DeviceDiffersFromReference(*module_, RandomArguments(*module_, seed, -2, 2),
+                                           device(0), relative),
+                "")
+          << "seed " << seed;
+    }
+    absl::StatusOr<std::unique_ptr<exec::Executable>> executable =
+        exec::Executable::Compile(*module_, device(0));
+    EXPECT_TRUE(executable.ok()) << executable.status();
+    if (!executable.ok()) return nullptr;
+    executable_ = std::move(*executable);
+    return &executable_->plan();
+  }
+
+  static int Count(const ProgramPlan& plan, KernelKind kind) {
+    int count = 0;
+    for (const KernelPlan& kernel : plan.kernels) count += kernel.kind == kind;
+    return count;
+  }
+  static std::string EpilogueOf(const KernelPlan& kernel) {
+    return kernel.epilogue == nullptr ? "(none)" : kernel.epilogue->name();
+  }
+
+  std::unique_ptr<ir::Module> module_;
+  std::unique_ptr<exec::Executable> executable_;
+};
+
+TEST_P(DotEpilogueTest, ABiasAddIsStoredByTheDot) {
+  // x.W + b over prime sizes: one dispatch (two before), and the dot's own result has no buffer.
+  const std::string text = R"(HloModule bias
+ENTRY e {
+  x = f32[37,19] parameter(0)
+  w = f32[19,29] parameter(1)
+  b = f32[29] parameter(2)
+  d = f32[37,29] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bb = f32[37,29] broadcast(b), dimensions={1}
+  ROOT y = f32[37,29] add(d, bb)
+}
+)";
+  const ProgramPlan* plan = CompileAndCompare(text);
+  ASSERT_NE(plan, nullptr);
+  ASSERT_EQ(plan->kernels.size(), 1u);
+  EXPECT_EQ(plan->kernels[0].kind, KernelKind::kDot);
+  EXPECT_EQ(EpilogueOf(plan->kernels[0]), "y");
+  EXPECT_TRUE(plan->kernels[0].also_stores.empty());
+  EXPECT_EQ(plan->materialized.count(plan->kernels[0].root), 0u);
+  EXPECT_EQ(DispatchesOfCompiling(device(0), text), 1);
+}
+
+TEST_P(DotEpilogueTest, AnActivationKeepingItsInputIsOneDispatch) {
+  // An MLP's first layer, x.W^T + b then a tanh GELU, both returned (the backward pass reads the
+  // pre-activation): the dot stores the pre-activation and the activation (three dispatches
+  // before multi-output fusion, two before epilogues).
+  const std::string text = R"(HloModule gelu
+ENTRY e {
+  x = f32[41,23] parameter(0)
+  w = f32[31,23] parameter(1)
+  b = f32[31] parameter(2)
+  d = f32[41,31] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  bb = f32[41,31] broadcast(b), dimensions={1}
+  h = f32[41,31] add(d, bb)
+  c = f32[] constant(0.044715)
+  cb = f32[41,31] broadcast(c), dimensions={}
+  h2 = f32[41,31] multiply(h, h)
+  h3 = f32[41,31] multiply(h2, h)
+  ch3 = f32[41,31] multiply(cb, h3)
+  inner = f32[41,31] add(h, ch3)
+  s = f32[] constant(0.7978846)
+  sb = f32[41,31] broadcast(s), dimensions={}
+  u = f32[41,31] multiply(sb, inner)
+  t = f32[41,31] tanh(u)
+  one = f32[] constant(1)
+  oneb = f32[41,31] broadcast(one), dimensions={}
+  t1 = f32[41,31] add(oneb, t)
+  half = f32[] constant(0.5)
+  halfb = f32[41,31] broadcast(half), dimensions={}
+  hh = f32[41,31] multiply(halfb, h)
+  g = f32[41,31] multiply(hh, t1)
+  ROOT out = (f32[41,31], f32[41,31]) tuple(h, g)
+}
+)";
+  const ProgramPlan* plan = CompileAndCompare(text);
+  ASSERT_NE(plan, nullptr);
+  ASSERT_EQ(plan->kernels.size(), 1u);
+  const KernelPlan& kernel = plan->kernels[0];
+  EXPECT_EQ(kernel.kind, KernelKind::kDot);
+  EXPECT_EQ(EpilogueOf(kernel), "g");
+  ASSERT_EQ(kernel.also_stores.size(), 1u);
+  EXPECT_EQ(kernel.also_stores[0]->name(), "h");
+  EXPECT_EQ(DispatchesOfCompiling(device(0), text), 1);
+}
+
+TEST_P(DotEpilogueTest, AScaledBatchedDotPlusAResidual) {
+  // Batched [3,13,7].[3,7,11] (attention-like), scaled by a constant, plus another buffer.
+  const std::string text = R"(HloModule residual
+ENTRY e {
+  x = f32[3,13,7] parameter(0)
+  y = f32[3,7,11] parameter(1)
+  r = f32[3,13,11] parameter(2)
+  d = f32[3,13,11] dot(x, y), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
+  s = f32[] constant(0.125)
+  sb = f32[3,13,11] broadcast(s), dimensions={}
+  ds = f32[3,13,11] multiply(d, sb)
+  ROOT out = f32[3,13,11] add(r, ds)
+}
+)";
+  const ProgramPlan* plan = CompileAndCompare(text);
+  ASSERT_NE(plan, nullptr);
+  ASSERT_EQ(plan->kernels.size(), 1u);
+  EXPECT_EQ(EpilogueOf(plan->kernels[0]), "out");
+  EXPECT_EQ(DispatchesOfCompiling(device(0), text), 1);
+}
+
+TEST_P(DotEpilogueTest, IntegersExactlyWithAReluOfABiasAdd) {
+  const std::string text = R"(HloModule relu
+ENTRY e {
+  x = s32[5,17] parameter(0)
+  w = s32[17,23] parameter(1)
+  b = s32[23] parameter(2)
+  d = s32[5,23] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bb = s32[5,23] broadcast(b), dimensions={1}
+  h = s32[5,23] add(d, bb)
+  zero = s32[] constant(0)
+  zb = s32[5,23] broadcast(zero), dimensions={}
+  ROOT out = s32[5,23] maximum(h, zb)
+}
+)";
+  const ProgramPlan* plan = CompileAndCompare(text, /*relative=*/0);
+  ASSERT_NE(plan, nullptr);
+  ASSERT_EQ(plan->kernels.size(), 1u);
+  EXPECT_EQ(EpilogueOf(plan->kernels[0]), "out");
+  EXPECT_EQ(DispatchesOfCompiling(device(0), text), 1);
+}
+
+TEST_P(DotEpilogueTest, ADotReadElsewhereIsStoredToo) {
+  // The dot is returned as well: the kernel stores both, the dot through its own store.
+  const std::string text = R"(HloModule both
+ENTRY e {
+  x = f32[9,65] parameter(0)
+  w = f32[65,3] parameter(1)
+  b = f32[3] parameter(2)
+  d = f32[9,3] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bb = f32[9,3] broadcast(b), dimensions={1}
+  y = f32[9,3] subtract(d, bb)
+  ROOT out = (f32[9,3], f32[9,3]) tuple(d, y)
+}
+)";
+  const ProgramPlan* plan = CompileAndCompare(text);
+  ASSERT_NE(plan, nullptr);
+  ASSERT_EQ(plan->kernels.size(), 1u);
+  const KernelPlan& kernel = plan->kernels[0];
+  EXPECT_EQ(EpilogueOf(kernel), "y");
+  ASSERT_EQ(kernel.also_stores.size(), 1u);
+  EXPECT_EQ(kernel.also_stores[0], kernel.root);
+  EXPECT_EQ(DispatchesOfCompiling(device(0), text), 1);
+}
+
+TEST_P(DotEpilogueTest, HeadsAfterTheBiasAreReadThroughByTheNextDots) {
+  // Attention's Q projection: x.W + b reshaped into heads and transposed to [batch, heads, seq,
+  // head], read by two dots (scores against K, and a product over the sequence): the projection's
+  // kernel stores q and both dots read it through the reshape and transpose, so no kernel copies
+  // the heads (four kernels before: the projection, the bias add with the transpose, the dots).
+  const std::string text = R"(HloModule heads
+ENTRY e {
+  x = f32[2,5,12] parameter(0)
+  w = f32[12,12] parameter(1)
+  b = f32[12] parameter(2)
+  k = f32[2,3,5,4] parameter(3)
+  x2 = f32[10,12] reshape(x)
+  d = f32[10,12] dot(x2, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bb = f32[10,12] broadcast(b), dimensions={1}
+  q = f32[10,12] add(d, bb)
+  q4 = f32[2,5,3,4] reshape(q)
+  qt = f32[2,3,5,4] transpose(q4), dimensions={0,2,1,3}
+  s = f32[2,3,5,5] dot(qt, k), lhs_batch_dims={0,1}, rhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_contracting_dims={3}
+  v = f32[2,3,4,4] dot(qt, k), lhs_batch_dims={0,1}, rhs_batch_dims={0,1}, lhs_contracting_dims={2}, rhs_contracting_dims={2}
+  ROOT out = (f32[2,3,5,5], f32[2,3,4,4]) tuple(s, v)
+}
+)";
+  const ProgramPlan* plan = CompileAndCompare(text);
+  ASSERT_NE(plan, nullptr);
+  ASSERT_EQ(plan->kernels.size(), 3u);
+  EXPECT_EQ(Count(*plan, KernelKind::kDot), 3);
+  EXPECT_EQ(EpilogueOf(plan->kernels[0]), "q");
+  EXPECT_EQ(DispatchesOfCompiling(device(0), text), 3);
+}
+
+TEST_P(DotEpilogueTest, AConsumerReadingOtherElementsKeepsItsKernel) {
+  // The reverse reads the dot at other elements than it computes: no epilogue, the same results.
+  const std::string text = R"(HloModule reversed
+ENTRY e {
+  x = f32[11,7] parameter(0)
+  w = f32[7,13] parameter(1)
+  b = f32[13] parameter(2)
+  d = f32[11,13] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  dr = f32[11,13] reverse(d), dimensions={1}
+  bb = f32[11,13] broadcast(b), dimensions={1}
+  ROOT y = f32[11,13] add(dr, bb)
+}
+)";
+  const ProgramPlan* plan = CompileAndCompare(text);
+  ASSERT_NE(plan, nullptr);
+  ASSERT_EQ(plan->kernels.size(), 2u);
+  EXPECT_EQ(EpilogueOf(plan->kernels[0]), "(none)");
+  EXPECT_EQ(plan->kernels[1].kind, KernelKind::kMap);
+  EXPECT_EQ(DispatchesOfCompiling(device(0), text), 2);
+}
+
+TEST_P(DotEpilogueTest, AnSgdUpdateOfTheGradientsDotUpdatesInPlace) {
+  // w - 0.1 * x^T.g with the result donated to w: the epilogue reads w only at the element it
+  // writes, so the dot kernel updates w's buffer in place.
+  const std::string text = R"(HloModule sgd, input_output_alias={ {}: (2, {}, may-alias) }
+ENTRY e {
+  x = f32[31,17] parameter(0)
+  g = f32[31,23] parameter(1)
+  w = f32[17,23] parameter(2)
+  d = f32[17,23] dot(x, g), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  lr = f32[] constant(0.1)
+  lrb = f32[17,23] broadcast(lr), dimensions={}
+  step = f32[17,23] multiply(lrb, d)
+  ROOT out = f32[17,23] subtract(w, step)
+}
+)";
+  const ProgramPlan* plan = CompileAndCompare(text);
+  ASSERT_NE(plan, nullptr);
+  ASSERT_EQ(plan->kernels.size(), 1u);
+  EXPECT_EQ(EpilogueOf(plan->kernels[0]), "out");
+  EXPECT_EQ(plan->donations.size(), 1u);
+  EXPECT_EQ(DispatchesOfCompiling(device(0), text), 1);
+}
+
+TEST_P(DotEpilogueTest, AnEpilogueReadingItsDonorElsewhereIsNotInPlace) {
+  // The epilogue reads w reversed: an invocation would read an element another one overwrote, so
+  // nothing is donated (the dot kernel still computes the epilogue).
+  const std::string text =
+      R"(HloModule reversed_donor, input_output_alias={ {}: (2, {}, may-alias) }
+ENTRY e {
+  x = f32[31,17] parameter(0)
+  g = f32[31,23] parameter(1)
+  w = f32[17,23] parameter(2)
+  d = f32[17,23] dot(x, g), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  wr = f32[17,23] reverse(w), dimensions={0,1}
+  ROOT out = f32[17,23] subtract(wr, d)
+}
+)";
+  const ProgramPlan* plan = CompileAndCompare(text);
+  ASSERT_NE(plan, nullptr);
+  ASSERT_EQ(plan->kernels.size(), 1u);
+  EXPECT_EQ(EpilogueOf(plan->kernels[0]), "out");
+  EXPECT_TRUE(plan->donations.empty());
+}
+
+TEST_P(DotEpilogueTest, ASplitContractionKeepsItsMapKernel) {
+  // 600 contraction steps are split into chunks (split-K) in both variants: the sum of the
+  // partial products writes the dot, so the bias add stays a kernel of its own.
+  const std::string text = R"(HloModule split
+ENTRY e {
+  x = f32[5,600] parameter(0)
+  w = f32[600,7] parameter(1)
+  b = f32[7] parameter(2)
+  d = f32[5,7] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bb = f32[5,7] broadcast(b), dimensions={1}
+  ROOT y = f32[5,7] add(d, bb)
+}
+)";
+  const ProgramPlan* plan = CompileAndCompare(text, 1e-3);
+  ASSERT_NE(plan, nullptr);
+  EXPECT_EQ(Count(*plan, KernelKind::kMap), 1);
+  for (const KernelPlan& kernel : plan->kernels) EXPECT_EQ(kernel.epilogue, nullptr);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, DotEpilogueTest, ::testing::Values("registers", "shared_memory"),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           return param.param;
+                         });
+
+// f16 dots: the epilogue reads the dot's element rounded to f16, as it would from its buffer.
+// With cooperative_matrix_emulated the dot runs the tensor-core kernel's code (where the device
+// has f16 arithmetic, 16-bit storage and subgroups; skipped otherwise).
+class F16DotEpilogueTest : public DotEpilogueTest {};
+
+TEST_P(F16DotEpilogueTest, ABiasAddAndScalingOfAnF16Dot) {
+  const bool matrix = GetParam() == "cooperative_matrix_emulated";
+  if (matrix && exec::TargetFor(device(0)).cooperative_matrix_f16.m == 0) {
+    GTEST_SKIP() << device(0).device().physical_device().name
+                 << " lacks shaderFloat16, 16-bit storage or subgroups";
+  }
+  const std::string text = R"(HloModule half
+ENTRY e {
+  x = f16[33,40] parameter(0)
+  w = f16[40,24] parameter(1)
+  b = f16[24] parameter(2)
+  d = f16[33,24] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bb = f16[33,24] broadcast(b), dimensions={1}
+  h = f16[33,24] add(d, bb)
+  s = f16[] constant(0.5)
+  sb = f16[33,24] broadcast(s), dimensions={}
+  ROOT y = f16[33,24] multiply(h, sb)
+}
+)";
+  // One f16 ulp of the dot (2^-10 relative) for the f32 accumulation's order, then the add.
+  const ProgramPlan* plan = CompileAndCompare(text, 4e-3);
+  ASSERT_NE(plan, nullptr);
+  ASSERT_EQ(plan->kernels.size(), 1u);
+  EXPECT_EQ(EpilogueOf(plan->kernels[0]), "y");
+  EXPECT_EQ(plan->kernels[0].dot.cooperative_matrix, matrix);
+  EXPECT_EQ(DispatchesOfCompiling(device(0), text), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, F16DotEpilogueTest,
+                         ::testing::Values("registers", "shared_memory",
+                                           "cooperative_matrix_emulated"),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           return param.param;
+                         });
+
+}  // namespace
+}  // namespace vkspmd::testing
