@@ -95,12 +95,25 @@ spmd::PartitionSpec ToSpmdSpec(const PartitionSpec& spec) {
 }
 
 PlacementPtr PlacementOf(const Mesh& mesh) {
+  // A program has a few meshes and marks many tensors every step: the placement is found by the
+  // mesh's value, and made once per mesh (one object, so SamePlacement compares pointers).
   static std::mutex mutex;
-  static auto* placements = new std::map<std::string, PlacementPtr>();
+  static auto* placements = new std::vector<std::pair<Mesh, PlacementPtr>>();
+  auto find = [&]() -> PlacementPtr {
+    for (const auto& [known, placement] : *placements) {
+      if (known == mesh) return placement;
+    }
+    return nullptr;
+  };
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (PlacementPtr placement = find()) return placement;
+  }
   PlacementPtr placement = Unwrap(PlacementForMesh(ToSpmdMesh(mesh)));
   std::lock_guard<std::mutex> lock(mutex);
-  auto [entry, inserted] = placements->emplace(placement->key, placement);
-  return entry->second;
+  if (PlacementPtr known = find()) return known;
+  placements->emplace_back(mesh, placement);
+  return placement;
 }
 
 ir::Literal ReadValue(const Tensor& tensor, const std::source_location& where) {

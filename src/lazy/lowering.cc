@@ -267,8 +267,11 @@ absl::StatusOr<GraphSignature> Signature(const std::vector<NodePtr>& outputs,
   Hasher h;
   h.AddString(placement.key);
   h.Add(placement.is_mesh);
-  absl::flat_hash_map<const Node*, uint64_t> position;
-  position.reserve(1024);
+  // Nodes met in this traversal carry its epoch and their position (callers hold the trace's
+  // mutex, so no other traversal marks them meanwhile): no map from nodes to positions.
+  static std::atomic<uint64_t> epochs{0};
+  const uint64_t epoch = epochs.fetch_add(1, std::memory_order_relaxed) + 1;
+  auto seen = [epoch](const Node* node) { return node->signature_epoch == epoch; };
   signature.nodes.reserve(1024);
   auto is_parameter = [&](const Node* node) {
     return node->is_leaf() || (!variables.empty() && variables.contains(node));
@@ -278,14 +281,14 @@ absl::StatusOr<GraphSignature> Signature(const std::vector<NodePtr>& outputs,
     stack.push_back({output.get(), 0});
     while (!stack.empty()) {
       auto& [node, next] = stack.back();
-      if (position.contains(node)) {
+      if (seen(node)) {
         stack.pop_back();
         continue;
       }
       const bool parameter = is_parameter(node);
       if (!parameter && next < node->operands.size()) {
         Node* operand = node->operands[next++].get();
-        if (!position.contains(operand)) stack.push_back({operand, 0});
+        if (!seen(operand)) stack.push_back({operand, 0});
         continue;
       }
       if (parameter) {
@@ -318,16 +321,17 @@ absl::StatusOr<GraphSignature> Signature(const std::vector<NodePtr>& outputs,
         h.Add(node->op_hash[0]);
         h.Add(node->op_hash[1]);
         h.Add(node->operands.size());
-        for (const NodePtr& operand : node->operands) h.Add(position.at(operand.get()));
+        for (const NodePtr& operand : node->operands) h.Add(operand->signature_position);
       }
-      position[node] = signature.nodes.size();
+      node->signature_epoch = epoch;
+      node->signature_position = signature.nodes.size();
       signature.nodes.push_back(node);
       stack.pop_back();
     }
   }
   h.Add(0x0a7);
   h.Add(outputs.size());
-  for (const NodePtr& output : outputs) h.Add(position.at(output.get()));
+  for (const NodePtr& output : outputs) h.Add(output->signature_position);
   signature.hash[0] = h.a();
   signature.hash[1] = h.b();
   return signature;

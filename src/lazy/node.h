@@ -40,6 +40,9 @@ struct Node : std::enable_shared_from_this<Node> {
   // Signature that meets it: the proto is complete by then and never changes afterwards.
   bool op_hashed = false;
   uint64_t op_hash[2] = {0, 0};
+  // Signature's marks: the traversal that last met the node and the node's position in it.
+  uint64_t signature_epoch = 0;
+  uint64_t signature_position = 0;
 
   const ir::Shape& shape() const { return proto->shape(); }
   bool is_leaf() const { return host_value.has_value() || device_value != nullptr; }
