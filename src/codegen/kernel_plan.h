@@ -231,6 +231,9 @@ struct ProgramPlan {
   // else 0. Shaders are SPIR-V 1.5 without varying subgroup sizes, so a workgroup of at most this
   // many invocations is one subgroup.
   uint32_t subgroup_size = 0;
+  // Values per invocation a row kernel may keep in registers between its loops over the row
+  // (TargetInfo::row_cache_slots; row_cache.h); 0 recomputes them in each loop.
+  int64_t row_cache_slots = 0;
   // The instructions that live in buffers, and their buffer ids; every other instruction is
   // computed inline by the kernels that read it.
   std::map<const ir::Instruction*, int> materialized;

@@ -284,6 +284,11 @@ absl::StatusOr<std::string> KernelWriter::Value(const Instruction* instruction, 
   if (!compute && !stored_here && materialized != plan_.materialized.end()) {
     return ReadBuffer(materialized->second);
   }
+  if (!compute) {
+    if (auto found = row_values_.find(instruction); found != row_values_.end()) {
+      return found->second;
+    }
+  }
   auto key = std::make_pair(instruction, compute);
   if (auto found = names_.find(key); found != names_.end()) return found->second;
   if (instruction->shape().IsTuple()) {
@@ -292,11 +297,47 @@ absl::StatusOr<std::string> KernelWriter::Value(const Instruction* instruction, 
   VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(instruction->shape().dtype()));
   UseType(instruction->shape().dtype());
   std::string name = absl::StrCat("v", next_function_++);
+  const auto cache = row_caches_.find(instruction);
+  if (cache != row_caches_.end() && cache->second.load) {
+    absl::StrAppend(&functions_, "// ", instruction->name(), " kept from an earlier loop\n", type,
+                    " ", name, "(uint i) { return ", cache->second.array, "[row_slot]; }\n");
+    names_[key] = name;
+    return name;
+  }
   VKSPMD_ASSIGN_OR_RETURN(std::string body, Compute(*instruction, name));
-  absl::StrAppend(&functions_, "// ", instruction->name(), "\n", type, " ", name, "(uint i) {\n",
-                  body, "}\n");
+  if (cache != row_caches_.end()) {
+    // Computed here and kept for the later loops: the function's result is written once more
+    // into the array (the same value wherever this loop iteration reads it).
+    const std::string computed = absl::StrCat("v", next_function_++);
+    absl::StrAppend(&functions_, "// ", instruction->name(), "\n", type, " ", computed,
+                    "(uint i) {\n", body, "}\n", type, " ", name, "(uint i) {\n  ", type,
+                    " x = ", computed, "(i);\n  ", cache->second.array,
+                    "[row_slot] = x;\n  return x;\n}\n");
+  } else {
+    absl::StrAppend(&functions_, "// ", instruction->name(), "\n", type, " ", name, "(uint i) {\n",
+                    body, "}\n");
+  }
   names_[key] = name;
   return name;
+}
+
+absl::StatusOr<std::string> KernelWriter::DeclareRowCache(const Instruction* instruction,
+                                                          int64_t slots) {
+  VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(instruction->shape().dtype()));
+  UseType(instruction->shape().dtype());
+  if (!row_slot_declared_) {
+    absl::StrAppend(&functions_, "uint row_slot;\n");
+    row_slot_declared_ = true;
+  }
+  std::string array = absl::StrCat("kept", next_variable_++);
+  absl::StrAppend(&functions_, "// ", instruction->name(), " of this invocation's elements\n", type,
+                  " ", array, "[", slots, "];\n");
+  return array;
+}
+
+void KernelWriter::UseRowCaches(std::map<const Instruction*, RowCacheUse> caches) {
+  row_caches_ = std::move(caches);
+  names_.clear();
 }
 
 absl::StatusOr<std::string> KernelWriter::DeclareRowValue(const Instruction* instruction) {
@@ -307,7 +348,7 @@ absl::StatusOr<std::string> KernelWriter::DeclareRowValue(const Instruction* ins
   absl::StrAppend(&functions_, "// ", instruction->name(), " of the current row\n", type, " ",
                   variable, ";\n", type, " ", name, "(uint i) { return ",
                   WrapToWidth(instruction->shape().dtype(), variable), "; }\n");
-  names_[std::make_pair(instruction, false)] = name;
+  row_values_[instruction] = name;
   return variable;
 }
 

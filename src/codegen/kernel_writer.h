@@ -48,6 +48,19 @@ class KernelWriter {
   // Declares a private variable that main() sets to `instruction`'s value for the row the
   // invocation computes, and makes Value(instruction) read it (row fusion). Returns its name.
   absl::StatusOr<std::string> DeclareRowValue(const ir::Instruction* instruction);
+
+  // Row kernels keeping values between their loops over the row (row_cache.h): a per-invocation
+  // array of `slots` values of `instruction`'s type, indexed by the private `row_slot` that each
+  // loop iteration sets (its iteration number). Returns the array's name.
+  absl::StatusOr<std::string> DeclareRowCache(const ir::Instruction* instruction, int64_t slots);
+  // How Value() gives each cached instruction from now on: its array's element row_slot
+  // (`load`), or its computation, which also writes that element (not `load`). Every other value
+  // reading one of them gets new functions, so code written before keeps its own.
+  struct RowCacheUse {
+    std::string array;
+    bool load = false;
+  };
+  void UseRowCaches(std::map<const ir::Instruction*, RowCacheUse> caches);
   // Adds GLSL after the functions written so far (which it may call), before main().
   void AddFunction(const std::string& code) { functions_ += code; }
   // Declares a workgroup-shared array of `count` values; returns its name.
@@ -79,6 +92,9 @@ class KernelWriter {
   const ProgramPlan& plan_;
   const KernelPlan& kernel_;
   std::map<std::pair<const ir::Instruction*, bool>, std::string> names_;
+  std::map<const ir::Instruction*, std::string> row_values_;  // DeclareRowValue's functions.
+  std::map<const ir::Instruction*, RowCacheUse> row_caches_;
+  bool row_slot_declared_ = false;
   std::map<int, std::string> buffer_reads_;
   std::map<int, VectorFunction> vector_reads_;
   std::set<int> bound_;      // Planned inputs the code reads.

@@ -309,6 +309,7 @@ class Planner {
       : module_(module), target_(target) {
     plan_.ids = ids;
     plan_.subgroup_size = target.subgroup_shuffle ? target.subgroup_size : 0;
+    plan_.row_cache_slots = target.row_cache_slots;
   }
 
   absl::StatusOr<ProgramPlan> Plan() {

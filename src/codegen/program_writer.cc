@@ -2,6 +2,7 @@
 #include "src/codegen/program_writer.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "src/codegen/dot_kernel.h"
 #include "src/codegen/kernel_writer.h"
 #include "src/codegen/reduction_code.h"
+#include "src/codegen/row_cache.h"
 
 namespace vkspmd::codegen {
 namespace {
@@ -168,16 +170,41 @@ absl::StatusOr<std::string> ReductionBody(const KernelPlan& kernel, KernelWriter
       lanes > 1 ? "  if (gl_LocalInvocationID.x == 0u) " : "  ", "store(w, result);\n");
 }
 
-// Row by row, the row reductions first (see row_fusion.h).
-absl::StatusOr<std::string> RowsBody(const KernelPlan& kernel, KernelWriter& writer,
-                                     uint32_t subgroup_size) {
+// Row by row, the row reductions first (see row_fusion.h), keeping the values several loops
+// read in per-invocation arrays where they fit (row_cache.h).
+absl::StatusOr<std::string> RowsBody(const ProgramPlan& plan, const KernelPlan& kernel,
+                                     KernelWriter& writer) {
   const RowPlan& row = kernel.row;
   const uint32_t lanes = row.lanes;
   const std::string lane = lanes > 1 ? "gl_LocalInvocationID.x" : "0u";
   std::string body =
       absl::StrCat("  uint o = i / ", lanes, "u;\n  if (o >= ", row.rows, "u) return;\n");
-  for (const Instruction* reduce : row.reductions) {
+  const std::vector<RowCache> caches = PlanRowCaches(plan, kernel, plan.row_cache_slots);
+  std::vector<std::string> arrays;
+  for (const RowCache& cache : caches) {
+    VKSPMD_ASSIGN_OR_RETURN(std::string array, writer.DeclareRowCache(cache.value, cache.slots));
+    arrays.push_back(array);
+  }
+  // Makes Value() give the kept values as loop `loop` reads them; whether the loop reads any (it
+  // is then written out iteration by iteration).
+  const auto use_caches = [&](size_t loop) {
+    if (caches.empty()) return false;
+    std::map<const Instruction*, KernelWriter::RowCacheUse> uses;
+    bool reads = false;
+    for (size_t c = 0; c < caches.size(); ++c) {
+      const std::vector<size_t>& loops = caches[c].loops;
+      if (loop < loops[0]) continue;
+      uses[caches[c].value] = {arrays[c], loop > loops[0]};
+      reads = reads || std::find(loops.begin(), loops.end(), loop) != loops.end();
+    }
+    writer.UseRowCaches(std::move(uses));
+    return reads;
+  };
+  const auto slots = [&](int64_t row_length) { return (row_length + lanes - 1) / lanes; };
+  for (size_t loop = 0; loop < row.reductions.size(); ++loop) {
+    const Instruction* reduce = row.reductions[loop];
     const int64_t row_length = reduce->operand(0)->shape().ElementCount() / row.rows;
+    const bool unrolled = use_caches(loop);
     LaneReduction reduction;
     VKSPMD_ASSIGN_OR_RETURN(reduction.type, GlslType(reduce->shape().dtype()));
     VKSPMD_ASSIGN_OR_RETURN(reduction.result, writer.DeclareRowValue(reduce));
@@ -189,11 +216,16 @@ absl::StatusOr<std::string> RowsBody(const KernelPlan& kernel, KernelWriter& wri
     reduction.begin = "0u";
     reduction.end = absl::StrCat(row_length, "u");
     reduction.lanes = lanes;
-    reduction.subgroup_size = subgroup_size;
+    reduction.subgroup_size = plan.subgroup_size;
+    if (unrolled) {
+      reduction.slots = slots(row_length);
+      reduction.length = row_length;
+    }
     absl::StrAppend(&body, LaneReductionCode(reduction, writer));
   }
   // The root and the values multi-output fusion added (a row kernel folded into its map reader),
   // each stored at the element it computes; a row reduction other kernels read, once per row.
+  const bool unrolled = use_caches(row.reductions.size());
   VKSPMD_ASSIGN_OR_RETURN(std::string value, writer.Value(kernel.root, /*compute=*/true));
   const int64_t row_length = kernel.root->shape().ElementCount() / row.rows;
   std::string stores = absl::StrCat("    store(e, ", value, "(e));\n");
@@ -206,8 +238,14 @@ absl::StatusOr<std::string> RowsBody(const KernelPlan& kernel, KernelWriter& wri
       absl::StrAppend(&stores, "    store", k + 1, "(e, ", stored, "(e));\n");
     }
   }
-  absl::StrAppend(&body, "  for (uint r = ", lane, "; r < ", row_length, "u; r += ", lanes,
-                  "u) {\n    uint e = o * ", row_length, "u + r;\n", stores, "  }\n");
+  const std::string element = absl::StrCat("    uint e = o * ", row_length, "u + r;\n");
+  if (unrolled) {
+    absl::StrAppend(&body,
+                    UnrolledRowLoop(0, slots(row_length), row_length, lanes, element + stores));
+  } else {
+    absl::StrAppend(&body, "  for (uint r = ", lane, "; r < ", row_length, "u; r += ", lanes,
+                    "u) {\n", element, stores, "  }\n");
+  }
   return body;
 }
 
@@ -224,7 +262,7 @@ absl::Status WriteKernel(const ProgramPlan& plan, KernelPlan& kernel) {
       body = ReductionBody(kernel, writer, plan.subgroup_size);
       break;
     case KernelKind::kRows:
-      body = RowsBody(kernel, writer, plan.subgroup_size);
+      body = RowsBody(plan, kernel, writer);
       break;
     case KernelKind::kDot:
       body = WriteDotKernel(kernel, writer);

@@ -58,6 +58,20 @@ std::string ShuffleXor(const std::string& type, const std::string& value) {
 
 }  // namespace
 
+std::string UnrolledRowLoop(int64_t first, int64_t slots, int64_t length, uint32_t lanes,
+                            const std::string& body) {
+  const std::string lane = lanes > 1 ? "gl_LocalInvocationID.x" : "0u";
+  std::string code;
+  for (int64_t j = first; j < slots; ++j) {
+    // Every lane's r is below the length where the iteration's last lane's is.
+    const bool whole = (j + 1) * int64_t{lanes} <= length;
+    absl::StrAppend(&code, "  {\n    uint r = ", lane, " + ", j * lanes, "u;\n",
+                    whole ? "" : absl::StrCat("    if (r < ", length, "u) {\n"),
+                    "    row_slot = ", j, "u;\n", body, whole ? "" : "    }\n", "  }\n");
+  }
+  return code;
+}
+
 std::string LaneReductionCode(const LaneReduction& reduction, KernelWriter& writer) {
   const std::string& type = reduction.type;
   // Folds `value` (guarded by `value_has`) into acc/has.
@@ -67,13 +81,30 @@ std::string LaneReductionCode(const LaneReduction& reduction, KernelWriter& writ
                         "; has = true; }\n    }\n");
   };
   const std::string lanes = absl::StrCat(reduction.lanes, "u");
-  // The first element seeds the accumulator, so the loop itself combines unconditionally.
-  std::string code = absl::StrCat(
-      "  {\n  ", type, " acc = ", type, "(0);\n  uint r = ", reduction.begin,
-      reduction.lanes > 1 ? " + gl_LocalInvocationID.x" : "", ";\n  bool has = r < ", reduction.end,
-      ";\n  if (has) { acc = ", reduction.element, "; r += ", lanes, "; }\n", "  for (; r < ",
-      reduction.end, "; r += ", lanes, ") {\n    ", type, " a = acc;\n    ", type,
-      " b = ", reduction.element, ";\n    acc = ", reduction.combine, ";\n  }\n");
+  std::string code;
+  if (reduction.slots > 0) {
+    // The first iteration seeds the accumulator (every lane below the length has it), the others
+    // combine: the loop's order, with a constant row_slot in each.
+    const std::string lane = reduction.lanes > 1 ? "gl_LocalInvocationID.x" : "0u";
+    code = absl::StrCat("  {\n  ", type, " acc = ", type, "(0);\n  bool has = ", lane, " < ",
+                        reduction.length, "u;\n  if (has) {\n    uint r = ", lane,
+                        ";\n    row_slot = 0u;\n    acc = ", reduction.element, ";\n  }\n");
+    if (reduction.slots > 1) {
+      const std::string step =
+          absl::StrCat("    ", type, " a = acc;\n    ", type, " b = ", reduction.element,
+                       ";\n    acc = ", reduction.combine, ";\n");
+      absl::StrAppend(&code,
+                      UnrolledRowLoop(1, reduction.slots, reduction.length, reduction.lanes, step));
+    }
+  } else {
+    // The first element seeds the accumulator, so the loop itself combines unconditionally.
+    code = absl::StrCat(
+        "  {\n  ", type, " acc = ", type, "(0);\n  uint r = ", reduction.begin,
+        reduction.lanes > 1 ? " + gl_LocalInvocationID.x" : "", ";\n  bool has = r < ",
+        reduction.end, ";\n  if (has) { acc = ", reduction.element, "; r += ", lanes, "; }\n",
+        "  for (; r < ", reduction.end, "; r += ", lanes, ") {\n    ", type, " a = acc;\n    ",
+        type, " b = ", reduction.element, ";\n    acc = ", reduction.combine, ";\n  }\n");
+  }
   if (reduction.lanes > 1) {
     writer.RequireSubgroups();
     absl::StrAppend(&code, "  for (uint offset = 1u; offset < min(gl_SubgroupSize, ", lanes,

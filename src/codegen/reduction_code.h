@@ -29,7 +29,18 @@ struct LaneReduction {
   // shuffles alone combine the lanes (no shared memory or barriers, which make CPU drivers run
   // the whole kernel as coroutines).
   uint32_t subgroup_size = 0;
+  // When > 0, the lane's loop is written out one iteration per slot (row caches, row_cache.h):
+  // r = lane + j * lanes for j < slots (begin is 0), r < `length`, each iteration setting the
+  // private row_slot to j first. The elements are combined in the same order as by the loop.
+  int64_t slots = 0;
+  int64_t length = 0;
 };
+
+// Iterations first .. slots-1 of a loop over a lane's elements of a row written out, each
+// setting row_slot to its j and running `body` (GLSL using `r`) where r = lane + j * lanes is
+// below `length`.
+std::string UnrolledRowLoop(int64_t first, int64_t slots, int64_t length, uint32_t lanes,
+                            const std::string& body);
 
 // The code of one reduction inside main(). With lanes > 1 it declares shared memory and
 // requires subgroup operations through `writer`; every lane of the workgroup must run it.

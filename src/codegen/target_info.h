@@ -46,6 +46,10 @@ struct TargetInfo {
   // Dot kernels compute the elementwise consumers of their results before storing them
   // (dot_epilogue_fusion.h). VKSPMD_DOT_EPILOGUES=0 turns that off (src/exec; for comparisons).
   bool dot_epilogues = true;
+  // Values per invocation a row kernel may keep in registers between its loops over the row
+  // instead of computing them again in each (row_cache.h); 0: none. VKSPMD_ROW_CACHE_SLOTS
+  // overrides it (src/exec).
+  uint32_t row_cache_slots = 32;
 };
 
 }  // namespace vkspmd::codegen

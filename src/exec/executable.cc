@@ -8,9 +8,11 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "src/base/environment.h"
@@ -170,6 +172,12 @@ codegen::TargetInfo TargetFor(const runtime::MeshDevice& device) {
         target.cooperative_matrix_f16 = {shape.m, shape.n, shape.k};
       }
     }
+  }
+  // VKSPMD_ROW_CACHE_SLOTS=N: values per invocation row kernels keep between their loops (0:
+  // recompute them in each loop, as before row caches; for comparisons).
+  if (const std::optional<std::string> slots = base::EnvironmentValue("VKSPMD_ROW_CACHE_SLOTS")) {
+    uint32_t value = 0;
+    if (absl::SimpleAtoi(*slots, &value)) target.row_cache_slots = value;
   }
   target.dot_epilogues = base::EnvironmentValue("VKSPMD_DOT_EPILOGUES").value_or("1") != "0";
   const std::string dot_kernel = base::EnvironmentValue("VKSPMD_DOT_KERNEL").value_or("");

@@ -1,12 +1,15 @@
 // Multi-output fusion on a device: row kernels absorbing the kernels they read (softmax's masked
 // scores, row max, exponentials, sum and quotient as one dispatch storing each), and map kernels
-// absorbing producers they read through reshapes; checked against the CPU reference with the
-// recorded vkCmdDispatch calls pinned.
+// absorbing producers they read through reshapes; row kernels keeping values several of their
+// loops read in registers (row_cache.h), and recomputing them where rows are too long; checked
+// against the CPU reference with the recorded vkCmdDispatch calls pinned.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "src/exec/executable.h"
 #include "src/ir/parser.h"
@@ -22,6 +25,77 @@ namespace {
 std::string TestdataText(const std::string& name) {
   return ReadTestdataText(VKSPMD_TESTDATA_DIR, name);
 }
+
+// How many times `needle` occurs in `text`.
+int Count(const std::string& text, const std::string& needle) {
+  int count = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
+// testdata/fusion/softmax_forward_kept with rows of `length` instead of 19.
+std::string SoftmaxOfRows(int64_t length) {
+  return absl::StrReplaceAll(TestdataText("fusion/softmax_forward_kept"),
+                             {{",19]", absl::StrCat(",", length, "]")}});
+}
+
+// A training step's layer norm forward with the residual add before it (x = a + b, kept for the
+// backward, as are the centred values and the per-row reciprocal deviation), rows of `length`.
+std::string LayerNormOfRows(int64_t length) {
+  return absl::StrReplaceAll(R"(HloModule layer_norm_forward
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY e {
+  a = f32[6,7,LEN] parameter(0)
+  b = f32[6,7,LEN] parameter(1)
+  gamma = f32[LEN] parameter(2)
+  beta = f32[LEN] parameter(3)
+  x = f32[6,7,LEN] add(a, b)
+  zero = f32[] constant(0)
+  sum = f32[6,7] reduce(x, zero), dimensions={2}, to_apply=add
+  n = f32[] constant(LEN)
+  nb = f32[6,7] broadcast(n), dimensions={}
+  mean = f32[6,7] divide(sum, nb)
+  meanb = f32[6,7,LEN] broadcast(mean), dimensions={0,1}
+  c = f32[6,7,LEN] subtract(x, meanb)
+  cc = f32[6,7,LEN] multiply(c, c)
+  ss = f32[6,7] reduce(cc, zero), dimensions={2}, to_apply=add
+  var = f32[6,7] divide(ss, nb)
+  eps = f32[] constant(1e-5)
+  epsb = f32[6,7] broadcast(eps), dimensions={}
+  ve = f32[6,7] add(var, epsb)
+  rs = f32[6,7] rsqrt(ve)
+  rsb = f32[6,7,LEN] broadcast(rs), dimensions={0,1}
+  xh = f32[6,7,LEN] multiply(c, rsb)
+  gb = f32[6,7,LEN] broadcast(gamma), dimensions={2}
+  bb = f32[6,7,LEN] broadcast(beta), dimensions={2}
+  g = f32[6,7,LEN] multiply(xh, gb)
+  y = f32[6,7,LEN] add(g, bb)
+  ROOT t = (f32[6,7,LEN], f32[6,7,LEN], f32[6,7], f32[6,7,LEN]) tuple(x, xh, rs, y)
+}
+)",
+                             {{"LEN", absl::StrCat(length)}});
+}
+
+// The per-invocation arrays a row kernel keeps values in (KernelWriter::DeclareRowCache).
+int KeptArrays(const codegen::KernelPlan& kernel) {
+  return Count(kernel.glsl, "of this invocation's elements");
+}
+
+// Sets an environment variable for one scope.
+class ScopedEnvironment {
+ public:
+  ScopedEnvironment(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedEnvironment() { unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
 
 class RowKernelFusionDeviceTest : public DeviceTest {
  protected:
@@ -125,6 +199,79 @@ ENTRY e {
   ASSERT_EQ(compiled->kernels[0].also_stores.size(), 1u);
   EXPECT_EQ(compiled->kernels[0].also_stores[0]->name(), "g");
   EXPECT_EQ(DispatchesOfCompiling(device(0), text), 1);
+}
+
+TEST_F(RowKernelFusionDeviceTest, SoftmaxKeepsItsValuesInRegistersBetweenItsLoops) {
+  // The masked scores are read by the max's loop, by the sum's (through the exponentials) and
+  // stored; the exponentials by the sum's loop and stored. Each is computed once, in the first
+  // loop reading it, and kept in an array of ceil(row / lanes) values per invocation, while both
+  // fit the 32 the target allows: rows shorter than the lanes (3), a multiple of them (8 * 8),
+  // odd and prime (19, 31). Longer rows keep only the exponentials (ceil(row / lanes) in (16,
+  // 32]), or nothing (over 32 per invocation): then every loop computes them again.
+  for (int64_t length : {3, 8, 19, 31, 64, 67, 129, 257, 509}) {
+    SCOPED_TRACE(absl::StrCat("rows of ", length));
+    const std::string text = SoftmaxOfRows(length);
+    const codegen::ProgramPlan* compiled = CompileAndCompare(text);
+    ASSERT_NE(compiled, nullptr);
+    ASSERT_EQ(compiled->kernels.size(), 1u);
+    const codegen::KernelPlan& kernel = compiled->kernels[0];
+    ASSERT_EQ(kernel.kind, codegen::KernelKind::kRows);
+    const int64_t slots = (length + kernel.row.lanes - 1) / kernel.row.lanes;
+    const int expected = 2 * slots <= 32 ? 2 : slots <= 32 ? 1 : 0;
+    EXPECT_EQ(KeptArrays(kernel), expected) << kernel.glsl;
+    // The loops reading kept values are written out, each iteration setting row_slot: all three
+    // with both kept, the sum's and the stores' with the exponentials alone.
+    EXPECT_EQ(Count(kernel.glsl, "row_slot = "), (expected == 2 ? 3 : 2 * expected) * slots);
+    EXPECT_EQ(DispatchesOfCompiling(device(0), text), 1);
+  }
+}
+
+TEST_F(RowKernelFusionDeviceTest, LayerNormKeepsItsValuesInRegistersBetweenItsLoops) {
+  // The residual sum x is read by the mean's loop, the variance's (through the centred values)
+  // and the stores; the centred values by the variance's loop and the stores. Rows shorter than
+  // the lanes, odd, prime, the default model's 64, and too long to keep anything.
+  for (int64_t length : {5, 37, 64, 300}) {
+    SCOPED_TRACE(absl::StrCat("rows of ", length));
+    const codegen::ProgramPlan* compiled = CompileAndCompare(LayerNormOfRows(length));
+    ASSERT_NE(compiled, nullptr);
+    int kept = 0;
+    int64_t lanes = 0;
+    std::string kernels;
+    for (const codegen::KernelPlan& kernel : compiled->kernels) {
+      kept += KeptArrays(kernel);
+      if (kernel.kind == codegen::KernelKind::kRows) lanes = kernel.row.lanes;
+      absl::StrAppend(&kernels, kernel.name, " (", codegen::KernelKindName(kernel.kind), ", kept ",
+                      KeptArrays(kernel), ") ");
+    }
+    ASSERT_GT(lanes, 0) << kernels;
+    EXPECT_EQ(kept > 0, (length + lanes - 1) / lanes <= 32) << kernels;
+  }
+}
+
+TEST_F(RowKernelFusionDeviceTest, KeptAndRecomputedValuesAreTheSameBits) {
+  // VKSPMD_ROW_CACHE_SLOTS=0 recomputes every value in each loop, as before row caches: the same
+  // operations in the same order, so the same bits.
+  for (const std::string& text : {SoftmaxOfRows(19), LayerNormOfRows(37)}) {
+    absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
+    ASSERT_TRUE(module.ok()) << module.status();
+    const std::vector<ir::Literal> arguments = RandomArguments(**module, 3);
+    std::vector<ir::Literal> results;
+    for (const char* slots : {"32", "0"}) {
+      ScopedEnvironment environment("VKSPMD_ROW_CACHE_SLOTS", slots);
+      absl::StatusOr<std::unique_ptr<exec::Executable>> executable =
+          exec::Executable::Compile(**module, device(0));
+      ASSERT_TRUE(executable.ok()) << executable.status();
+      int kept = 0;
+      for (const codegen::KernelPlan& kernel : (*executable)->plan().kernels) {
+        kept += KeptArrays(kernel);
+      }
+      EXPECT_EQ(kept > 0, std::string(slots) != "0");
+      absl::StatusOr<ir::Literal> result = (*executable)->Run(arguments);
+      ASSERT_TRUE(result.ok()) << result.status();
+      results.push_back(std::move(*result));
+    }
+    EXPECT_EQ(CompareLiterals(results[0], results[1], /*relative=*/0), "");
+  }
 }
 
 }  // namespace
