@@ -250,6 +250,46 @@ ENTRY %main (a: f32[8,8], w: f32[8,6]) -> f32[8,6] {
   }
 }
 
+// unspecified_dims at both ends of a region (JAX's boundaries): the entry's Sharding custom-call
+// could take x on its columns from the operand, split [{}, {y,x}], but the region's 3 columns
+// cannot split evenly over x, so neither side takes it (a shard would hold other elements than
+// the full value's); the rows then take x inside on both sides together. Equal to the
+// unpartitioned program (fails when one side of the pair is left extended alone).
+TEST(PartialManualCollectivesTest, BoundaryTiesGrowBothSidesOrNeither) {
+  const Mesh mesh = *Mesh::Create({2, 2}, {}, {"x", "y"});
+  const absl::StatusOr<PartitionResult> result =
+      PartitionEquivalent(R"(HloModule m, num_partitions=4
+ENTRY %main (p: f32[8,6]) -> f32[8,6] {
+  %p = f32[8,6] parameter(0), sharding={devices=[1,4]<=[2,2]T(1,0)}
+  %c = f32[8,6] custom-call(f32[8,6] %p), custom_call_target="Sharding", sharding={devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}, backend_config="unspecified_dims=[0,1]"
+  %m = f32[8,3] custom-call(f32[8,6] %c), custom_call_target="SPMDFullToShardShape", sharding={devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={manual, replicated}}, backend_config="unspecified_dims=[0,1]"
+  %s = f32[8,3] custom-call(f32[8,3] %m), custom_call_target="Sharding", sharding={devices=[2,1,2]<=[4] last_tile_dims={manual}}
+  %n = f32[8,3] negate(f32[8,3] %s)
+  %e = f32[8,3] custom-call(f32[8,3] %n), custom_call_target="Sharding", sharding={devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={manual, replicated}}, backend_config="unspecified_dims=[0,1]"
+  ROOT %f = f32[8,6] custom-call(f32[8,3] %e), custom_call_target="SPMDShardToFullShape", sharding={devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}, backend_config="unspecified_dims=[0,1]"
+})",
+                          mesh);
+  ASSERT_TRUE(result.ok()) << result.status();
+  // The rows leave the region split over x (the exit's tie), the columns over y.
+  EXPECT_EQ(result->result_shardings[0].ToString(mesh), "[{x}, {y}]");
+  // A value entering whole (in_specs P()) from rows split over y: the entry's Sharding could take
+  // y from its operand, but the region is manual over y, so neither side takes it and the rows
+  // are gathered before the region (fails when the Sharding keeps y alone: the shard shapes
+  // then differ at the boundary).
+  const absl::StatusOr<PartitionResult> whole = PartitionEquivalent(R"(HloModule m, num_partitions=4
+ENTRY %main (p: f32[8,6]) -> f32[8,6] {
+  %p = f32[8,6] parameter(0), sharding={devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}
+  %c = f32[8,6] custom-call(f32[8,6] %p), custom_call_target="Sharding", sharding={replicated}, backend_config="unspecified_dims=[0,1]"
+  %m = f32[8,6] custom-call(f32[8,6] %c), custom_call_target="SPMDFullToShardShape", sharding={devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={manual, replicated}}, backend_config="unspecified_dims=[0,1]"
+  %n = f32[8,6] negate(f32[8,6] %m)
+  %e = f32[8,6] custom-call(f32[8,6] %n), custom_call_target="Sharding", sharding={devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={manual, replicated}}, backend_config="unspecified_dims=[0,1]"
+  ROOT %f = f32[8,6] custom-call(f32[8,6] %e), custom_call_target="SPMDShardToFullShape", sharding={replicated}, backend_config="unspecified_dims=[0,1]"
+})",
+                                                                    mesh);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_THAT(CollectiveGroups(*whole), ::testing::ElementsAre("all-gather {{0,1},{2,3}}"));
+}
+
 std::string PartitionError(const std::string& text, const Mesh& mesh) {
   return std::string(PartitionEquivalent(text, mesh).status().message());
 }
