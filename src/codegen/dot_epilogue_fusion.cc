@@ -116,22 +116,32 @@ int FuseDotEpilogues(ProgramPlan& plan, const TargetInfo& target, int64_t max_in
 
 bool IsDotEpilogue(const ir::Instruction& value,
                    const std::function<bool(const ir::Instruction*)>& in_buffer) {
+  // The planner asks this of every inline elementwise value, so the walk down to the buffers is
+  // bounded: a long chain of inline values (100,000 traced ops) would otherwise be walked from
+  // each of its links (quadratic) and, recursively, overflow the stack. An epilogue bigger than
+  // this is not worth a dot kernel's registers anyway.
+  constexpr size_t kMaxVisited = 256;
   bool reads_a_dot = false;
   std::set<std::pair<const Instruction*, bool>> checked;
-  std::function<bool(const Instruction*, bool)> walk = [&](const Instruction* node,
-                                                           bool same_index) {
+  std::vector<std::pair<const Instruction*, bool>> pending = {{&value, true}};
+  while (!pending.empty()) {
+    const auto [node, same_index] = pending.back();
+    pending.pop_back();
     if (node != &value && in_buffer(node)) {
-      if (node->opcode() != ir::Opcode::kDot) return true;
+      if (node->opcode() != ir::Opcode::kDot) continue;
       reads_a_dot = true;
-      return same_index && node->shape().ElementCount() == value.shape().ElementCount();
+      if (!same_index || node->shape().ElementCount() != value.shape().ElementCount()) {
+        return false;
+      }
+      continue;
     }
-    if (!checked.insert({node, same_index}).second) return true;
+    if (!checked.insert({node, same_index}).second) continue;
+    if (checked.size() > kMaxVisited) return false;
     for (int64_t k = 0; k < node->operand_count(); ++k) {
-      if (!walk(node->operand(k), same_index && ReadsOperandAtOwnIndex(*node, k))) return false;
+      pending.push_back({node->operand(k), same_index && ReadsOperandAtOwnIndex(*node, k)});
     }
-    return true;
-  };
-  return walk(&value, true) && reads_a_dot;
+  }
+  return reads_a_dot;
 }
 
 }  // namespace vkspmd::codegen
