@@ -313,8 +313,8 @@ void FindOpenDims(const ir::Computation& entry, const ShardingMap& shardings, Op
 
 // partition-id and replica-id have no rule: outside manual regions their meaning is ambiguous
 // (XLA refuses them too). Inside a partially manual region (annotated so, or flowing into a
-// partially manual value) each device keeps its own id, as in manual regions. Returns the
-// error for the first that is in neither.
+// partially manual value other than through the region's SPMDFullToShardShape) each device
+// keeps its own id, as in manual regions. Returns the error for the first that is in neither.
 absl::Status CheckDeviceIds(const ir::Computation& entry, const ShardingMap& shardings,
                             const std::vector<const Instruction*>& ids) {
   if (ids.empty()) return absl::OkStatus();
@@ -330,7 +330,13 @@ absl::Status CheckDeviceIds(const ir::Computation& entry, const ShardingMap& sha
     const Instruction* instruction = it->get();
     bool inside = std::any_of(shardings.at(instruction).begin(), shardings.at(instruction).end(),
                               [](const AxisSharding& leaf) { return leaf.IsPartiallyManual(); });
-    for (const Instruction* user : users[instruction]) inside = inside || reaches.contains(user);
+    for (const Instruction* user : users[instruction]) {
+      // A region's entry is the boundary: what feeds SPMDFullToShardShape is outside it (a
+      // partition-id there would be read once per device before the region splits the value).
+      const bool enters = user->opcode() == ir::Opcode::kCustomCall &&
+                          user->attributes().custom_call_target == "SPMDFullToShardShape";
+      inside = inside || (reaches.contains(user) && !enters);
+    }
     if (inside) reaches.insert(instruction);
   }
   for (const Instruction* id : ids) {

@@ -189,5 +189,28 @@ ENTRY %main (p: f32[4]) -> f32[4] {
                                    "manual regions"));
 }
 
+// A partition-id that only feeds a region's input is still outside the region: the walk from
+// the region's partially manual values stops at its SPMDFullToShardShape.
+TEST(PartialManualCollectivesTest, PartitionIdFeedingARegionsInputIsRefused) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module =
+      ir::ParseAndVerifyModule(R"(HloModule m, num_partitions=4
+ENTRY %main (a: f32[8,6]) -> f32[8,6] {
+  %a = f32[8,6] parameter(0), sharding={devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}
+  %pid = u32[] partition-id()
+  %cv = f32[] convert(u32[] %pid)
+  %b = f32[8,6] broadcast(f32[] %cv), dimensions={}
+  %x = f32[8,6] add(f32[8,6] %a, f32[8,6] %b)
+  %s = f32[8,6] custom-call(f32[8,6] %x), custom_call_target="Sharding", sharding={devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}
+  %m = f32[4,6] custom-call(f32[8,6] %s), custom_call_target="SPMDFullToShardShape", sharding={devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={manual, replicated}}
+  %t = f32[4,6] tanh(f32[4,6] %m)
+  %c = f32[4,6] custom-call(f32[4,6] %t), custom_call_target="Sharding", sharding={devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={manual, replicated}}
+  ROOT %r = f32[8,6] custom-call(f32[4,6] %c), custom_call_target="SPMDShardToFullShape", sharding={devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}
+})");
+  ASSERT_TRUE(module.ok()) << module.status();
+  EXPECT_THAT(std::string(Partition(**module, MakeMesh({2, 2})).status().message()),
+              ::testing::HasSubstr("%pid: the partitioner does not support partition-id outside "
+                                   "manual regions"));
+}
+
 }  // namespace
 }  // namespace vkspmd::spmd::testing
