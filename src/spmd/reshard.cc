@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 
+#include "absl/strings/str_join.h"
 #include "fmt/format.h"
 #include "src/base/status_macros.h"
 #include "src/spmd/factor_sharding.h"
@@ -335,14 +336,28 @@ absl::StatusOr<PartitionedValue> Reshard(SpmdBuilder& builder, const Partitioned
   // the other axes by propagation), so it is each group's own.
   const AxisSharding& from = value.sharding;
   const std::vector<int64_t> used = from.UsedAxes();
-  const bool enters_partially_manual =
-      to.IsPartiallyManual() && !from.IsSpecial() && !from.IsPartiallyManual() &&
-      from.device_order.empty() && std::none_of(used.begin(), used.end(), [&](int64_t axis) {
-        return std::find(to.manual_axes.begin(), to.manual_axes.end(), axis) !=
-               to.manual_axes.end();
-      });
+  const bool may_enter = to.IsPartiallyManual() && !from.IsSpecial() && !from.IsPartiallyManual() &&
+                         std::none_of(used.begin(), used.end(), [&](int64_t axis) {
+                           return std::find(to.manual_axes.begin(), to.manual_axes.end(), axis) !=
+                                  to.manual_axes.end();
+                         });
+  const bool enters_partially_manual = may_enter && from.device_order.empty();
   if (enters_partially_manual && !to.device_order.empty()) {
-    // Each group's own in any layout: read it in the region's, where its groups are.
+    // Each group's own in any layout: read it in the region's, where its groups are. That
+    // relabels the layout without moving data, so each device's shard must be the same one in
+    // both orders: its coordinates on the axes that split the value must not change.
+    const Mesh layout = LayoutMesh(to, mesh);
+    for (int64_t device : mesh.device_ids()) {
+      if (used.empty() || mesh.IndexAlong(device, used) == layout.IndexAlong(device, used)) {
+        continue;
+      }
+      return absl::UnimplementedError(fmt::format(
+          "a {} value cannot become {}: it is split in the mesh's device order ({}) and the "
+          "partially manual region lays its devices out as {}, where device {} would hold "
+          "another shard (moving the shards into the region's layout is not supported)",
+          from.ToString(mesh), to.ToString(mesh), absl::StrJoin(mesh.device_ids(), ","),
+          absl::StrJoin(to.device_order, ","), device));
+    }
     PartitionedValue laid_out = value;
     laid_out.sharding.device_order = to.device_order;
     laid_out.sharding.manual_axes = to.manual_axes;

@@ -7,9 +7,11 @@
 
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "src/spmd/factor_sharding.h"
 #include "src/spmd/partition_spec.h"
+#include "src/spmd/spmd_builder.h"
 #include "tests/spmd/spmd_test_util.h"
 
 namespace vkspmd::spmd::testing {
@@ -96,6 +98,40 @@ INSTANTIATE_TEST_SUITE_P(Meshes, ReshardPairsTest,
                          ::testing::Values(std::vector<int64_t>{4}, std::vector<int64_t>{2, 2},
                                            std::vector<int64_t>{2, 3},
                                            std::vector<int64_t>{2, 2, 2}));
+
+// A value split in the mesh's device order enters a partially manual region laid out in another
+// order only where each device's shard is the same in both: on 2x2, the region's order 0,3,1,2
+// puts device 1 at coordinates (1,0), so rows split over axis 1 (device 1 holds the second half
+// in the mesh's order) would be read as its first half: refused. A replicated value has nothing
+// to move and enters.
+TEST(ReshardIntoPartiallyManualTest, RelabelsTheLayoutOnlyWhereNoShardMoves) {
+  const Mesh mesh = *Mesh::Create({2, 2});
+  AxisSharding to = AxisSharding::Replicated(2);
+  to.dims[0] = {1};
+  to.manual_axes = {0};
+  to.device_order = {0, 3, 1, 2};
+  const ir::Shape global(ir::DType::kF32, {8, 6});
+  for (const bool split : {false, true}) {
+    ir::Module module("m");
+    ir::ComputationBuilder computation("main");
+    SpmdBuilder builder(computation, module, mesh);
+    AxisSharding from = AxisSharding::Replicated(2);
+    if (split) from.dims[0] = {1};
+    ir::Instruction* local = computation.Parameter(0, ShardShape(global, from, mesh));
+    const absl::StatusOr<PartitionedValue> entered =
+        Reshard(builder, PartitionedValue{local, global, from}, to);
+    if (!split) {
+      ASSERT_TRUE(entered.ok()) << entered.status();
+      EXPECT_EQ(entered->sharding, to);
+      continue;
+    }
+    ASSERT_FALSE(entered.ok());
+    EXPECT_THAT(std::string(entered.status().message()),
+                ::testing::HasSubstr("it is split in the mesh's device order (0,1,2,3) and the "
+                                     "partially manual region lays its devices out as 0,3,1,2, "
+                                     "where device 1 would hold another shard"));
+  }
+}
 
 }  // namespace
 }  // namespace vkspmd::spmd::testing
