@@ -131,7 +131,11 @@ void HashOp(Node& node) {
   h.Add(g.unique_indices);
   h.Add(a.is_stable);
   h.Add(a.total_order);
-  // Computations other than reducers are the trace's own objects: equal only when the same.
+  h.AddInts(a.unspecified_dims);
+  // Called computations (other than reducers, hashed by their opcode above) are never set by
+  // the lazy trace today, and LowerNode copies no called body into the module: hashing them by
+  // address is only a guard (a freed computation's reused address could collide), so an op
+  // that calls one must lower its body into the module and hash the body's structure instead.
   h.Add(a.called.size());
   for (const ir::Computation* called : a.called) h.Add(reinterpret_cast<uintptr_t>(called));
   h.Add(a.known_trip_count.has_value());

@@ -1,6 +1,7 @@
 // The lazy runtime: a training-style loop compiles once even when its learning rate changes every
 // step; assign keeps a tensor's identity and sharding; meshes over subsets of the devices; the
 // VKSPMD_DEBUG analysis names the cause, graph and the caller's line.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -283,6 +284,28 @@ TEST(RuntimeTest, GraphSignatureSeparatesGraphsThatLowerDifferently) {
   absl::StatusOr<lazy::LoweredGraph> lowered = lazy::Lower({graph}, device);
   ASSERT_TRUE(sig.ok() && lowered.ok());
   EXPECT_EQ(sig->parameters, lowered->parameters);
+}
+
+// Every attribute LowerNode copies is part of the op's hash: a Sharding custom call whose
+// unspecified_dims differ lowers differently (the partitioner may keep those dims split), so it
+// must not share a cached lowering with one that has none.
+TEST(RuntimeTest, OpHashSeparatesUnspecifiedDims) {
+  ir::Literal literal(ir::Shape(ir::DType::kF32, {2, 2}));
+  lazy::NodePtr x = lazy::MakeHostLeaf(std::move(literal));
+  auto sharding_op = [&](std::vector<int64_t> unspecified_dims) {
+    ir::InstructionAttributes attributes;
+    attributes.custom_call_target = "Sharding";
+    attributes.unspecified_dims = std::move(unspecified_dims);
+    absl::StatusOr<lazy::NodePtr> node =
+        lazy::MakeOp(ir::Opcode::kCustomCall, {x}, std::move(attributes));
+    EXPECT_TRUE(node.ok()) << node.status();
+    lazy::HashOp(**node);
+    return std::make_pair((*node)->op_hash[0], (*node)->op_hash[1]);
+  };
+  EXPECT_EQ(sharding_op({}), sharding_op({}));
+  EXPECT_NE(sharding_op({0}), sharding_op({}));
+  EXPECT_NE(sharding_op({0}), sharding_op({1}));
+  EXPECT_NE(sharding_op({0, 1}), sharding_op({0}));
 }
 
 std::vector<float> RepeatedSteps(const Mesh* mesh, int steps) {
