@@ -141,7 +141,7 @@ absl::StatusOr<NodePtr> LeaveManual(const NodePtr& x, const spmd::AxisSharding& 
                                     const std::vector<int64_t>& full_dims) {
   VKSPMD_RETURN_IF_ERROR(CheckManual(x, "disable_manual_sharding"));
   const spmd::Mesh& mesh = x->placement->local_mesh;
-  const std::vector<int64_t> manual = RegionManualAxes(x);
+  VKSPMD_ASSIGN_OR_RETURN(const std::vector<int64_t> manual, RegionManualAxes(x));
   VKSPMD_RETURN_IF_ERROR(
       CheckNamesOnly(sharding, manual, mesh, "disable_manual_sharding", kAutoAxis));
   const ir::Shape full(x->shape().dtype(), full_dims);
@@ -165,7 +165,7 @@ absl::StatusOr<NodePtr> LeaveManual(const NodePtr& x, const spmd::AxisSharding& 
                     x->placement);
 }
 
-std::vector<int64_t> RegionManualAxes(const NodePtr& x) {
+absl::StatusOr<std::vector<int64_t>> RegionManualAxes(const NodePtr& x) {
   const spmd::Mesh& mesh = x->placement->local_mesh;
   std::vector<int64_t> all(mesh.axis_count());
   std::iota(all.begin(), all.end(), 0);
@@ -176,15 +176,22 @@ std::vector<int64_t> RegionManualAxes(const NodePtr& x) {
          node->proto->opcode() != ir::Opcode::kPartitionId) {
     auto operand = std::find_if(node->operands.begin(), node->operands.end(),
                                 [](const NodePtr& o) { return o->manual; });
-    if (operand == node->operands.end()) return all;
+    // Never "every axis" here: that would let a collective over an auto axis through.
+    if (operand == node->operands.end()) {
+      return absl::InternalError(
+          absl::StrCat("the manual region of the ", ShapeText(x), " tensor has no entry (",
+                       node->proto->Describe(),
+                       " has no manual operand leading back to its "
+                       "SPMDFullToShardShape), so its manual axes are unknown"));
+    }
     node = operand->get();
   }
   const std::optional<ir::Sharding>& sharding = node->proto->sharding();
   if (!sharding.has_value() || sharding->kind() == ir::Sharding::Kind::kManual) return all;
-  absl::StatusOr<spmd::AxisSharding> axes =
-      spmd::FromHloSharding(*sharding, mesh, node->shape().rank());
-  if (!axes.ok() || axes->manual_axes.empty()) return all;
-  return axes->manual_axes;
+  VKSPMD_ASSIGN_OR_RETURN(spmd::AxisSharding axes,
+                          spmd::FromHloSharding(*sharding, mesh, node->shape().rank()));
+  if (axes.manual_axes.empty()) return all;
+  return axes.manual_axes;
 }
 
 absl::StatusOr<NodePtr> ConstrainInRegion(const NodePtr& x, const spmd::AxisSharding& sharding,
@@ -196,7 +203,7 @@ absl::StatusOr<NodePtr> ConstrainInRegion(const NodePtr& x, const spmd::AxisShar
                                                    placement->mesh.ToString()));
   }
   const spmd::Mesh& mesh = placement->local_mesh;
-  const std::vector<int64_t> manual = RegionManualAxes(x);
+  VKSPMD_ASSIGN_OR_RETURN(const std::vector<int64_t> manual, RegionManualAxes(x));
   if (static_cast<int64_t>(manual.size()) == mesh.axis_count()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "mark_sharding: the ", ShapeText(x),
@@ -231,7 +238,7 @@ absl::StatusOr<std::vector<int64_t>> ManualAxes(const NodePtr& x,
     }
     axes.push_back(*axis);
   }
-  const std::vector<int64_t> manual = RegionManualAxes(x);
+  VKSPMD_ASSIGN_OR_RETURN(const std::vector<int64_t> manual, RegionManualAxes(x));
   for (size_t i = 0; i < axes.size(); ++i) {
     if (Contains(manual, axes[i])) continue;
     return absl::InvalidArgumentError(absl::StrCat(
@@ -243,7 +250,8 @@ absl::StatusOr<std::vector<int64_t>> ManualAxes(const NodePtr& x,
 
 absl::StatusOr<NodePtr> AxisIndex(const NodePtr& x, const std::vector<int64_t>& axes) {
   VKSPMD_RETURN_IF_ERROR(CheckManual(x, "axis_index"));
-  if (static_cast<int64_t>(RegionManualAxes(x).size()) != x->placement->mesh.axis_count()) {
+  VKSPMD_ASSIGN_OR_RETURN(const std::vector<int64_t> manual, RegionManualAxes(x));
+  if (static_cast<int64_t>(manual.size()) != x->placement->mesh.axis_count()) {
     return absl::UnimplementedError(
         "axis_index: not supported in a manual region with auto axes (its partition-id would "
         "need the region's manual subgroup)");

@@ -29,8 +29,9 @@ absl::StatusOr<NodePtr> LeaveManual(const NodePtr& x, const spmd::AxisSharding& 
                                     const std::vector<int64_t>& full_dims);
 
 // The mesh axes (ascending) the manual region of `x` is manual over: every axis of its mesh, or
-// the axes a region with auto axes left to the user.
-std::vector<int64_t> RegionManualAxes(const NodePtr& x);
+// the axes a region with auto axes left to the user. INTERNAL when the region's entry cannot be
+// found from `x` (a manual node whose manual operands do not lead back to it).
+absl::StatusOr<std::vector<int64_t>> RegionManualAxes(const NodePtr& x);
 
 // mark_sharding inside a region with auto axes: `x` constrained to `sharding` over the auto axes
 // (a manual-subgroup sharding, as JAX's with_sharding_constraint inside shard_map(auto=)).

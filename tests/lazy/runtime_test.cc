@@ -16,6 +16,7 @@
 
 #include "src/lazy/engine.h"
 #include "src/lazy/lowering.h"
+#include "src/lazy/trace_manual.h"
 #include "src/lazy/trace_ops.h"
 #include "tests/lazy/lazy_test_util.h"
 #include "vkspmd/vkspmd.h"
@@ -306,6 +307,25 @@ TEST(RuntimeTest, OpHashSeparatesUnspecifiedDims) {
   EXPECT_NE(sharding_op({0}), sharding_op({}));
   EXPECT_NE(sharding_op({0}), sharding_op({1}));
   EXPECT_NE(sharding_op({0, 1}), sharding_op({0}));
+}
+
+// A manual value whose manual operands do not lead back to its region's entry has unknown manual
+// axes: an INTERNAL error, never "every axis" (which would let a collective over an auto axis
+// through).
+TEST(RuntimeTest, AManualValueWithoutItsRegionEntryIsAnError) {
+  absl::StatusOr<spmd::Mesh> mesh = spmd::Mesh::Create({2, 2}, {}, {"x", "y"});
+  ASSERT_TRUE(mesh.ok()) << mesh.status();
+  absl::StatusOr<lazy::PlacementPtr> placement = lazy::PlacementForMesh(*mesh);
+  ASSERT_TRUE(placement.ok()) << placement.status();
+  lazy::NodePtr orphan = lazy::MakeHostLeaf(ir::Literal(ir::Shape(ir::DType::kF32, {2})));
+  orphan->placement = *placement;
+  orphan->manual = true;
+  absl::StatusOr<std::vector<int64_t>> axes = lazy::trace::RegionManualAxes(orphan);
+  EXPECT_EQ(axes.status().code(), absl::StatusCode::kInternal) << axes.status();
+  // A collective over "y" (the check every collective of the API makes first).
+  absl::StatusOr<std::vector<int64_t>> over = lazy::trace::ManualAxes(orphan, {"y"}, "all_reduce");
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kInternal) << over.status();
+  EXPECT_THAT(std::string(over.status().message()), ::testing::HasSubstr("has no entry"));
 }
 
 std::vector<float> RepeatedSteps(const Mesh* mesh, int steps) {
