@@ -13,9 +13,10 @@ std::optional<std::string> EnvironmentValue(const char* name) {
   return std::string(value);
 }
 
-absl::StatusOr<bool> BoolFromEnvironment(const char* name) {
+absl::StatusOr<bool> BoolFromEnvironment(const char* name, bool otherwise) {
   std::optional<std::string> value = EnvironmentValue(name);
-  if (!value || value->empty() || *value == "0") return false;
+  if (!value || value->empty()) return otherwise;
+  if (*value == "0") return false;
   if (*value == "1") return true;
   return absl::InvalidArgumentError(absl::StrCat(name, "=", *value, " must be 0 or 1"));
 }

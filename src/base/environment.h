@@ -12,8 +12,9 @@ namespace vkspmd::base {
 // The variable's value, or nullopt when it is not set.
 std::optional<std::string> EnvironmentValue(const char* name);
 
-// Unset, empty or "0": false; "1": true; anything else INVALID_ARGUMENT naming the variable.
-absl::StatusOr<bool> BoolFromEnvironment(const char* name);
+// Unset or empty: `otherwise`; "0": false; "1": true; anything else INVALID_ARGUMENT naming the
+// variable.
+absl::StatusOr<bool> BoolFromEnvironment(const char* name, bool otherwise = false);
 
 // Unset or empty: nullopt; a number in [low, high]: it; anything else INVALID_ARGUMENT naming the
 // variable, the value and the range, in `unit` ("seconds").

@@ -3,14 +3,13 @@
 #include "src/lazy/autograd.h"
 
 #include <atomic>
-#include <cstdlib>
 #include <mutex>
-#include <string_view>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "src/autodiff/gradients.h"
+#include "src/base/environment.h"
 #include "src/base/status_macros.h"
 #include "src/lazy/context.h"
 #include "src/lazy/lowering.h"
@@ -41,12 +40,6 @@ absl::Status CheckInputs(const NodePtr& loss, const std::vector<NodePtr>& variab
     }
   }
   return absl::OkStatus();
-}
-
-bool EnvironmentFlag(const char* name, bool otherwise) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') return otherwise;
-  return std::string_view(value) != "0";
 }
 
 // The gradient module's entry as a recipe over the loss graph: each instruction is a parameter
@@ -224,8 +217,10 @@ absl::StatusOr<std::vector<NodePtr>> GradientsOf(const NodePtr& loss, const Plac
                                                  const std::vector<int64_t>& wrt) {
   // VKSPMD_GRADIENT_CACHE=0 differentiates every loss; VKSPMD_CHECK_GRADIENT_CACHE=1 does too
   // and fails when a replayed recipe's gradients differ from the fresh ones (tests).
-  const bool use_cache = EnvironmentFlag("VKSPMD_GRADIENT_CACHE", true);
-  const bool check_cache = EnvironmentFlag("VKSPMD_CHECK_GRADIENT_CACHE", false);
+  VKSPMD_ASSIGN_OR_RETURN(const bool use_cache,
+                          base::BoolFromEnvironment("VKSPMD_GRADIENT_CACHE", true));
+  VKSPMD_ASSIGN_OR_RETURN(const bool check_cache,
+                          base::BoolFromEnvironment("VKSPMD_CHECK_GRADIENT_CACHE"));
   if (!use_cache) {
     VKSPMD_ASSIGN_OR_RETURN(GradientRecipe recipe,
                             DifferentiateGraph(loss, placement, cut, signature, wrt));
@@ -236,7 +231,6 @@ absl::StatusOr<std::vector<NodePtr>> GradientsOf(const NodePtr& loss, const Plac
   for (int64_t number : wrt) absl::StrAppend(&key, number, ",");
   auto& recipes = Recipes();
   if (auto found = recipes.find(key); found != recipes.end()) {
-    gradient_cache_hits.fetch_add(1, std::memory_order_relaxed);
     std::shared_ptr<GradientRecipe> recipe = found->second;
     VKSPMD_ASSIGN_OR_RETURN(std::vector<NodePtr> replayed,
                             UseRecipe(*recipe, signature, placement, /*first_use=*/false,
@@ -256,6 +250,8 @@ absl::StatusOr<std::vector<NodePtr>> GradientsOf(const NodePtr& loss, const Plac
                                                 " differs from differentiating the graph again"));
       }
     }
+    // Counted once the replay (and its check) succeeded: a failed replay is no hit.
+    gradient_cache_hits.fetch_add(1, std::memory_order_relaxed);
     return replayed;
   }
   auto recipe = std::make_shared<GradientRecipe>();

@@ -2,15 +2,14 @@
 #include "src/lazy/context.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <optional>
-#include <string_view>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "src/base/environment.h"
 #include "src/base/status_macros.h"
 #include "src/debug/trace_writer.h"
 #include "src/ir/printer.h"
@@ -82,12 +81,6 @@ std::string ScalarKey(const ir::Literal& value, const Placement& placement) {
   return absl::StrCat(
       placement.key, "|", std::string(ir::DTypeName(value.dtype())), "|",
       absl::string_view(reinterpret_cast<const char*>(value.bytes().data()), value.bytes().size()));
-}
-
-bool EnvironmentFlag(const char* name, bool otherwise) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') return otherwise;
-  return std::string_view(value) != "0";
 }
 
 }  // namespace
@@ -197,8 +190,10 @@ absl::Status Context::SyncNodes(std::vector<NodePtr> nodes, const std::vector<Do
   // executable be gone, its text) instead of lowering and printing thousands of instructions.
   // VKSPMD_LOWERING_CACHE=0 lowers every graph; VKSPMD_CHECK_LOWERING_CACHE=1 lowers every graph
   // too and fails the sync when a cached lowering differs from the fresh one (tests).
-  const bool use_cache = EnvironmentFlag("VKSPMD_LOWERING_CACHE", true);
-  const bool check_cache = EnvironmentFlag("VKSPMD_CHECK_LOWERING_CACHE", false);
+  VKSPMD_ASSIGN_OR_RETURN(const bool use_cache,
+                          base::BoolFromEnvironment("VKSPMD_LOWERING_CACHE", true));
+  VKSPMD_ASSIGN_OR_RETURN(const bool check_cache,
+                          base::BoolFromEnvironment("VKSPMD_CHECK_LOWERING_CACHE"));
   struct Pending {
     PlacementPtr placement;
     std::vector<NodePtr> outputs;

@@ -3,6 +3,7 @@
 // differentiating every step gives (on the devices and in the CPU reference); a loss graph that
 // differs in a shape, a constant, a sharding, an op's attributes or the tensors differentiated is
 // differentiated anew.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -148,6 +149,23 @@ TEST(GradientCacheTest, ALossGraphThatDiffersIsDifferentiatedAnew) {
   mark_sharding(wm2, mesh, {"tp", None});
   mark_step();
   EXPECT_EQ(Differentiations([&] { grad(loss_of(xm, wm2, 1e-5), {wm2}); }), 1);
+}
+
+// The cache switches read through base::BoolFromEnvironment: a value other than 0 or 1 is an
+// error at first use, as for the other VKSPMD_* switches, not silently "on".
+TEST(GradientCacheTest, ACacheSwitchOtherThanZeroOrOneIsAnError) {
+  Tensor w = tensor(std::vector<float>{1, 2, 3}, {3});
+  setenv("VKSPMD_GRADIENT_CACHE", "junk", 1);
+  EXPECT_THAT(ThrownMessage([&] { grad((w * w).sum(), {w}); }),
+              ::testing::HasSubstr("VKSPMD_GRADIENT_CACHE=junk must be 0 or 1"));
+  unsetenv("VKSPMD_GRADIENT_CACHE");
+  setenv("VKSPMD_LOWERING_CACHE", "yes", 1);
+  EXPECT_THAT(ThrownMessage([&] { (w * 3).to_vector<float>(); }),
+              ::testing::HasSubstr("VKSPMD_LOWERING_CACHE=yes must be 0 or 1"));
+  unsetenv("VKSPMD_LOWERING_CACHE");
+  EXPECT_EQ(Differentiations([&] { grad((w * w).sum(), {w}); }), 1);
+  EXPECT_EQ(Differentiations([&] { grad((w * w).sum(), {w}); }), 0);
+  EXPECT_EQ((w * 3).to_vector<float>(), (std::vector<float>{3, 6, 9}));
 }
 
 // A gather along dim 0 and one along dim 1 of a square tensor have the same shapes and operands:
