@@ -6,11 +6,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "src/lazy/autograd.h"
@@ -20,16 +22,24 @@
 namespace vkspmd::testing {
 namespace {
 
+// Equal bits prove nothing when both sides are NaN or infinite: every value must be finite.
+void ExpectFinite(const std::vector<float>& values) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    EXPECT_TRUE(std::isfinite(values[i])) << "element " << i << " is " << values[i];
+  }
+}
+
 std::vector<uint32_t> Bits(const std::vector<float>& values) {
+  ExpectFinite(values);
   std::vector<uint32_t> bits(values.size());
   std::memcpy(bits.data(), values.data(), values.size() * sizeof(float));
   return bits;
 }
 
 std::vector<uint32_t> Bits(const ir::Literal& literal) {
-  std::vector<uint32_t> bits(literal.bytes().size() / sizeof(uint32_t));
-  std::memcpy(bits.data(), literal.bytes().data(), bits.size() * sizeof(uint32_t));
-  return bits;
+  std::vector<float> values(literal.bytes().size() / sizeof(float));
+  std::memcpy(values.data(), literal.bytes().data(), values.size() * sizeof(float));
+  return Bits(values);
 }
 
 struct TrainingRun {
@@ -149,6 +159,75 @@ TEST(GradientCacheTest, ALossGraphThatDiffersIsDifferentiatedAnew) {
   mark_sharding(wm2, mesh, {"tp", None});
   mark_step();
   EXPECT_EQ(Differentiations([&] { grad(loss_of(xm, wm2, 1e-5), {wm2}); }), 1);
+}
+
+// A loss and the tensors to differentiate it by, traced anew (over the same data) at each call.
+using Problem = std::function<std::pair<Tensor, std::vector<Tensor>>()>;
+
+// How many times differentiating `problem` with the cache on differentiated a loss graph. The
+// gradients agree with the CPU reference and, bit for bit, with differentiating with the cache
+// off (every value finite).
+int64_t CheckedDifferentiations(const Problem& problem) {
+  const int64_t before = lazy::DifferentiationCount();
+  auto [loss, wrt] = problem();
+  std::vector<Tensor> cached = grad(loss, wrt);
+  const int64_t count = lazy::DifferentiationCount() - before;
+  setenv("VKSPMD_GRADIENT_CACHE", "0", 1);
+  auto [fresh_loss, fresh_wrt] = problem();
+  std::vector<Tensor> fresh = grad(fresh_loss, fresh_wrt);
+  unsetenv("VKSPMD_GRADIENT_CACHE");
+  EXPECT_EQ(cached.size(), fresh.size());
+  for (size_t k = 0; k < cached.size() && k < fresh.size(); ++k) {
+    const ir::Literal reference = MeshReferenceValue(cached[k]);
+    EXPECT_EQ(CompareWithReference(cached[k].to_host(), reference, 1e-4), "") << "gradient " << k;
+    EXPECT_EQ(Bits(cached[k].to_vector<float>()), Bits(fresh[k].to_vector<float>()))
+        << "gradient " << k;
+  }
+  return count;
+}
+
+// The same shapes on one device and replicated over a 2x2 mesh (or on a 2x2 mesh and on a mesh
+// of 4 devices in a row) are other programs: the recorded gradients of one placement must not be
+// replayed on the other.
+TEST(GradientCacheTest, APlacementThatDiffersIsDifferentiatedAnew) {
+  Mesh square({2, 2}, {}, {"dp", "tp"});
+  Mesh row({4}, {}, {"dp"});
+  manual_seed(9);
+  auto problem_on = [](const Mesh* mesh) {
+    Tensor x = randn({4, 3}), w = randn({3, 7});
+    if (mesh != nullptr) {
+      const PartitionSpec replicated = {None, None};
+      mark_sharding(x, *mesh, replicated);
+      mark_sharding(w, *mesh, replicated);
+    }
+    return [x, w] {
+      Tensor loss = pow(tanh(matmul(x, w)), 2).sum();
+      return std::make_pair(loss, std::vector<Tensor>{w, x});
+    };
+  };
+  EXPECT_EQ(CheckedDifferentiations(problem_on(nullptr)), 1);
+  EXPECT_EQ(CheckedDifferentiations(problem_on(nullptr)), 0);
+  EXPECT_EQ(CheckedDifferentiations(problem_on(&square)), 1);
+  EXPECT_EQ(CheckedDifferentiations(problem_on(&square)), 0);
+  EXPECT_EQ(CheckedDifferentiations(problem_on(&row)), 1);
+  EXPECT_EQ(CheckedDifferentiations(problem_on(&row)), 0);
+}
+
+// An intermediate value (not a leaf) among the tensors differentiated: its gradient and the
+// leaf's are replayed for a loss of the same graph and recomputed for another.
+TEST(GradientCacheTest, AnIntermediateValueAmongTheTensorsDifferentiated) {
+  manual_seed(10);
+  auto problem = [](int64_t rows) {
+    Tensor x = randn({rows, 4}), w = randn({4, 5});
+    return [x, w] {
+      Tensor hidden = tanh(matmul(x, w));
+      Tensor loss = (hidden * hidden * 0.5 + hidden).mean();
+      return std::make_pair(loss, std::vector<Tensor>{hidden, w});
+    };
+  };
+  EXPECT_EQ(CheckedDifferentiations(problem(3)), 1);
+  EXPECT_EQ(CheckedDifferentiations(problem(3)), 0);
+  EXPECT_EQ(CheckedDifferentiations(problem(6)), 1);
 }
 
 // The cache switches read through base::BoolFromEnvironment: a value other than 0 or 1 is an
