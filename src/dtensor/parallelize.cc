@@ -174,8 +174,9 @@ void parallelize_module(nn::Module& module, const DeviceMesh& mesh, const Parall
     if (const auto* fsdp = std::get_if<FullyShard>(&style)) {
       if (data_axis.empty()) {
         throw Error(ErrorCode::kInvalidArgument,
-                    absl::StrCat("parallelize_module: FullyShard on \"", name,
-                                 "\" shards over the data axis; name it (data_axis)"));
+                    absl::StrCat("parallelize_module: FullyShard on ",
+                                 name.empty() ? "the whole model" : "\"" + name + "\"",
+                                 " shards over the data axis; name it (data_axis)"));
       }
       for (const auto& [parameter, tensor] : found->second->named_parameters()) {
         fully_sharded[prefix + parameter] = fsdp->dim;

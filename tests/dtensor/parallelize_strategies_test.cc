@@ -264,7 +264,11 @@ TEST_F(ParallelizeStrategiesTest, FullyShardSplitsItsModulesParametersOverTheDat
   EXPECT_THAT(ThrownMessage([&] {
                 LinearShardings(line, {{"", FullyShard{}}}, "", "");
               }),
-              HasSubstr("FullyShard on \"\" shards over the data axis; name it"));
+              HasSubstr("FullyShard on the whole model shards over the data axis; name it"));
+  EXPECT_THAT(ThrownMessage([&] {
+                LinearShardings(line, {{"fc", FullyShard{}}}, "", "");
+              }),
+              HasSubstr("FullyShard on \"fc\" shards over the data axis; name it"));
   EXPECT_THAT(ThrownMessage([&] {
                 LinearShardings(line, {{"fc", FullyShard{1}}}, "", "dp");
               }),
