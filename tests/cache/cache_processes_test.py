@@ -76,6 +76,23 @@ class CacheProcessesTest(unittest.TestCase):
         self.assertGreater(metric(changed.stdout, "CompileCacheHits"), 0)  # The dot is shared.
         self.assertEqual(result(changed.stdout), result(self.run_probe("--sigmoid", cache="").stdout))
 
+    def test_operand_order_is_part_of_the_key(self):
+        # softmax(a - h) and softmax(h - a) differ only in the order of a subtraction's operands:
+        # in one process, and again with the first process's entries on disk, each must run its
+        # own program (equal to the uncached run's bits), never the other's.
+        def digests(output):
+            return re.search(r"^minus ([0-9a-f]{16})$", output, re.MULTILINE).group(1), re.search(
+                r"^swapped ([0-9a-f]{16})$", output, re.MULTILINE).group(1)
+
+        uncached = digests(self.run_probe("--minus", cache="").stdout)
+        self.assertNotEqual(uncached[0], uncached[1])
+        cold = self.run_probe("--minus")
+        self.assertEqual(digests(cold.stdout), uncached)
+        warm = self.run_probe("--minus")
+        self.assertGreater(metric(warm.stdout, "CompileCacheHits"), 0)
+        self.assertEqual(metric(warm.stdout, "CompileCacheMisses"), 0)
+        self.assertEqual(digests(warm.stdout), uncached)
+
     def test_changed_mesh_misses(self):
         self.run_probe()
         sharded = self.run_probe("--mesh")
