@@ -369,6 +369,14 @@ absl::StatusOr<PartitionedValue> Reshard(SpmdBuilder& builder, const Partitioned
         "a partially manual region keeps one layout of its manual groups throughout",
         from.ToString(mesh), to.ToString(mesh)));
   }
+  if (may_enter && !from.device_order.empty() && from.device_order != to.device_order) {
+    return absl::UnimplementedError(fmt::format(
+        "a {} value cannot become {}: its explicit device order ({}) differs from the partially "
+        "manual region's ({}); a value enters the region only in the region's order (or the "
+        "mesh's, where its shards sit on the same devices in both)",
+        from.ToString(mesh), to.ToString(mesh), absl::StrJoin(from.device_order, ","),
+        absl::StrJoin(to.device_order.empty() ? mesh.device_ids() : to.device_order, ",")));
+  }
   if (value.sharding.manual != to.manual ||
       (value.sharding.manual_axes != to.manual_axes && !enters_partially_manual)) {
     return absl::InvalidArgumentError(

@@ -212,5 +212,27 @@ ENTRY %main (a: f32[8,6]) -> f32[8,6] {
                                    "manual regions"));
 }
 
+// A value in the region laid out by its own explicit device list (0,1,2,3 here, the iota's
+// annotation) that differs from the region's order (0,3,1,2) is refused, and the error says so
+// with both orders (not that regions are entered only through their boundaries).
+TEST(PartialManualCollectivesTest, AnotherDeviceOrderInsideARegionNamesBothOrders) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module =
+      ir::ParseAndVerifyModule(R"(HloModule m, num_partitions=4
+ENTRY %main (a: f32[8,6]) -> f32[8,6] {
+  %a = f32[8,6] parameter(0), sharding={devices=[2,1,2]0,3,1,2 last_tile_dim_replicate}
+  %s = f32[8,6] custom-call(f32[8,6] %a), custom_call_target="Sharding", sharding={devices=[2,1,2]0,3,1,2 last_tile_dim_replicate}
+  %m = f32[4,6] custom-call(f32[8,6] %s), custom_call_target="SPMDFullToShardShape", sharding={devices=[1,1,2,2]0,3,1,2 last_tile_dims={manual, replicated}}
+  %i = f32[4,6] iota(), iota_dimension=0, sharding={devices=[2,1,2]0,2,1,3 last_tile_dim_replicate}
+  %sum = f32[4,6] add(f32[4,6] %m, f32[4,6] %i)
+  %c = f32[4,6] custom-call(f32[4,6] %sum), custom_call_target="Sharding", sharding={devices=[1,1,2,2]0,3,1,2 last_tile_dims={manual, replicated}}
+  ROOT %r = f32[8,6] custom-call(f32[4,6] %c), custom_call_target="SPMDShardToFullShape", sharding={devices=[2,1,2]0,3,1,2 last_tile_dim_replicate}
+})");
+  ASSERT_TRUE(module.ok()) << module.status();
+  const std::string message(Partition(**module, MakeMesh({2, 2})).status().message());
+  EXPECT_THAT(message, ::testing::HasSubstr("%sum: cannot partition add"));
+  EXPECT_THAT(message, ::testing::HasSubstr("its explicit device order (0,1,2,3) differs from the "
+                                            "partially manual region's (0,3,1,2)"));
+}
+
 }  // namespace
 }  // namespace vkspmd::spmd::testing
