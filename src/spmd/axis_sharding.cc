@@ -204,6 +204,10 @@ Mesh LayoutMesh(const AxisSharding& sharding, const Mesh& mesh) {
   return sharding.device_order.empty() ? mesh : mesh.WithDeviceIds(sharding.device_order);
 }
 
+bool IsLaidOutByDeviceOrder(const AxisSharding& sharding, const Mesh& mesh) {
+  return !sharding.IsSpecial() && (sharding.NumTiles(mesh) > 1 || sharding.IsPartiallyManual());
+}
+
 AxisSharding AxisSharding::InMeshOrder() const {
   AxisSharding plain = *this;
   plain.device_order.clear();

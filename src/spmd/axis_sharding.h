@@ -64,6 +64,10 @@ struct AxisSharding {
 // The mesh whose device array lays out a value under `sharding`: `mesh` with the sharding's
 // device order, if it has one.
 Mesh LayoutMesh(const AxisSharding& sharding, const Mesh& mesh);
+// Split, or partially manual: either way laid out by its device order (a partially manual
+// value's manual groups are the devices sharing a manual index in that order), so ops and
+// propagation must keep the order it has.
+bool IsLaidOutByDeviceOrder(const AxisSharding& sharding, const Mesh& mesh);
 
 // The HLO sharding of an axis sharding, built as PyTorch/XLA and JAX do (GSPMD-NOTES 1.3):
 // sharded axes in dim order, unused axes (ascending) form the last_tile_dim_replicate group;

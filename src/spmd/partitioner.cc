@@ -594,7 +594,7 @@ class Partitioner {
     std::vector<PartitionedValue> leaves(LeafCount(instruction.shape()));
     for (size_t r = 0; r < produced.size(); ++r) {
       produced[r].sharding.manual_axes = manual_axes_;
-      if (!device_order.empty() && IsSplit(produced[r].sharding)) {
+      if (!device_order.empty() && IsLaidOutByDeviceOrder(produced[r].sharding, mesh_)) {
         produced[r].sharding.device_order = device_order;
       }
       if (on_device.has_value()) produced[r].sharding.maximal_device = on_device;
@@ -642,12 +642,6 @@ class Partitioner {
     return device;
   }
 
-  // Split, or partially manual: either way laid out in its device order (a partially manual
-  // value's manual groups are the devices sharing a manual index in that order).
-  bool IsSplit(const AxisSharding& sharding) const {
-    return !sharding.IsSpecial() && (sharding.NumTiles(mesh_) > 1 || sharding.IsPartiallyManual());
-  }
-
   // The device layouts an op may run in: the mesh's order (empty), then each order its split
   // tensors are laid out in.
   std::vector<std::vector<int64_t>> LayoutCandidates(const std::vector<Tensor>& operands,
@@ -656,7 +650,7 @@ class Partitioner {
     for (const std::vector<Tensor>* tensors : {&results, &operands}) {
       for (const Tensor& tensor : *tensors) {
         const std::vector<int64_t>& order = tensor.sharding.device_order;
-        if (IsSplit(tensor.sharding) &&
+        if (IsLaidOutByDeviceOrder(tensor.sharding, mesh_) &&
             std::find(candidates.begin(), candidates.end(), order) == candidates.end()) {
           candidates.push_back(order);
         }
@@ -671,7 +665,7 @@ class Partitioner {
     if (order.empty()) return;
     for (Tensor& tensor : tensors) {
       AxisSharding& sharding = tensor.sharding;
-      if (!IsSplit(sharding)) continue;
+      if (!IsLaidOutByDeviceOrder(sharding, mesh_)) continue;
       if (sharding.device_order == order) {
         sharding.device_order.clear();
       } else if (sharding.device_order.empty()) {

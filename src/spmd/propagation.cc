@@ -107,7 +107,7 @@ class Propagator {
       AxisSharding& current = Slot(tensor.ref);
       if (current.IsSpecial()) continue;
       const AxisSharding proposed = ProjectToTensor(rule, *tensor.dims, chosen, mesh_);
-      const bool was_split = IsSplit(current);
+      const bool was_split = IsLaidOutByDeviceOrder(current, mesh_);
       const auto tie = tie_of_.find(tensor.ref.instruction);
       if (tie == tie_of_.end()) {
         if (!Grow(current, proposed, open)) continue;
@@ -248,19 +248,13 @@ class Propagator {
     return changed;
   }
 
-  // Split, or partially manual: either way its device order matters (a partially manual
-  // value's manual groups are laid out by it).
-  bool IsSplit(const AxisSharding& sharding) const {
-    return !sharding.IsSpecial() && (sharding.NumTiles(mesh_) > 1 || sharding.IsPartiallyManual());
-  }
-
   // The device order every split tensor of a rule is laid out in; none (the mesh's) when they
   // differ or none is split.
   std::vector<int64_t> CommonDeviceOrder(const std::vector<RuleTensor>& tensors) {
     std::optional<std::vector<int64_t>> order;
     for (const RuleTensor& tensor : tensors) {
       const AxisSharding& sharding = Current(tensor.ref);
-      if (!IsSplit(sharding)) continue;
+      if (!IsLaidOutByDeviceOrder(sharding, mesh_)) continue;
       if (order.has_value() && *order != sharding.device_order) return {};
       order = sharding.device_order;
     }
@@ -273,17 +267,24 @@ class Propagator {
   absl::flat_hash_map<const Instruction*, const BoundaryTie*> tie_of_;
 };
 
-// The open dims of each Sharding custom-call with unspecified_dims, as XLA's sharding
-// propagation treats them: open by themselves, or tied to the manual-region boundary that is
-// their only user when it lists the same dims (open too); not open when it lists others.
-void FindOpenDims(const ir::Computation& entry, const ShardingMap& shardings, OpenDims& open,
-                  std::vector<BoundaryTie>& ties) {
+// The instructions of `entry` that read each value, in program order.
+absl::flat_hash_map<const Instruction*, std::vector<const Instruction*>> UsersOf(
+    const ir::Computation& entry) {
   absl::flat_hash_map<const Instruction*, std::vector<const Instruction*>> users;
   for (const auto& instruction : entry.instructions()) {
     for (const Instruction* operand : instruction->operands()) {
       users[operand].push_back(instruction.get());
     }
   }
+  return users;
+}
+
+// The open dims of each Sharding custom-call with unspecified_dims, as XLA's sharding
+// propagation treats them: open by themselves, or tied to the manual-region boundary that is
+// their only user when it lists the same dims (open too); not open when it lists others.
+void FindOpenDims(const ir::Computation& entry, const ShardingMap& shardings, OpenDims& open,
+                  std::vector<BoundaryTie>& ties) {
+  absl::flat_hash_map<const Instruction*, std::vector<const Instruction*>> users = UsersOf(entry);
   for (const auto& instruction : entry.instructions()) {
     const ir::InstructionAttributes& attributes = instruction->attributes();
     if (attributes.custom_call_target != "Sharding" || attributes.unspecified_dims.empty() ||
@@ -318,12 +319,7 @@ void FindOpenDims(const ir::Computation& entry, const ShardingMap& shardings, Op
 absl::Status CheckDeviceIds(const ir::Computation& entry, const ShardingMap& shardings,
                             const std::vector<const Instruction*>& ids) {
   if (ids.empty()) return absl::OkStatus();
-  absl::flat_hash_map<const Instruction*, std::vector<const Instruction*>> users;
-  for (const auto& instruction : entry.instructions()) {
-    for (const Instruction* operand : instruction->operands()) {
-      users[operand].push_back(instruction.get());
-    }
-  }
+  absl::flat_hash_map<const Instruction*, std::vector<const Instruction*>> users = UsersOf(entry);
   absl::flat_hash_set<const Instruction*> reaches;  // flows into a partially manual value
   const auto& instructions = entry.instructions();
   for (auto it = instructions.rbegin(); it != instructions.rend(); ++it) {
