@@ -12,11 +12,8 @@
 
 #include "src/codegen/kernel_plan.h"
 #include "src/exec/executable.h"
-#include "src/ir/parser.h"
-#include "tests/exec/device_reference.h"
 #include "tests/exec/dispatch_counter.h"
-#include "tests/exec/random_module.h"
-#include "tests/support/device_test.h"
+#include "tests/support/compiled_program_test.h"
 
 namespace vkspmd::testing {
 namespace {
@@ -25,38 +22,16 @@ using codegen::KernelKind;
 using codegen::KernelPlan;
 using codegen::ProgramPlan;
 
-class DotEpilogueTest : public DeviceTest, public ::testing::WithParamInterface<std::string> {
+class DotEpilogueTest : public CompiledProgramTest,
+                        public ::testing::WithParamInterface<std::string> {
  protected:
   void SetUp() override {
     setenv("VKSPMD_DOT_KERNEL", GetParam().c_str(), 1);
     OpenDevices(1);
   }
   void TearDown() override {
-    executable_.reset();  // Its buffers and pipelines before the device.
     unsetenv("VKSPMD_DOT_KERNEL");
-    DeviceTest::TearDown();
-  }
-
-  // Compiles `text`, compares every output with the CPU reference for two random inputs (floats
-  // within `relative`, integers exactly), and returns the kernel plan (its instructions live in
-  // module_).
-  const ProgramPlan* CompileAndCompare(const std::string& text, double relative = 1e-4) {
-    absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
-    EXPECT_TRUE(module.ok()) << module.status();
-    if (!module.ok()) return nullptr;
-    module_ = std::move(*module);
-    for (uint32_t seed : {1u, 2u}) {
-      EXPECT_EQ(DeviceDiffersFromReference(*module_, RandomArguments(*module_, seed, -2, 2),
-                                           device(0), relative),
-                "")
-          << "seed " << seed;
-    }
-    absl::StatusOr<std::unique_ptr<exec::Executable>> executable =
-        exec::Executable::Compile(*module_, device(0));
-    EXPECT_TRUE(executable.ok()) << executable.status();
-    if (!executable.ok()) return nullptr;
-    executable_ = std::move(*executable);
-    return &executable_->plan();
+    CompiledProgramTest::TearDown();
   }
 
   static int Count(const ProgramPlan& plan, KernelKind kind) {
@@ -67,9 +42,6 @@ class DotEpilogueTest : public DeviceTest, public ::testing::WithParamInterface<
   static std::string EpilogueOf(const KernelPlan& kernel) {
     return kernel.epilogue == nullptr ? "(none)" : kernel.epilogue->name();
   }
-
-  std::unique_ptr<ir::Module> module_;
-  std::unique_ptr<exec::Executable> executable_;
 };
 
 TEST_P(DotEpilogueTest, ABiasAddIsStoredByTheDot) {

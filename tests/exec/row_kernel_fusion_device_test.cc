@@ -11,13 +11,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "src/codegen/program_plan.h"
 #include "src/exec/executable.h"
 #include "src/ir/parser.h"
-#include "tests/exec/device_reference.h"
 #include "tests/exec/dispatch_counter.h"
 #include "tests/exec/random_module.h"
 #include "tests/exec/testdata_programs.h"
-#include "tests/support/device_test.h"
+#include "tests/support/compiled_program_test.h"
 
 namespace vkspmd::testing {
 namespace {
@@ -97,36 +97,9 @@ class ScopedEnvironment {
   const char* name_;
 };
 
-class RowKernelFusionDeviceTest : public DeviceTest {
+class RowKernelFusionDeviceTest : public CompiledProgramTest {
  protected:
   void SetUp() override { OpenDevices(1); }
-  void TearDown() override {
-    executable_.reset();  // Its buffers and pipelines before the device.
-    DeviceTest::TearDown();
-  }
-
-  // Compiles `text`, compares every output with the CPU reference for two random inputs, and
-  // returns the kernel plan (its instructions live in module_).
-  const codegen::ProgramPlan* CompileAndCompare(const std::string& text) {
-    absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
-    EXPECT_TRUE(module.ok()) << module.status();
-    if (!module.ok()) return nullptr;
-    module_ = std::move(*module);
-    for (uint32_t seed : {1u, 2u}) {
-      EXPECT_EQ(DeviceDiffersFromReference(*module_, RandomArguments(*module_, seed), device(0)),
-                "")
-          << "seed " << seed;
-    }
-    absl::StatusOr<std::unique_ptr<exec::Executable>> executable =
-        exec::Executable::Compile(*module_, device(0));
-    EXPECT_TRUE(executable.ok()) << executable.status();
-    if (!executable.ok()) return nullptr;
-    executable_ = std::move(*executable);
-    return &executable_->plan();
-  }
-
-  std::unique_ptr<ir::Module> module_;
-  std::unique_ptr<exec::Executable> executable_;
 };
 
 TEST_F(RowKernelFusionDeviceTest, AForwardSoftmaxKeepingEveryValueIsOneDispatch) {
