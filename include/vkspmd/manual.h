@@ -79,8 +79,9 @@ Tensor ppermute(const Tensor& tensor, const std::string& axis,
 // first major, i.e. its rank in the group of a collective over them) as an s32 scalar, a
 // per-device value of the manual region. JAX takes only the axis name because shard_map binds
 // the mesh; here `region_tensor`, any tensor of the region, says which mesh (its devices may be
-// in any order: the index is the device's coordinate, not its id). Throws when `region_tensor`
-// is not inside a manual region or the mesh lacks an axis.
+// in any order: the index is the device's coordinate, not its id). In a region with auto axes it
+// is the coordinate along the manual `axes`. Throws when `region_tensor` is not inside a manual
+// region, the mesh lacks an axis, or an axis is automatic in the region (as JAX).
 Tensor axis_index(const Tensor& region_tensor, const std::vector<std::string>& axes);
 
 }  // namespace vkspmd

@@ -239,11 +239,18 @@ absl::StatusOr<std::vector<int64_t>> ManualAxes(const NodePtr& x,
     axes.push_back(*axis);
   }
   VKSPMD_ASSIGN_OR_RETURN(const std::vector<int64_t> manual, RegionManualAxes(x));
+  // JAX refuses both too: a collective over an auto axis would cross the partitioner's own
+  // layout, and a device's position along one is the partitioner's choice, not the program's.
+  const std::string why =
+      op == "axis_index"
+          ? "a device's index along an automatic axis is the partitioner's business (JAX "
+            "refuses it too); axis_index takes only manual axes"
+          : "collectives run only over manual axes";
   for (size_t i = 0; i < axes.size(); ++i) {
     if (Contains(manual, axes[i])) continue;
     return absl::InvalidArgumentError(absl::StrCat(
         op, ": mesh axis \"", names[i], "\" is automatic in this manual region (manual over ",
-        x->placement->mesh.AxesLabel(manual), "); collectives run only over manual axes"));
+        x->placement->mesh.AxesLabel(manual), "); ", why));
   }
   return axes;
 }
@@ -251,18 +258,15 @@ absl::StatusOr<std::vector<int64_t>> ManualAxes(const NodePtr& x,
 absl::StatusOr<NodePtr> AxisIndex(const NodePtr& x, const std::vector<int64_t>& axes) {
   VKSPMD_RETURN_IF_ERROR(CheckManual(x, "axis_index"));
   VKSPMD_ASSIGN_OR_RETURN(const std::vector<int64_t> manual, RegionManualAxes(x));
-  if (static_cast<int64_t>(manual.size()) != x->placement->mesh.axis_count()) {
-    return absl::UnimplementedError(
-        "axis_index: not supported in a manual region with auto axes (its partition-id would "
-        "need the region's manual subgroup)");
-  }
   // partition-id is the device's id in the local mesh (0..N-1), which may list its devices in
   // any order: the coordinate comes from a table indexed by it, not from arithmetic on the id.
-  // The {manual} annotation keeps the operand-less partition-id inside the region, so the
-  // partitioner copies it as the user's per-device code rather than refusing it.
+  // The region's sharding ({manual}, or the manual subgroup of a region with auto axes, which
+  // RegionManualAxes reads back) keeps the operand-less partition-id inside the region, so the
+  // partitioner copies it as the user's per-device code rather than refusing it; every device
+  // reads its own id there, so the table gives each its coordinate along the manual `axes`.
   const spmd::Mesh& mesh = x->placement->local_mesh;
   VKSPMD_ASSIGN_OR_RETURN(NodePtr id, MakeOp(ir::Opcode::kPartitionId, {}));
-  id->proto->set_sharding(ir::Sharding::Manual());
+  id->proto->set_sharding(RegionSharding(0, manual, mesh));
   id->placement = x->placement;
   id->manual = true;
   std::vector<int32_t> table(mesh.device_count());

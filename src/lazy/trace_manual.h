@@ -46,7 +46,9 @@ absl::StatusOr<std::vector<int64_t>> ManualAxes(const NodePtr& x,
                                                 const std::string& op);
 
 // JAX's axis_index: each device's linear index over mesh `axes` (first major; its rank in the
-// group of a collective along them) as an s32 scalar of the manual region `x` is in.
+// group of a collective along them) as an s32 scalar of the manual region `x` is in. `axes` are
+// manual axes of that region (ManualAxes checks names; an auto axis is its error), so in a
+// region with auto axes too the index is the device's coordinate along the manual ones.
 absl::StatusOr<NodePtr> AxisIndex(const NodePtr& x, const std::vector<int64_t>& axes);
 
 // Collectives over the device groups along `axes` (major first) of a manual value's mesh.
