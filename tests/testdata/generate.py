@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # Writes the HLO test programs of tests/testdata and their inputs and expected outputs, computed
 # independently with NumPy. Run with Debian's /usr/bin/python3 (python3-numpy); output is
-# deterministic, so re-running it changes nothing unless a case changes.
+# deterministic, so re-running it changes nothing unless a case changes (float32 products go
+# through numpy_oracle.matmul, not the CPU-dependent BLAS of `@`; check_generated.py checks).
 #
 # Files per case NAME: NAME.hlo; NAME.argK.npy (every device's argument K) or NAME.devD.argK.npy
 # (device D's); NAME.out.npy / NAME.out.J.npy (tuple element J) or NAME.devD.out.npy.
@@ -9,6 +10,8 @@ import math
 import os
 
 import numpy as np
+
+from numpy_oracle import matmul
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 rng = np.random.RandomState(1234)
@@ -326,7 +329,7 @@ ENTRY %main (p0: f32[8,16], p1: f32[16,4]) -> f32[8,4] {
   %p1 = f32[16,4]{1,0} parameter(1)
   ROOT %dot = f32[8,4]{1,0} dot(f32[8,16]{1,0} %p0, f32[16,4]{1,0} %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}, precision_config={default,default}
 }
-""", [a, b], a @ b)
+""", [a, b], matmul(a, b))
 
 a, b = f32(2, 4, 8), f32(2, 3, 8)
 case("dot_batch", """HloModule dot_batch
@@ -403,7 +406,7 @@ ENTRY %main (x: f32[4,16], gamma: f32[16], beta: f32[16]) -> f32[4,16] {
 """, [x, gamma, beta], (x - mean) / np.sqrt(var + np.float32(1e-5)) * gamma + beta)
 
 x, w1, b1, w2 = f32(8, 16), f32(16, 32), f32(32), f32(32, 4)
-h = x @ w1 + b1
+h = matmul(x, w1) + b1
 r = np.maximum(h, 0)
 case("mlp_forward", """HloModule jit_mlp_forward, entry_computation_layout={(f32[8,16]{1,0}, f32[16,32]{1,0}, f32[32]{0}, f32[32,4]{1,0})->f32[8,4]{1,0}}
 
@@ -420,10 +423,10 @@ ENTRY %main.10 (Arg_0.1: f32[8,16], Arg_1.2: f32[16,32], Arg_2.3: f32[32], Arg_3
   %Arg_3.4 = f32[32,4]{1,0} parameter(3)
   ROOT %dot.11 = f32[8,4]{1,0} dot(f32[8,32]{1,0} %maximum.10, f32[32,4]{1,0} %Arg_3.4), lhs_contracting_dims={1}, rhs_contracting_dims={0}
 }
-""", [x, w1, b1, w2], r @ w2)
+""", [x, w1, b1, w2], matmul(r, w2))
 
 g = f32(8, 4)
-dr = g @ w2.T
+dr = matmul(g, w2.T)
 dh = np.where(h > 0, dr, np.float32(0))
 case("mlp_backward", """HloModule jit_mlp_backward
 
@@ -448,7 +451,7 @@ ENTRY %main.20 (x: f32[8,16], w1: f32[16,32], b1: f32[32], w2: f32[32,4], g: f32
   %dot.12 = f32[16,32]{1,0} dot(f32[8,16]{1,0} %x, f32[8,32]{1,0} %select.10), lhs_contracting_dims={0}, rhs_contracting_dims={0}
   ROOT %tuple.13 = (f32[16,32]{1,0}, f32[32]{0}, f32[32,4]{1,0}) tuple(f32[16,32]{1,0} %dot.12, f32[32]{0} %reduce.11, f32[32,4]{1,0} %dot.7)
 }
-""", [x, w1, b1, w2, g], [x.T @ dh, dh.sum(axis=0), r.T @ g])
+""", [x, w1, b1, w2, g], [matmul(x.T, dh), dh.sum(axis=0), matmul(r.T, g)])
 
 # --- shape ops -----------------------------------------------------------------------------------
 x = f32(2, 3, 4)

@@ -6,10 +6,14 @@
 # Files per case NAME: NAME.hlo; NAME.argK.npy (every device's argument K) or NAME.devD.argK.npy;
 # NAME.out.npy / NAME.out.J.npy (tuple element J) or NAME.devD.out.npy / NAME.devD.out.J.npy.
 import os
+import sys
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # ../numpy_oracle.py, for this file and its modules
+from numpy_oracle import matmul  # noqa: E402
+
 rng = np.random.RandomState(4321)
 CASES = []
 
@@ -123,7 +127,7 @@ ENTRY main.50 {{
 
 
 x, w1, b1, w2, b2 = f32(8, 16), f32(16, 32), f32(32), f32(32, 5), f32(5)
-mlp_out = softmax(relu(x @ w1 + b1) @ w2 + b2)
+mlp_out = softmax(matmul(relu(matmul(x, w1) + b1), w2) + b2)
 case("jax_mlp_preopt", jax_mlp_hlo(), [x, w1, b1, w2, b2], mlp_out)
 
 # --- The same MLP compiled for a TPU-like backend (`.compile().as_text()`): '%' names, typed
@@ -225,7 +229,7 @@ ENTRY %IrToHlo.24 (p0.1: f32[5], p1.2: f32[5,32], p2.3: f32[32], p3.4: f32[32,16
   ROOT %tuple.17 = (f32[8,5]{1,0}) tuple(f32[8,5]{1,0} %add.16)
 }
 """
-case("torch_xla_mlp", TORCH_MLP, [b2, w2.T.copy(), b1, w1.T.copy(), x], [relu(x @ w1 + b1) @ w2 + b2])
+case("torch_xla_mlp", TORCH_MLP, [b2, w2.T.copy(), b1, w1.T.copy(), x], [matmul(relu(matmul(x, w1) + b1), w2) + b2])
 
 # --- A transformer block (pre-LN, 2 heads, tanh GELU), JAX pre-optimisation: calls for the
 # jitted layer norm and gelu, batched dots for attention.
@@ -234,16 +238,16 @@ S, D, H, HD, F = 5, 8, 2, 4, 12
 
 def block(xx, g1, be1, wqkv, wo, g2, be2, wf1, wf2):
     h = layer_norm(xx, g1, be1)
-    qkv = h @ wqkv  # [S, 3*D]
+    qkv = matmul(h, wqkv)  # [S, 3*D]
     q = qkv[:, 0:D].reshape(S, H, HD).transpose(1, 0, 2)
     k = qkv[:, D:2 * D].reshape(S, H, HD).transpose(1, 0, 2)
     v = qkv[:, 2 * D:3 * D].reshape(S, H, HD).transpose(1, 0, 2)
     scores = np.einsum("hqd,hkd->hqk", q, k) * np.float32(0.5)
     p = softmax(scores)
     attn = np.einsum("hqk,hkd->hqd", p, v).transpose(1, 0, 2).reshape(S, D)
-    y = xx + attn @ wo
+    y = xx + matmul(attn, wo)
     z = layer_norm(y, g2, be2)
-    return y + gelu_tanh(z @ wf1) @ wf2
+    return y + matmul(gelu_tanh(matmul(z, wf1)), wf2)
 
 
 LAYER_NORM = """layer_norm.{n} {{

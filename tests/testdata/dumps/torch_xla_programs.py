@@ -3,6 +3,7 @@
 # cond, an argsort and an index_add_, written by hand in XLA's syntax with NumPy oracles; the
 # block also as a 2x2-mesh SPMD dump. generate.py calls cases() and writes the files.
 import numpy as np
+from numpy_oracle import matmul  # ../numpy_oracle.py (generate.py puts .. on the path)
 
 rng = np.random.RandomState(2024)
 TORCH = "/usr/lib/python3/dist-packages/torch"
@@ -285,14 +286,14 @@ def softmax(x):
 
 def block_numpy(ids, table, g1, b1, wqkv, bqkv, wo, bo, g2, b2, w1, bb1, w2, bb2):
     x = table[ids]  # [B,S,D]
-    qkv = layer_norm(x, g1, b1) @ wqkv.T + bqkv
+    qkv = matmul(layer_norm(x, g1, b1), wqkv.T) + bqkv
     q, k, v = (qkv[..., j * D:(j + 1) * D].reshape(B, S, H, HD).transpose(0, 2, 1, 3)
                for j in range(3))
-    p = softmax(q @ k.transpose(0, 1, 3, 2) / np.float32(2))
-    y = x + (p @ v).transpose(0, 2, 1, 3).reshape(B, S, D) @ wo.T + bo
-    hidden = layer_norm(y, g2, b2) @ w1.T + bb1
+    p = softmax(matmul(q, k.transpose(0, 1, 3, 2)) / np.float32(2))
+    y = x + matmul(matmul(p, v).transpose(0, 2, 1, 3).reshape(B, S, D), wo.T) + bo
+    hidden = matmul(layer_norm(y, g2, b2), w1.T) + bb1
     gelu = hidden * np.float32(0.5) * (np.float32(1) + erf(hidden * np.float32(np.sqrt(0.5))))
-    return y + gelu @ w2.T + bb2
+    return y + matmul(gelu, w2.T) + bb2
 
 
 # The 2x2 SPMD dump: mesh ("data", "model") over devices 0..3; ids split on the batch ("data"),
