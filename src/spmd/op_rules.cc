@@ -567,21 +567,26 @@ absl::StatusOr<std::vector<OpRule>> RulesFor(const Instruction& instruction) {
       const auto cut = [&](int64_t d) {
         return attributes.dynamic_slice_sizes[d] != operand.dimension(d);
       };
-      bool run_time = false;
+      // A window is masked where a start is known only at run time, or where it takes one
+      // element of a dim (a scan's read of its stacked xs at an unrolled, constant step).
+      bool masked = false;
       for (int64_t d = 0; d < operand.rank(); ++d) {
-        run_time =
-            run_time || (cut(d) && instruction.operand(1 + d)->opcode() != Opcode::kConstant);
+        masked = masked || (cut(d) && (instruction.operand(1 + d)->opcode() != Opcode::kConstant ||
+                                       attributes.dynamic_slice_sizes[d] == 1));
       }
       for (int64_t d = 0; d < operand.rank(); ++d) {
         // Constant starts make the window a static slice (what XLA's simplifier turns it into
         // before partitioning); a start known only at run time is masked, and so are the
         // constant ones of the same window: the masked slice takes any start, and one
         // all-reduce sums the window where a halo along the constant dims would still leave
-        // the run-time dims to mask (XLA's HandleDynamicSlice gathers every such dim).
-        dims.push_back(!cut(d) ? WindowDim::kUnchanged
-                       : instruction.operand(1 + d)->opcode() == Opcode::kConstant && !run_time
-                           ? WindowDim::kShifted
-                           : WindowDim::kMasked);
+        // the run-time dims to mask (XLA's HandleDynamicSlice gathers every such dim). A
+        // one-element window is held by one device: passed through, the result dim would be
+        // split over shards all but one of which are empty, and making it whole costs an
+        // all-gather of (g-1) rows per device where the masked slice's all-reduce sends
+        // 2(g-1)/g rows (the partitioner still prices gathering the operand against it).
+        dims.push_back(!cut(d)  ? WindowDim::kUnchanged
+                       : masked ? WindowDim::kMasked
+                                : WindowDim::kShifted);
       }
       return std::vector<OpRule>{WindowRule(instruction, dims)};
     }

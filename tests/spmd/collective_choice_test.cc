@@ -666,6 +666,72 @@ ENTRY %main (x: f32[16,12], j: s32[]) -> f32[2,3] {
   EXPECT_EQ(result.BytesPerDevice(), 36);
 }
 
+// A lax.scan (JAX's dump, unrolled by its known trip count) over xs f32[5,8] split along the
+// scanned dim over T devices: every step reads one row (32 bytes) that one device holds. Hand
+// computed: each device slices the row if it holds it, zeroes it otherwise, and one all-reduce
+// sums it, 2 (T-1)/T x 32 bytes: 32 on 2 devices, 48 on 4, for each of the 5 steps. Before,
+// the first step (whose index is the constant 0 once unrolled) kept the row split over T shards
+// and gathered them ((T-1) x 32: 96 bytes on 4 devices); XLA's HandleDynamicSlice gathers the
+// whole of xs in every step ((T-1) x 2 x 32 = 192 bytes on 4 devices).
+TEST(CollectiveChoiceTest, ScanReadsEachRowOfItsSplitXsByOneAllReduce) {
+  const auto text = [](int64_t devices) {
+    return fmt::format(R"(HloModule jit_scan, num_partitions={0}
+
+%region_0.body (arg_tuple.8: (s32[], f32[8], f32[5,8], f32[5,8])) -> (s32[], f32[8], f32[5,8], f32[5,8]) {{
+  %arg_tuple.8 = (s32[], f32[8]{{0}}, f32[5,8]{{1,0}}, f32[5,8]{{1,0}}) parameter(0)
+  %get-tuple-element.9 = s32[] get-tuple-element(%arg_tuple.8), index=0
+  %constant.13 = s32[] constant(1)
+  %add.14 = s32[] add(%get-tuple-element.9, %constant.13)
+  %get-tuple-element.10 = f32[8]{{0}} get-tuple-element(%arg_tuple.8), index=1
+  %get-tuple-element.11 = f32[5,8]{{1,0}} get-tuple-element(%arg_tuple.8), index=2
+  %constant.15 = s32[] constant(0)
+  %dynamic-slice.16 = f32[1,8]{{1,0}} dynamic-slice(%get-tuple-element.11, %get-tuple-element.9, %constant.15), dynamic_slice_sizes={{1,8}}
+  %reshape.17 = f32[8]{{0}} reshape(%dynamic-slice.16)
+  %constant.18 = f32[] constant(0.5)
+  %broadcast.19 = f32[8]{{0}} broadcast(%constant.18), dimensions={{}}
+  %multiply.20 = f32[8]{{0}} multiply(%get-tuple-element.10, %broadcast.19)
+  %add.21 = f32[8]{{0}} add(%multiply.20, %reshape.17)
+  %get-tuple-element.12 = f32[5,8]{{1,0}} get-tuple-element(%arg_tuple.8), index=3
+  %reshape.22 = f32[1,8]{{1,0}} reshape(%add.21)
+  %dynamic-update-slice.23 = f32[5,8]{{1,0}} dynamic-update-slice(%get-tuple-element.12, %reshape.22, %get-tuple-element.9, %constant.15)
+  ROOT %tuple.24 = (s32[], f32[8]{{0}}, f32[5,8]{{1,0}}, f32[5,8]{{1,0}}) tuple(%add.14, %add.21, %get-tuple-element.11, %dynamic-update-slice.23)
+}}
+
+%region_1.cond (arg_tuple.26: (s32[], f32[8], f32[5,8], f32[5,8])) -> pred[] {{
+  %arg_tuple.26 = (s32[], f32[8]{{0}}, f32[5,8]{{1,0}}, f32[5,8]{{1,0}}) parameter(0)
+  %get-tuple-element.27 = s32[] get-tuple-element(%arg_tuple.26), index=0
+  %constant.31 = s32[] constant(5)
+  ROOT %compare.32 = pred[] compare(%get-tuple-element.27, %constant.31), direction=LT
+}}
+
+ENTRY %main.40 (Arg_0.1: f32[8], Arg_1.2: f32[5,8]) -> (f32[8], f32[5,8]) {{
+  %constant.7 = s32[] constant(0)
+  %Arg_0.1 = f32[8]{{0}} parameter(0), sharding={{replicated}}
+  %Arg_1.2 = f32[5,8]{{1,0}} parameter(1), sharding={{devices=[{0},1]<=[{0}]}}
+  %constant.33 = f32[] constant(0)
+  %broadcast.34 = f32[5,8]{{1,0}} broadcast(%constant.33), dimensions={{}}
+  %tuple.35 = (s32[], f32[8]{{0}}, f32[5,8]{{1,0}}, f32[5,8]{{1,0}}) tuple(%constant.7, %Arg_0.1, %Arg_1.2, %broadcast.34)
+  %while.36 = (s32[], f32[8]{{0}}, f32[5,8]{{1,0}}, f32[5,8]{{1,0}}) while(%tuple.35), condition=%region_1.cond, body=%region_0.body, backend_config={{"known_trip_count":{{"n":"5"}}}}
+  %get-tuple-element.37 = f32[8]{{0}} get-tuple-element(%while.36), index=1
+  %get-tuple-element.38 = f32[5,8]{{1,0}} get-tuple-element(%while.36), index=3
+  ROOT %tuple.39 = (f32[8]{{0}}, f32[5,8]{{1,0}}) tuple(%get-tuple-element.37, %get-tuple-element.38)
+}})",
+                       devices);
+  };
+  for (const auto& [devices, row_bytes] : {std::pair{2, 32}, std::pair{4, 48}}) {
+    SCOPED_TRACE(devices);
+    const PartitionResult result = PartitionText(text(devices), MakeMesh({devices}, {}));
+    ASSERT_NE(result.module, nullptr);
+    EXPECT_EQ(result.collectives.size(), 5u) << ir::PrintModule(*result.module);
+    EXPECT_EQ(Count(result, Opcode::kAllReduce), 5) << ir::PrintModule(*result.module);
+    for (const CollectiveRecord& record : result.collectives) {
+      EXPECT_EQ(record.bytes_per_device, row_bytes) << record.instruction;
+    }
+    EXPECT_EQ(result.BytesPerDevice(), 5 * row_bytes);
+    EXPECT_TRUE(result.fallbacks.empty());
+  }
+}
+
 struct ReshardCase {
   std::string name;
   std::vector<int64_t> mesh;
