@@ -16,6 +16,7 @@
 #include "src/ir/rng_expansion.h"
 #include "src/ir/text_reader.h"
 #include "src/ir/top_k.h"
+#include "src/ir/tuple_collectives.h"
 #include "src/ir/verifier.h"
 
 namespace vkspmd::ir {
@@ -341,6 +342,10 @@ class ModuleParser {
     instruction->set_name(name);
     instruction->set_location({name_token.line, name_token.column});
     while (reader_.TryConsume(",")) VKSPMD_RETURN_IF_ERROR(ParseAttribute(*instruction));
+    if (IsTupleCollective(*instruction)) {
+      return SplitCollective(computation, *instruction, name_token, start != nullptr, is_root,
+                             std::move(layout), root);
+    }
     if (*opcode == Opcode::kCustomCall && instruction->attributes().custom_call_target == "TopK") {
       rewritten_ = true;
       VKSPMD_ASSIGN_OR_RETURN(Instruction * top,
@@ -487,6 +492,29 @@ class ModuleParser {
       computations_.push_back(std::move(made));
     }
     return TopKAsSort(operand, k, comparator, add);
+  }
+
+  // A collective over several operands (XLA's combiners) as one per operand and a tuple
+  // (ir/tuple_collectives.h); an async start's -done then reads that tuple.
+  absl::Status SplitCollective(Computation& computation, const Instruction& collective,
+                               const Token& at, bool async_start, bool is_root, ParsedLayout layout,
+                               Instruction*& root) {
+    rewritten_ = true;
+    const AddInstructionFn add = [&](std::unique_ptr<Instruction> instruction) {
+      return AddGenerated(computation, std::move(instruction), at);
+    };
+    absl::StatusOr<Instruction*> tuple = CollectivePerOperand(collective, add);
+    if (!tuple.ok()) return reader_.ErrorAt(at, std::string(tuple.status().message()));
+    if (async_start) {
+      async_starts_[collective.name()] = *tuple;
+      if (is_root) {
+        return reader_.ErrorAt(at, fmt::format("ROOT %{} is an async start", collective.name()));
+      }
+      return absl::OkStatus();
+    }
+    names_[collective.name()] = *tuple;
+    layouts_[collective.name()] = std::move(layout);
+    return SetRoot(is_root, at, *tuple, root);
   }
 
   // custom-call(x), custom_call_target="TopK", as XLA printed top-k before its topk op: the k

@@ -70,7 +70,7 @@ TEST(PartialManualTestdataTest, EveryProgramOnEveryMeshEqualsNumPy) {
       ++runs;
     }
   }
-  EXPECT_EQ(runs, 6 * 2 + 3);
+  EXPECT_EQ(runs, 7 * 2 + 3);
 }
 
 // lax.all_gather over y inside the region runs on each device's x-shard of the rows (4 of 8),
@@ -103,6 +103,22 @@ TEST(PartialManualCollectivesTest, UserAllToAllExchangesColumnShards) {
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_THAT(CollectiveGroups(*result),
               ::testing::ElementsAre("all-to-all f32[4,3] {{0,1},{2,3}}"));
+}
+
+// Collectives over two operands (XLA's combiners, JAX's psum of a tuple) run as one per operand
+// on each device's x-shard of the rows, within the y pairs {0,1} and {2,3}: all-reduce(t, s),
+// all-gather(t, s) along the columns, and the tuple all-to-all (its operands stacked, exchanged
+// along the stacked dim). The exit's unspecified dims let the rows leave split over x.
+TEST(PartialManualCollectivesTest, TupleCollectivesRunOnePerOperandOnShards) {
+  const absl::StatusOr<PartitionResult> result =
+      PartitionChecked("shard_map_auto_tuple_collectives", MakeMesh({2, 2}));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_THAT(CollectiveGroups(*result),
+              ::testing::ElementsAre(
+                  "all-reduce f32[4,3] {{0,1},{2,3}}", "all-reduce f32[4,3] {{0,1},{2,3}}",
+                  "all-gather f32[4,6] {{0,1},{2,3}}", "all-gather f32[4,6] {{0,1},{2,3}}",
+                  "all-to-all f32[2,4,3] {{0,1},{2,3}}"));
+  EXPECT_EQ(result->result_shardings[0].ToString(result->mesh), "[{axis 0}, {axis 1}]");
 }
 
 // Manual groups {0,3} and {1,2} from explicit device lists: the user's psum keeps its pairs

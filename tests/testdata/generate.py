@@ -1039,6 +1039,39 @@ ENTRY %main.7 (Arg_0.1: f32[8,6]) -> f32[8,6] {
 }
 """, [a], 2 * np.tanh(a))
 
+# Collectives over several operands inside the region, as XLA's combiners write them (and JAX's
+# psum of a tuple): a in P(None, "y"), rows constrained to P("x") inside; all-reduce(t, s) and
+# all-gather(t, s) over y of t = tanh(a_y), s = sin(a_y), and an all-to-all(t, s) without
+# dimensions= (y member j receives operand j of each member), concatenated along the columns;
+# out_specs P(None, "y"). Each y group's block: [T | S | tanh(a) | sin(a) | x_0 | x_1] with
+# T, S the sums over both column halves a0, a1 and x = (t, t) for y = 0, (s, s) for y = 1.
+a = pm_f32(8, 6)
+a0, a1 = a[:, :3], a[:, 3:]
+common = [np.tanh(a0) + np.tanh(a1), np.sin(a0) + np.sin(a1), np.tanh(a), np.sin(a)]
+tuple_out = np.concatenate(common + [np.tanh(a0), np.tanh(a1)] + common + [np.sin(a0), np.sin(a1)], axis=1)
+case("shard_map_auto_tuple_collectives", PM_HEADER.format(name="jit_f", layout="(f32[8,6]{1,0})->f32[8,48]{1,0}", n=4) + ADD_F32 + f"""
+ENTRY %main.24 (Arg_0.1: f32[8,6]) -> f32[8,48] {{
+  %Arg_0.1 = f32[8,6]{{1,0}} parameter(0), sharding={{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}}, metadata={{op_name="a"}}
+  %custom-call.2 = f32[8,6]{{1,0}} custom-call(f32[8,6]{{1,0}} %Arg_0.1), custom_call_target="Sharding", sharding={{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}}, backend_config="unspecified_dims=[0]"
+  %custom-call.3 = f32[8,3]{{1,0}} custom-call(f32[8,6]{{1,0}} %custom-call.2), custom_call_target="SPMDFullToShardShape", sharding={{devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={{manual, replicated}}}}, backend_config="unspecified_dims=[0]"
+  %custom-call.4 = f32[8,3]{{1,0}} custom-call(f32[8,3]{{1,0}} %custom-call.3), custom_call_target="Sharding", sharding={{devices=[2,1,2]<=[4] last_tile_dims={{manual}}}}, {pm_meta("sharding_constraint")}
+  %tanh.5 = f32[8,3]{{1,0}} tanh(f32[8,3]{{1,0}} %custom-call.4), {pm_meta("tanh")}
+  %sine.6 = f32[8,3]{{1,0}} sine(f32[8,3]{{1,0}} %custom-call.4), {pm_meta("sin")}
+  %all-reduce.7 = (f32[8,3]{{1,0}}, f32[8,3]{{1,0}}) all-reduce(f32[8,3]{{1,0}} %tanh.5, f32[8,3]{{1,0}} %sine.6), channel_id=1, replica_groups={{{{0,1}},{{2,3}}}}, use_global_device_ids=true, to_apply=%add.f32, {pm_meta("psum")}
+  %get-tuple-element.8 = f32[8,3]{{1,0}} get-tuple-element((f32[8,3]{{1,0}}, f32[8,3]{{1,0}}) %all-reduce.7), index=0
+  %get-tuple-element.9 = f32[8,3]{{1,0}} get-tuple-element((f32[8,3]{{1,0}}, f32[8,3]{{1,0}}) %all-reduce.7), index=1
+  %all-gather.10 = (f32[8,6]{{1,0}}, f32[8,6]{{1,0}}) all-gather(f32[8,3]{{1,0}} %tanh.5, f32[8,3]{{1,0}} %sine.6), channel_id=2, replica_groups={{{{0,1}},{{2,3}}}}, dimensions={{1}}, use_global_device_ids=true, {pm_meta("all_gather")}
+  %get-tuple-element.11 = f32[8,6]{{1,0}} get-tuple-element((f32[8,6]{{1,0}}, f32[8,6]{{1,0}}) %all-gather.10), index=0
+  %get-tuple-element.12 = f32[8,6]{{1,0}} get-tuple-element((f32[8,6]{{1,0}}, f32[8,6]{{1,0}}) %all-gather.10), index=1
+  %all-to-all.13 = (f32[8,3]{{1,0}}, f32[8,3]{{1,0}}) all-to-all(f32[8,3]{{1,0}} %tanh.5, f32[8,3]{{1,0}} %sine.6), channel_id=3, replica_groups={{{{0,1}},{{2,3}}}}, {pm_meta("all_to_all")}
+  %get-tuple-element.14 = f32[8,3]{{1,0}} get-tuple-element((f32[8,3]{{1,0}}, f32[8,3]{{1,0}}) %all-to-all.13), index=0
+  %get-tuple-element.15 = f32[8,3]{{1,0}} get-tuple-element((f32[8,3]{{1,0}}, f32[8,3]{{1,0}}) %all-to-all.13), index=1
+  %concatenate.16 = f32[8,24]{{1,0}} concatenate(f32[8,3]{{1,0}} %get-tuple-element.8, f32[8,3]{{1,0}} %get-tuple-element.9, f32[8,6]{{1,0}} %get-tuple-element.11, f32[8,6]{{1,0}} %get-tuple-element.12, f32[8,3]{{1,0}} %get-tuple-element.14, f32[8,3]{{1,0}} %get-tuple-element.15), dimensions={{1}}
+  %custom-call.17 = f32[8,24]{{1,0}} custom-call(f32[8,24]{{1,0}} %concatenate.16), custom_call_target="Sharding", sharding={{devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={{manual, replicated}}}}, backend_config="unspecified_dims=[0]"
+  ROOT %custom-call.18 = f32[8,48]{{1,0}} custom-call(f32[8,24]{{1,0}} %custom-call.17), custom_call_target="SPMDShardToFullShape", sharding={{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}}, backend_config="unspecified_dims=[0]"
+}}
+""", [[a]] * 4, [tuple_out] * 4, devices=4)
+
 for name, hlo, args, outputs, devices in CASES:
     write(name, hlo, args, outputs, devices)
 print(f"wrote {len(CASES)} cases")
