@@ -8,10 +8,9 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "src/exec/executable.h"
-#include "src/interp/evaluator.h"
 #include "src/ir/printer.h"
 #include "src/ir/verifier.h"
+#include "tests/exec/device_reference.h"
 #include "tests/exec/random_module.h"
 #include "tests/support/device_test.h"
 
@@ -52,16 +51,12 @@ TEST_F(DifferentialTest, RandomModulesMatchTheReference) {
     ASSERT_TRUE(module.ok()) << "seed " << seed << ": " << module.status();
     ASSERT_TRUE(ir::VerifyModule(**module).ok()) << ir::VerifyModule(**module);
     std::vector<ir::Literal> arguments = RandomArguments(**module, seed);
-    absl::StatusOr<ir::Literal> reference = interp::Evaluate(**module, arguments);
-    ASSERT_TRUE(reference.ok()) << reference.status();
-    absl::StatusOr<std::unique_ptr<exec::Executable>> executable =
-        exec::Executable::Compile(**module, device(0));
-    ASSERT_TRUE(executable.ok()) << "seed " << seed << ": " << executable.status() << "\n"
-                                 << ir::PrintModule(**module);
-    absl::StatusOr<ir::Literal> result = (*executable)->Run(arguments);
-    ASSERT_TRUE(result.ok()) << result.status();
-    ASSERT_EQ(Difference(*result, *reference), "") << "seed " << seed << "\n"
-                                                   << ir::PrintModule(**module);
+    absl::StatusOr<DeviceAndReference> results =
+        RunOnDeviceAndReference(**module, arguments, device(0));
+    ASSERT_TRUE(results.ok()) << "seed " << seed << ": " << results.status().message() << "\n"
+                              << ir::PrintModule(**module);
+    ASSERT_EQ(Difference(results->device, results->reference), "") << "seed " << seed << "\n"
+                                                                   << ir::PrintModule(**module);
   }
 }
 
@@ -78,15 +73,12 @@ TEST_F(DifferentialTest, RandomHalfPrecisionModulesMatchTheReference) {
       ASSERT_TRUE(module.ok()) << "seed " << seed << ": " << module.status();
       ASSERT_TRUE(ir::VerifyModule(**module).ok()) << ir::VerifyModule(**module);
       std::vector<ir::Literal> arguments = RandomArguments(**module, seed);
-      absl::StatusOr<ir::Literal> reference = interp::Evaluate(**module, arguments);
-      ASSERT_TRUE(reference.ok()) << reference.status();
-      absl::StatusOr<std::unique_ptr<exec::Executable>> executable =
-          exec::Executable::Compile(**module, device(0));
-      ASSERT_TRUE(executable.ok()) << "seed " << seed << ": " << executable.status() << "\n"
-                                   << ir::PrintModule(**module);
-      absl::StatusOr<ir::Literal> result = (*executable)->Run(arguments);
-      ASSERT_TRUE(result.ok()) << result.status();
-      EXPECT_EQ(Difference(*result, *reference, tolerance), "")
+      absl::StatusOr<DeviceAndReference> results =
+          RunOnDeviceAndReference(**module, arguments, device(0));
+      ASSERT_TRUE(results.ok()) << ir::DTypeName(type) << " seed " << seed << ": "
+                                << results.status().message() << "\n"
+                                << ir::PrintModule(**module);
+      EXPECT_EQ(Difference(results->device, results->reference, tolerance), "")
           << ir::DTypeName(type) << " seed " << seed << "\n"
           << ir::PrintModule(**module);
     }

@@ -29,6 +29,7 @@
 #include "src/exec/executable.h"
 #include "src/interp/evaluator.h"
 #include "src/ir/parser.h"
+#include "tests/exec/device_reference.h"
 #include "tests/exec/literal_compare.h"
 #include "tests/exec/random_module.h"
 #include "tests/support/device_test.h"
@@ -80,14 +81,12 @@ class HalfPrecisionTest : public DeviceTest {
     absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
     if (!module.ok()) return absl::StrCat("parse: ", module.status().message(), "\n", text);
     if (arguments.empty()) arguments = RandomArguments(**module, 11, low, high);
-    absl::StatusOr<ir::Literal> reference = interp::Evaluate(**module, arguments);
-    if (!reference.ok()) return std::string(reference.status().message());
-    absl::StatusOr<std::unique_ptr<exec::Executable>> executable =
-        exec::Executable::Compile(**module, device(0));
-    if (!executable.ok()) return absl::StrCat(executable.status().message(), "\n", text);
-    absl::StatusOr<ir::Literal> result = (*executable)->Run(arguments);
-    if (!result.ok()) return std::string(result.status().message());
-    std::string difference = CompareHalf(*result, *reference, ulps);
+    absl::StatusOr<DeviceAndReference> results =
+        RunOnDeviceAndReference(**module, arguments, device(0));
+    if (!results.ok()) return absl::StrCat(results.status().message(), "\n", text);
+    const ir::Literal& result = results->device;
+    const ir::Literal& reference = results->reference;
+    std::string difference = CompareHalf(result, reference, ulps);
     return difference.empty() ? "" : absl::StrCat(difference, "\n", text);
   }
 };

@@ -13,6 +13,7 @@
 #include "src/exec/executable.h"
 #include "src/interp/evaluator.h"
 #include "src/ir/parser.h"
+#include "tests/exec/device_reference.h"
 #include "tests/exec/random_module.h"
 #include "tests/support/device_test.h"
 
@@ -44,23 +45,21 @@ class OpSweepTest : public DeviceTest {
     absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
     if (!module.ok()) return absl::StrCat("parse: ", module.status().message(), "\n", text);
     std::vector<ir::Literal> arguments = RandomArguments(**module, 7, low, high);
-    absl::StatusOr<ir::Literal> reference = interp::Evaluate(**module, arguments);
-    if (!reference.ok()) return std::string(reference.status().message());
-    absl::StatusOr<std::unique_ptr<exec::Executable>> executable =
-        exec::Executable::Compile(**module, device(0));
-    if (!executable.ok()) return absl::StrCat(executable.status().message(), "\n", text);
-    absl::StatusOr<ir::Literal> result = (*executable)->Run(arguments);
-    if (!result.ok()) return std::string(result.status().message());
-    for (int64_t i = 0; i < reference->ElementCount(); ++i) {
-      if (ir::IsFloat(reference->dtype())) {
-        double a = result->GetAsDouble(i), b = reference->GetAsDouble(i);
+    absl::StatusOr<DeviceAndReference> results =
+        RunOnDeviceAndReference(**module, arguments, device(0));
+    if (!results.ok()) return absl::StrCat(results.status().message(), "\n", text);
+    const ir::Literal& result = results->device;
+    const ir::Literal& reference = results->reference;
+    for (int64_t i = 0; i < reference.ElementCount(); ++i) {
+      if (ir::IsFloat(reference.dtype())) {
+        double a = result.GetAsDouble(i), b = reference.GetAsDouble(i);
         if ((std::isnan(a) && std::isnan(b)) || a == b) continue;
         if (std::fabs(a - b) <= 1e-4 * std::max(1.0, std::fabs(b))) continue;
         return absl::StrCat("element ", i, ": device ", a, ", reference ", b, "\n", text);
       }
-      if (result->GetAsInt64(i) != reference->GetAsInt64(i)) {
-        return absl::StrCat("element ", i, ": device ", result->GetAsInt64(i), ", reference ",
-                            reference->GetAsInt64(i), "\n", text);
+      if (result.GetAsInt64(i) != reference.GetAsInt64(i)) {
+        return absl::StrCat("element ", i, ": device ", result.GetAsInt64(i), ", reference ",
+                            reference.GetAsInt64(i), "\n", text);
       }
     }
     return "";
