@@ -50,6 +50,26 @@ std::string NegateProgram(int64_t devices, int64_t elements) {
              elements);
 }
 
+// kChainOps elementwise ops chained on one value (x·0.5 + 0.5, its square root, 0.5 over it; four
+// times): they fuse into one kernel reading and writing `elements` once, so against the negate of
+// as many elements they time an elementwise op's work apart from its bytes.
+std::string ChainProgram(int64_t devices, int64_t elements) {
+  std::string text = Header(devices, fmt::format("chain_{}x{}", kChainOps, elements)) +
+                     fmt::format(
+                         "ENTRY %main (p: f32[{0}]) -> f32[{0}] {{\n  %x0 = f32[{0}] parameter(0)\n"
+                         "  %half = f32[] constant(0.5)\n"
+                         "  %h = f32[{0}] broadcast(%half), dimensions={{}}\n",
+                         elements);
+  for (int k = 0; k < kChainOps / 4; ++k) {
+    const std::string root = k + 1 == kChainOps / 4 ? "ROOT " : "";
+    text += fmt::format(
+        "  %m{0} = f32[{1}] multiply(%x{0}, %h)\n  %a{0} = f32[{1}] add(%m{0}, %h)\n"
+        "  %s{0} = f32[{1}] sqrt(%a{0})\n  {2}%x{3} = f32[{1}] divide(%h, %s{0})\n",
+        k, elements, root, k + 1);
+  }
+  return text + "}\n";
+}
+
 // `count` dots chained x·w·w·…, each M×M by M×M: none can fuse with the next.
 std::string DotsProgram(int64_t devices, int64_t m, int count) {
   std::string text = Header(devices, fmt::format("dots_{}x{}", count, m)) +
@@ -176,49 +196,61 @@ absl::StatusOr<double> TimeProgram(const std::string& text, const spmd::Mesh& me
   return seconds[seconds.size() / 2];
 }
 
-double Charge(const ProgramLoad& load, const std::array<double, 3>& unit) {
-  return load.kernels * unit[0] + load.work * unit[1] + load.bytes * unit[2];
+// The unknowns of the kernel fit: seconds per dispatch, flop, byte and element op.
+constexpr int kUnits = 4;
+using Units = std::array<double, kUnits>;
+
+double Charge(const ProgramLoad& load, const Units& unit) {
+  return load.kernels * unit[0] + load.flops * unit[1] + load.bytes * unit[2] +
+         load.element_ops * unit[3];
 }
 
-// Solves a·u = b for three unknowns by Gaussian elimination with partial pivoting; nullopt when
-// singular.
-std::optional<std::array<double, 3>> Solve3(std::array<std::array<double, 3>, 3> a,
-                                            std::array<double, 3> b) {
-  for (int c = 0; c < 3; ++c) {
+// Solves a·u = b by Gaussian elimination with partial pivoting; nullopt when singular.
+std::optional<Units> Solve(std::array<Units, kUnits> a, Units b) {
+  for (int c = 0; c < kUnits; ++c) {
     int pivot = c;
-    for (int r = c + 1; r < 3; ++r) {
+    for (int r = c + 1; r < kUnits; ++r) {
       if (std::abs(a[r][c]) > std::abs(a[pivot][c])) pivot = r;
     }
     if (a[pivot][c] == 0) return std::nullopt;
     std::swap(a[c], a[pivot]);
     std::swap(b[c], b[pivot]);
-    for (int r = 0; r < 3; ++r) {
+    for (int r = 0; r < kUnits; ++r) {
       if (r == c) continue;
       const double factor = a[r][c] / a[c][c];
-      for (int k = 0; k < 3; ++k) a[r][k] -= factor * a[c][k];
+      for (int k = 0; k < kUnits; ++k) a[r][k] -= factor * a[c][k];
       b[r] -= factor * b[c];
     }
   }
-  return std::array<double, 3>{b[0] / a[0][0], b[1] / a[1][1], b[2] / a[2][2]};
+  Units u;
+  for (int r = 0; r < kUnits; ++r) u[r] = b[r] / a[r][r];
+  return u;
 }
 
 }  // namespace
 
-ProgramLoad BaseLoad() { return {1, kBaseElements, 8.0 * kBaseElements}; }
+// Element ops as the model counts them (every instruction's iteration space, at the element
+// rate): the parameter's elements, and the negate's or each chained op's, and the broadcast's.
+ProgramLoad BaseLoad() { return {1, 0, 8.0 * kBaseElements, 2.0 * kBaseElements}; }
 
 ProgramLoad TinyDotsLoad() {
   const double m = kTinyDotSize;
-  return {kTinyDots, kTinyDots * 2 * m * m * m, kTinyDots * 3 * 4 * m * m};
+  return {kTinyDots, kTinyDots * 2 * m * m * m, kTinyDots * 3 * 4 * m * m, 0};
 }
 
 ProgramLoad BigDotsLoad(int64_t dot_size) {
   const double m = static_cast<double>(dot_size);
-  return {kBigDots, kBigDots * 2 * m * m * m, kBigDots * 3 * 4 * m * m};
+  return {kBigDots, kBigDots * 2 * m * m * m, kBigDots * 3 * 4 * m * m, 0};
 }
 
 ProgramLoad ElementwiseLoad(int64_t elements) {
   const double e = static_cast<double>(elements);
-  return {1, e, 8 * e};
+  return {1, 0, 8 * e, 2 * e};
+}
+
+ProgramLoad ElementwiseChainLoad(int64_t elements) {
+  const double e = static_cast<double>(elements);
+  return {1, 0, 8 * e, (kChainOps + 2) * e};
 }
 
 ProgramLoad CollectiveProgramLoad(CollectiveKind kind, int64_t bytes, int64_t group,
@@ -227,7 +259,7 @@ ProgramLoad CollectiveProgramLoad(CollectiveKind kind, int64_t bytes, int64_t gr
   // Each restoring kernel writes the input's elements and reads as many (a reduce-scatter's
   // broadcast reads 1/n of them).
   const double read = kind == CollectiveKind::kReduceScatter ? 4 * e / group : 4 * e;
-  return {static_cast<double>(options.chain), options.chain * e, options.chain * (4 * e + read)};
+  return {static_cast<double>(options.chain), 0, options.chain * (4 * e + read), options.chain * e};
 }
 
 int64_t ModelBytes(CollectiveKind kind, int64_t bytes, int64_t group) {
@@ -239,47 +271,57 @@ absl::StatusOr<spmd::CostModel> FitCostModel(const CalibrationTimings& timings,
                                              const spmd::Mesh& mesh,
                                              const CalibrationOptions& options) {
   const ProgramLoad base = BaseLoad();
-  const std::array<ProgramLoad, 3> loads = {TinyDotsLoad(), BigDotsLoad(timings.dot_size),
-                                            ElementwiseLoad(timings.elementwise_elements)};
-  const std::array<double, 3> measured = {timings.tiny_dots, timings.big_dots, timings.elementwise};
-  std::array<std::array<double, 3>, 3> a;
-  std::array<double, 3> b;
-  for (int r = 0; r < 3; ++r) {
-    a[r] = {loads[r].kernels - base.kernels, loads[r].work - base.work,
-            loads[r].bytes - base.bytes};
+  const std::array<ProgramLoad, kUnits> loads = {
+      TinyDotsLoad(), BigDotsLoad(timings.dot_size), ElementwiseLoad(timings.elementwise_elements),
+      ElementwiseChainLoad(timings.elementwise_elements)};
+  const Units measured = {timings.tiny_dots, timings.big_dots, timings.elementwise,
+                          timings.elementwise_chain};
+  std::array<Units, kUnits> a;
+  Units b;
+  for (int r = 0; r < kUnits; ++r) {
+    a[r] = {loads[r].kernels - base.kernels, loads[r].flops - base.flops,
+            loads[r].bytes - base.bytes, loads[r].element_ops - base.element_ops};
     b[r] = measured[r] - timings.base;
   }
-  std::optional<std::array<double, 3>> unit = Solve3(a, b);
+  // Every program does more than the base one, so a difference of 0 or less is noise.
+  const bool ordered = std::all_of(b.begin(), b.end(), [](double d) { return d > 0; });
+  std::optional<Units> unit = Solve(a, b);
   double fixed = 0;  // a run's cost beyond its kernels
-  if (unit.has_value() && (*unit)[1] > 0) {
+  if (ordered && unit.has_value() && (*unit)[1] > 0 && (*unit)[3] > 0) {
     // Noise can make the small terms come out negative: a kernel never costs less than nothing.
     (*unit)[0] = std::max(0.0, (*unit)[0]);
     (*unit)[2] = std::max(0.0, (*unit)[2]);
-    fixed = timings.base - Charge(base, *unit);
+    fixed = std::max(0.0, timings.base - Charge(base, *unit));
   } else {
     // On a busy machine the differences between the programs can drown in noise (a CI run
     // measured 8 tiny dots faster than one negation). Each program is then charged its whole run,
     // as swamped collectives are below: an overestimate of every cost, never a free flop.
-    if (!(timings.base > 0 && timings.big_dots > 0 && timings.elementwise > 0)) {
+    if (!(timings.base > 0 && timings.big_dots > 0 && timings.elementwise > 0 &&
+          timings.elementwise_chain > 0)) {
       return absl::InternalError(fmt::format(
           "calibration: the programs did not take time (base {:.3g} s, {}^3 dots {:.3g} s, "
-          "elementwise {:.3g} s): the device did not time as a device does",
-          timings.base, timings.dot_size, timings.big_dots, timings.elementwise));
+          "elementwise {:.3g} s, chain {:.3g} s): the device did not time as a device does",
+          timings.base, timings.dot_size, timings.big_dots, timings.elementwise,
+          timings.elementwise_chain));
     }
-    const ProgramLoad big = loads[1], elementwise = loads[2];
-    unit = std::array<double, 3>{timings.base, timings.big_dots / big.work,
-                                 timings.elementwise / elementwise.bytes};
+    const ProgramLoad big = loads[1], elementwise = loads[2], chain = loads[3];
+    unit =
+        Units{timings.base, timings.big_dots / big.flops, timings.elementwise / elementwise.bytes,
+              timings.elementwise_chain / chain.element_ops};
     std::fprintf(stderr,
                  "vkspmd: calibration: the kernel timings drowned in noise (base %.3g s, %d tiny "
-                 "dots %.3g s, %d %lld^3 dots %.3g s); each program is charged its whole run\n",
+                 "dots %.3g s, %d %lld^3 dots %.3g s, %d-op chain %.3g s); each program is charged "
+                 "its whole run\n",
                  timings.base, static_cast<int>(kTinyDots), timings.tiny_dots,
                  static_cast<int>(kBigDots), static_cast<long long>(timings.dot_size),
-                 timings.big_dots);
+                 timings.big_dots, static_cast<int>(kChainOps), timings.elementwise_chain);
   }
   spmd::CostModel model = spmd::CostModel::Default(mesh);
   model.kernel_seconds = (*unit)[0];
   model.flops_per_second = 1 / (*unit)[1];
   model.bytes_per_second = (*unit)[2] > 0 ? 1 / (*unit)[2] : 0;
+  model.element_ops_per_second = 1 / (*unit)[3];
+  model.run_seconds = fixed;
 
   if (timings.collectives.size() != static_cast<size_t>(mesh.axis_count())) {
     return absl::InvalidArgumentError("calibration: collective timings for another mesh");
@@ -355,6 +397,9 @@ absl::StatusOr<CalibrationTimings> TimeCalibrationPrograms(
     }
     timings.elementwise_elements *= 4;
   }
+  VKSPMD_ASSIGN_OR_RETURN(
+      timings.elementwise_chain,
+      TimeProgram(ChainProgram(n, timings.elementwise_elements), mesh, devices, repeats));
   timings.collectives.resize(mesh.axis_count());
   for (int64_t axis = 0; axis < mesh.axis_count(); ++axis) {
     timings.collectives[axis].resize(spmd::kCollectiveKinds);

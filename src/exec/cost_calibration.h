@@ -49,10 +49,11 @@ absl::StatusOr<Calibration> MeasuredCostModel(const spmd::Mesh& mesh,
 // The raw timings a calibration takes (median wall seconds of one run of each program, all
 // devices running it at once); FitCostModel turns them into a model.
 struct CalibrationTimings {
-  double base = 0;                                 // one negate of 8 elements
-  double tiny_dots = 0;                            // kTinyDots chained 8×8 dots
-  double big_dots = 0;                             // kBigDots chained dot_size² dots
-  double elementwise = 0;                          // one negate of elementwise_elements
+  double base = 0;               // one negate of 8 elements
+  double tiny_dots = 0;          // kTinyDots chained 8×8 dots
+  double big_dots = 0;           // kBigDots chained dot_size² dots
+  double elementwise = 0;        // one negate of elementwise_elements
+  double elementwise_chain = 0;  // kChainOps fused elementwise ops on elementwise_elements
   int64_t dot_size = 0, elementwise_elements = 0;  // the sizes timed
   // [axis][kind][size]: `chain` collectives of collective_bytes[size] per device, each followed
   // by the kernel bringing the value back to the input's shape (the next collective's input).
@@ -60,16 +61,18 @@ struct CalibrationTimings {
 };
 inline constexpr int kTinyDots = 8;
 inline constexpr int kBigDots = 2;
+inline constexpr int kChainOps = 16;  // multiply, add, sqrt, divide, four times: one fused kernel
 
-// What one timed program runs besides the fixed cost of a run: its kernels' dispatches, work and
-// bytes (as CostModel::Kernel counts them) and its collectives' bytes per device.
+// What one timed program runs besides the fixed cost of a run: its kernels' dispatches, dot
+// flops, bytes and other ops' elements (as CostModel::Kernel counts them).
 struct ProgramLoad {
-  double kernels = 0, work = 0, bytes = 0;
+  double kernels = 0, flops = 0, bytes = 0, element_ops = 0;
 };
 ProgramLoad BaseLoad();
 ProgramLoad TinyDotsLoad();
 ProgramLoad BigDotsLoad(int64_t dot_size);
 ProgramLoad ElementwiseLoad(int64_t elements);
+ProgramLoad ElementwiseChainLoad(int64_t elements);
 // The kernels of a collective program (the restoring kernels), `bytes` per device.
 ProgramLoad CollectiveProgramLoad(spmd::CollectiveKind kind, int64_t bytes, int64_t group,
                                   const CalibrationOptions& options);
@@ -77,10 +80,11 @@ ProgramLoad CollectiveProgramLoad(spmd::CollectiveKind kind, int64_t bytes, int6
 // (an all-gather's gathered result, else the input).
 int64_t ModelBytes(spmd::CollectiveKind kind, int64_t bytes, int64_t group);
 
-// Solves the kernel costs from base, tiny_dots, big_dots and elementwise (three differences,
-// three unknowns), then each collective's seconds from its program less the fixed and kernel
-// costs, and fits α and β per axis and kind through the sizes. Exact on timings that follow the
-// model.
+// Solves the kernel costs from base, tiny_dots, big_dots, elementwise and elementwise_chain (four
+// differences, four unknowns: dispatch, flop, byte, element op) and the run's fixed cost
+// (run_seconds: base less its kernel), then each collective's seconds from its program less the
+// fixed and kernel costs, and fits α and β per axis and kind through the sizes. Exact on timings
+// that follow the model.
 absl::StatusOr<spmd::CostModel> FitCostModel(const CalibrationTimings& timings,
                                              const spmd::Mesh& mesh,
                                              const CalibrationOptions& options);

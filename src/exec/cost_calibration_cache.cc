@@ -20,7 +20,7 @@ namespace vkspmd::exec {
 namespace {
 
 // Bumped when the programs, the fit or the model's format change: older entries then miss.
-constexpr uint64_t kCalibrationFormat = 1;
+constexpr uint64_t kCalibrationFormat = 3;
 
 void Warn(absl::string_view message) {
   std::fprintf(stderr, "vkspmd: cost model cache: %s\n", std::string(message).c_str());

@@ -12,6 +12,7 @@
 #include "src/spmd/auto_sharding_choices.h"
 #include "src/spmd/auto_sharding_ilp.h"
 #include "src/spmd/auto_sharding_memory.h"
+#include "src/spmd/auto_sharding_strategies.h"
 
 namespace vkspmd::spmd {
 namespace {
@@ -30,6 +31,10 @@ AutoShardingPlan Plan(const AutoShardingChoices& choices, const std::vector<int6
     const Strategy& strategy = choices.StrategyOf(j, group_choice);
     plan.shardings[nodes[j].instruction] = {strategy.result};
     plan.compute += strategy.compute;
+    double& kind = nodes[j].instruction->opcode() == ir::Opcode::kDot ? plan.compute_dots
+                   : Fuses(*nodes[j].instruction)                     ? plan.compute_fused
+                                                                      : plan.compute_kernels;
+    kind += strategy.compute;
     plan.communication += strategy.communication;
   }
   for (const ChoiceEdge& edge : choices.edges()) {
@@ -76,7 +81,10 @@ class Builder {
     for (size_t j = 0; j < nodes.size(); ++j) {
       chosen_factors_[nodes[j].instruction] = choices.StrategyOf(j, chosen[nodes[j].group]).factors;
     }
-    return Plan(choices, chosen, figures);
+    AutoShardingPlan plan = Plan(choices, chosen, figures);
+    plan.compute += model_.run_seconds;  // the same for every plan: a step's, not a choice's
+    plan.compute_run = model_.run_seconds;
+    return plan;
   }
   const ChosenFactors& chosen_factors() const { return chosen_factors_; }
 
@@ -106,6 +114,13 @@ std::string AutoShardingPlan::Report(const ir::Module& module, const Mesh& mesh)
       "{} bytes per device\n",
       cost(), compute, communication, resharding, peak_memory_bytes);
   return text;
+}
+
+std::string AutoShardingPlan::ComputeByKind() const {
+  return fmt::format(
+      "modelled compute by kind: dots {:.3f} ms, other kernels {:.3f}, fused ops {:.3f}, run "
+      "{:.3f}\n",
+      compute_dots * 1e3, compute_kernels * 1e3, compute_fused * 1e3, compute_run * 1e3);
 }
 
 namespace {

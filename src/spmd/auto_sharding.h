@@ -22,9 +22,15 @@ struct AutoShardingOptions {
 
 struct AutoShardingPlan {
   ShardingMap shardings;  // per array-valued entry instruction (tuples are left to propagation)
-  // Modelled seconds per step: the ops' compute, their all-reduces, and resharding on edges.
+  // Modelled seconds per step: the ops' compute (with the cost model's run_seconds, a run's
+  // fixed cost), their all-reduces, and resharding on edges.
   double compute = 0, communication = 0, resharding = 0;
   double cost() const { return compute + communication + resharding; }
+  // `compute` by kind of op: dots (with their dispatch and bytes), the other ops that run a kernel
+  // of their own (reductions, gathers, ...), the ops that fuse into others' kernels (elementwise,
+  // layout, leaves), and the model's run_seconds. What `vkspmd partition --auto/--cost` prints
+  // beside a profile's kernel time per kind.
+  double compute_dots = 0, compute_kernels = 0, compute_fused = 0, compute_run = 0;
   // Modelled bytes per device at the fullest checked point (parameters and live values).
   int64_t peak_memory_bytes = 0;
   int64_t instructions = 0;   // with a choice (array values)
@@ -38,6 +44,8 @@ struct AutoShardingPlan {
   // "%dot.3  [{dp}, {}]" per instruction in entry order, then the costs; what `vkspmd partition
   // --auto` prints and the golden files hold.
   std::string Report(const ir::Module& module, const Mesh& mesh) const;
+  // "modelled compute by kind: dots 1.234 ms, other kernels ..., fused ops ..., run ...\n".
+  std::string ComputeByKind() const;
 };
 
 // Chooses every instruction's sharding. Instructions with sharding= in the input keep it (the

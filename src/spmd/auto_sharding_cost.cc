@@ -62,11 +62,13 @@ CostModel CostModel::Default(const Mesh& mesh) {
   defaults.fill(AlphaBeta{20e-6, 1.0 / 2e9});
   model.axes.assign(mesh.axis_count(), defaults);
   model.flops_per_second = 2e10;
+  model.element_ops_per_second = 2e10;
   return model;
 }
 
-double CostModel::Kernel(double work, double bytes, double kernels) const {
-  double seconds = kernels * kernel_seconds + work / flops_per_second;
+double CostModel::Kernel(double flops, double bytes, double kernels, double element_ops) const {
+  double seconds = kernels * kernel_seconds + flops / flops_per_second;
+  if (element_ops > 0) seconds += element_ops / element_ops_per_second;
   if (bytes_per_second > 0) seconds += bytes / bytes_per_second;
   return seconds;
 }
@@ -147,8 +149,10 @@ std::string CostModel::Serialize(const Mesh& mesh) const {
                           cost.alpha, cost.beta);
     }
   }
-  text += fmt::format("flops_per_second={:.6g}\nbytes_per_second={:.6g}\nkernel_seconds={:.6g}\n",
-                      flops_per_second, bytes_per_second, kernel_seconds);
+  text += fmt::format(
+      "flops_per_second={:.6g}\nelement_ops_per_second={:.6g}\nbytes_per_second={:.6g}\n"
+      "kernel_seconds={:.6g}\nrun_seconds={:.6g}\n",
+      flops_per_second, element_ops_per_second, bytes_per_second, kernel_seconds, run_seconds);
   return text;
 }
 
@@ -156,6 +160,7 @@ absl::StatusOr<CostModel> CostModel::Parse(absl::string_view text, const Mesh& m
   CostModel model = Default(mesh);
   std::vector<std::vector<bool>> seen(mesh.axis_count(), std::vector<bool>(kCollectiveKinds));
   bool has_flops = false;
+  bool has_element_ops = false;
   const auto bad = [](absl::string_view line) {
     return absl::InvalidArgumentError(fmt::format("bad cost model line '{}'", std::string(line)));
   };
@@ -168,12 +173,22 @@ absl::StatusOr<CostModel> CostModel::Parse(absl::string_view text, const Mesh& m
       has_flops = true;
       continue;
     }
-    if (words.size() == 1 && (absl::ConsumePrefix(&words[0], "bytes_per_second=") ||
-                              absl::ConsumePrefix(&words[0], "kernel_seconds="))) {
-      double& field = line.find("bytes_per_second=") != absl::string_view::npos
-                          ? model.bytes_per_second
-                          : model.kernel_seconds;
-      if (!absl::SimpleAtod(words[0], &field) || !(field >= 0) || !std::isfinite(field)) {
+    if (words.size() == 1 && absl::ConsumePrefix(&words[0], "element_ops_per_second=")) {
+      if (!absl::SimpleAtod(words[0], &model.element_ops_per_second) ||
+          !(model.element_ops_per_second > 0) || !std::isfinite(model.element_ops_per_second)) {
+        return bad(line);
+      }
+      has_element_ops = true;
+      continue;
+    }
+    double* field = nullptr;
+    for (auto [prefix, member] : {std::pair{"bytes_per_second=", &model.bytes_per_second},
+                                  std::pair{"kernel_seconds=", &model.kernel_seconds},
+                                  std::pair{"run_seconds=", &model.run_seconds}}) {
+      if (words.size() == 1 && absl::ConsumePrefix(&words[0], prefix)) field = member;
+    }
+    if (field != nullptr) {
+      if (!absl::SimpleAtod(words[0], field) || !(*field >= 0) || !std::isfinite(*field)) {
         return bad(line);
       }
       continue;
@@ -203,6 +218,7 @@ absl::StatusOr<CostModel> CostModel::Parse(absl::string_view text, const Mesh& m
           "the cost model does not cover every axis and collective of {}", mesh.ToString()));
     }
   }
+  if (!has_element_ops) model.element_ops_per_second = model.flops_per_second;
   return model;
 }
 

@@ -44,23 +44,32 @@ AlphaBeta FitAlphaBeta(const std::vector<std::pair<double, double>>& samples);
 struct CostModel {
   std::vector<std::array<AlphaBeta, kCollectiveKinds>> axes;  // per mesh axis
   // A kernel on one device while every device of the mesh runs its own (they may share the
-  // hardware: lavapipe's devices share the CPU): kernel_seconds per dispatch, plus work at
-  // flops_per_second, plus bytes read and written at bytes_per_second (0: bytes are not charged).
+  // hardware: lavapipe's devices share the CPU): kernel_seconds per dispatch, plus a dot's flops
+  // at flops_per_second, plus every other op's elements (its iteration space: an elementwise op's
+  // result, a reduce's input) at element_ops_per_second, plus bytes read and written at
+  // bytes_per_second (0: bytes are not charged). Elementwise work runs at its own rate: on
+  // lavapipe a fused chain's op costs an element 20-40 times what a dot's flop does.
   double flops_per_second = 0;
+  double element_ops_per_second = 0;
   double bytes_per_second = 0;
   double kernel_seconds = 0;
+  // What one run of a step's program costs besides its kernels and collectives (submitting to
+  // every device and waiting for them): the same for every plan, so it changes no choice, but it
+  // is part of a modelled step.
+  double run_seconds = 0;
 
-  // Unmeasured defaults for `mesh`: α 20 µs, β 1/(2 GB/s) on every axis, 20 GFLOP/s, dispatches
-  // and bytes free. Deterministic: what the golden plans are computed with.
+  // Unmeasured defaults for `mesh`: α 20 µs, β 1/(2 GB/s) on every axis, 20 GFLOP/s and 2e10
+  // element ops per second, dispatches, bytes and runs free. Deterministic: what the golden plans
+  // are computed with.
   static CostModel Default(const Mesh& mesh);
   // Seconds of one collective along `axis` on `bytes` per device (see AlphaBeta). `bucketed`: an
   // all-reduce the runtime packs with others into one rendezvous (exec/collective_step.h's
   // buckets: a training step's gradients), whose alpha the bucket pays once: beta alone here.
   double Collective(CollectiveKind kind, int64_t axis, int64_t bytes, const Mesh& mesh,
                     bool bucketed = false) const;
-  // Seconds of `kernels` dispatches doing `work` (a dot's 2·M·N·K, else its elements) and
-  // moving `bytes` through memory on one device.
-  double Kernel(double work, double bytes, double kernels = 1) const;
+  // Seconds of `kernels` dispatches doing `flops` (a dot's 2·M·N·K) and `element_ops` (other
+  // ops' iteration spaces) and moving `bytes` through memory on one device.
+  double Kernel(double flops, double bytes, double kernels = 1, double element_ops = 0) const;
   // Seconds to move a value of `shape` from `from` to `to`: a dim's axes that stay are free,
   // axes that become split are a local slice (a kernel writing the new shard), an axis moving to
   // another dim is an all-to-all, an axis no longer used is an all-gather (volumes growing as axes
@@ -69,8 +78,10 @@ struct CostModel {
                  const Mesh& mesh) const;
 
   // One line per axis and kind: "axis 0 all-reduce alpha_s=2e-05 beta_s_per_byte=5e-10", then
-  // "flops_per_second=2e10", "bytes_per_second=0", "kernel_seconds=0"; Parse reads it back (the
-  // measured cache's and --cost-model's format; the last two lines may be left out: 0).
+  // "flops_per_second=2e10", "element_ops_per_second=2e10", "bytes_per_second=0",
+  // "kernel_seconds=0", "run_seconds=0"; Parse reads it back (the measured cache's and
+  // --cost-model's format; the lines after flops_per_second may be left out: element ops then
+  // run at flops_per_second, the others are 0).
   std::string Serialize(const Mesh& mesh) const;
   static absl::StatusOr<CostModel> Parse(absl::string_view text, const Mesh& mesh);
 };

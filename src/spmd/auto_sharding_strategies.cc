@@ -72,8 +72,10 @@ Strategy Costed(const ir::Instruction& instruction, const OpRule& rule, FactorAx
     bytes += static_cast<double>(ByteSize(shape)) /
              static_cast<double>(std::max<int64_t>(1, strategy.operands[m].NumTiles(mesh)));
   }
-  strategy.compute =
-      model.Kernel(Work(instruction, rule) / static_cast<double>(split), bytes, dispatches);
+  // A dot's work is flops; every other op's is elements at the (measured) elementwise rate.
+  const double work = Work(instruction, rule) / static_cast<double>(split);
+  const bool dot = instruction.opcode() == ir::Opcode::kDot;
+  strategy.compute = model.Kernel(dot ? work : 0, bytes, dispatches, dot ? 0 : work);
   strategy.memory = result_bytes;
   for (size_t f = 0; f < rule.factors.size(); ++f) {
     if (rule.factors[f].kind != FactorKind::kReduction) continue;

@@ -36,7 +36,7 @@ TEST(CostCalibrationFitTest, AlphaBetaLineHasTheHandValues) {
 
 // The seconds one program takes under `model`: a run's fixed cost, its kernels, its collectives.
 double Synthetic(const CostModel& model, double fixed, const ProgramLoad& load) {
-  return fixed + model.Kernel(load.work, load.bytes, load.kernels);
+  return fixed + model.Kernel(load.flops, load.bytes, load.kernels, load.element_ops);
 }
 
 // The kernel programs' timings under `model` (no collectives yet).
@@ -48,6 +48,8 @@ CalibrationTimings KernelTimings(const CostModel& model, double fixed) {
   timings.elementwise_elements = 1 << 20;
   timings.big_dots = Synthetic(model, fixed, BigDotsLoad(timings.dot_size));
   timings.elementwise = Synthetic(model, fixed, ElementwiseLoad(timings.elementwise_elements));
+  timings.elementwise_chain =
+      Synthetic(model, fixed, ElementwiseChainLoad(timings.elementwise_elements));
   return timings;
 }
 
@@ -59,6 +61,7 @@ TEST(CostCalibrationFitTest, RecoversTheModelTheTimingsCameFrom) {
     truth.kernel_seconds = 38e-6;
     truth.flops_per_second = 7.5e9;
     truth.bytes_per_second = 3.2e9;
+    truth.element_ops_per_second = 2.5e8;
     for (int64_t axis = 0; axis < mesh.axis_count(); ++axis) {
       for (int kind = 0; kind < spmd::kCollectiveKinds; ++kind) {
         truth.axes[axis][kind] = {(300 + 100 * kind + 50 * axis) * 1e-6, (1 + kind) * 1e-10};
@@ -87,6 +90,8 @@ TEST(CostCalibrationFitTest, RecoversTheModelTheTimingsCameFrom) {
     near(truth.kernel_seconds, fitted->kernel_seconds, "kernel_seconds");
     near(truth.flops_per_second, fitted->flops_per_second, "flops_per_second");
     near(truth.bytes_per_second, fitted->bytes_per_second, "bytes_per_second");
+    near(truth.element_ops_per_second, fitted->element_ops_per_second, "element_ops_per_second");
+    near(fixed, fitted->run_seconds, "run_seconds");
     for (int64_t axis = 0; axis < mesh.axis_count(); ++axis) {
       for (int kind = 0; kind < spmd::kCollectiveKinds; ++kind) {
         const std::string what = std::string(shape) + " axis " + std::to_string(axis) + " " +
@@ -136,6 +141,7 @@ TEST(CostCalibrationFitTest, NoisyKernelTimingsAreChargedTheirWholeRuns) {
   timings.big_dots = 0.00129;
   timings.elementwise_elements = 1 << 16;
   timings.elementwise = 0.0016;
+  timings.elementwise_chain = 0.0032;
   timings.collectives.assign(
       1, std::vector<std::vector<double>>(
              spmd::kCollectiveKinds, std::vector<double>(options.collective_bytes.size(), 2e-3)));
@@ -148,6 +154,8 @@ TEST(CostCalibrationFitTest, NoisyKernelTimingsAreChargedTheirWholeRuns) {
   // 2 dots of 2·128³ flops in 1.29 ms; 8 bytes per element of 2^16 in 1.6 ms.
   EXPECT_DOUBLE_EQ(fitted->flops_per_second, 2 * 2 * 128.0 * 128 * 128 / 0.00129);
   EXPECT_DOUBLE_EQ(fitted->bytes_per_second, 8.0 * (1 << 16) / 0.0016);
+  // 16 ops, the parameter and the broadcast on each of 2^16 elements in 3.2 ms.
+  EXPECT_DOUBLE_EQ(fitted->element_ops_per_second, 18.0 * (1 << 16) / 0.0032);
   for (int kind = 0; kind < spmd::kCollectiveKinds; ++kind) {
     const auto k = static_cast<CollectiveKind>(kind);
     EXPECT_GT(fitted->Collective(k, 0, 1 << 20, mesh), 0) << CollectiveKindName(k);
@@ -263,6 +271,9 @@ TEST_F(CostCalibrationDeviceTest, ShortCalibrationGivesAUsableModel) {
   EXPECT_TRUE(std::isfinite(model.flops_per_second));
   EXPECT_GE(model.kernel_seconds, 0);
   EXPECT_GE(model.bytes_per_second, 0);
+  EXPECT_GT(model.element_ops_per_second, 0);
+  EXPECT_TRUE(std::isfinite(model.element_ops_per_second));
+  EXPECT_GE(model.run_seconds, 0);
   for (int kind = 0; kind < spmd::kCollectiveKinds; ++kind) {
     const AlphaBeta& cost = model.axes[0][kind];
     EXPECT_TRUE(std::isfinite(cost.alpha) && std::isfinite(cost.beta));

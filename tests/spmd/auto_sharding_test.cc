@@ -120,6 +120,27 @@ TEST(AutoShardingCostTest, CollectiveAndReshardTimesHaveHandValues) {
   EXPECT_EQ(parsed->Serialize(mesh), model.Serialize(mesh));
   EXPECT_FALSE(CostModel::Parse("axis 0 all-reduce alpha_s=1\n", mesh).ok());
   EXPECT_FALSE(CostModel::Parse("flops_per_second=1\n", mesh).ok());  // axes missing
+  // A kernel: dispatches, a dot's flops and other ops' elements each at their own rate.
+  CostModel measured = model;
+  measured.kernel_seconds = 1e-5;
+  measured.flops_per_second = 1e10;
+  measured.element_ops_per_second = 1e9;
+  measured.run_seconds = 3e-4;
+  EXPECT_DOUBLE_EQ(measured.Kernel(1e9, 0, 2, 5e8), 2e-5 + 0.1 + 0.5);
+  parsed = CostModel::Parse(measured.Serialize(mesh), mesh);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->element_ops_per_second, 1e9);
+  EXPECT_EQ(parsed->run_seconds, 3e-4);
+  // A file from before the element rate: element ops run at the flop rate, runs cost nothing.
+  std::string old_format = measured.Serialize(mesh);
+  for (const char* line : {"element_ops_per_second=1e+09\n", "run_seconds=0.0003\n"}) {
+    ASSERT_NE(old_format.find(line), std::string::npos) << old_format;
+    old_format.erase(old_format.find(line), std::string(line).size());
+  }
+  parsed = CostModel::Parse(old_format, mesh);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->element_ops_per_second, 1e10);
+  EXPECT_EQ(parsed->run_seconds, 0);
 }
 
 TEST(IlpSolverTest, KnapsackHasTheHandOptimum) {

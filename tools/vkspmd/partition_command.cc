@@ -112,6 +112,7 @@ absl::Status AutoShardModule(ir::Module& module, const spmd::Mesh& mesh,
              mesh.ToString(), plan->instructions, plan->choice_groups, plan->variables, plan->rows,
              plan->solve_seconds, plan->optimal ? "" : " (time limit: best plan found)",
              plan->Report(module, mesh));
+  fmt::print(stderr, "{}", plan->ComputeByKind());
   return absl::OkStatus();
 }
 
@@ -128,6 +129,7 @@ absl::Status PrintModelledCost(const ir::Module& module, const spmd::PartitionRe
              "{:.3f}, resharding {:.3f})\n",
              costed->cost() * 1e3, costed->compute * 1e3, costed->communication * 1e3,
              costed->resharding * 1e3);
+  fmt::print(stderr, "{}", costed->ComputeByKind());
   return absl::OkStatus();
 }
 
