@@ -333,6 +333,21 @@ void BindParallelize(py::module_& module) {
                                "PyTorch's SequenceParallel; docs/dtensor.md says which "
                                "module types parallelize_module takes it for.")
       .def(py::init<>());
+  py::class_<FullyShard>(module, "FullyShard",
+                         "PyTorch's fully_shard (FSDP) as a style for any module: every "
+                         "parameter of the module and of its submodules split on one dim over "
+                         "parallelize_module's data_axis (required). FullyShard(dim=None): None "
+                         "splits each parameter's largest dim (PyTorch/XLA FSDPv2's "
+                         "shard_maximal, what nn.fsdp_v2 does); an int that dim (negative from "
+                         "the end; PyTorch's default is Shard(0)). With a tensor-parallel style "
+                         "on the same parameter both apply.")
+      .def(py::init([](std::optional<int64_t> dim) { return FullyShard{dim}; }),
+           py::arg("dim") = py::none())
+      .def_property_readonly("dim", [](const FullyShard& style) { return style.dim; })
+      .def("__repr__", [](const FullyShard& style) {
+        return style.dim.has_value() ? "FullyShard(dim=" + std::to_string(*style.dim) + ")"
+                                     : std::string("FullyShard(dim=None)");
+      });
   module.def(
       "parallelize_module",
       [](nn::Module& model, const DeviceMesh& mesh, py::dict plan, const std::string& axis,
@@ -344,10 +359,13 @@ void BindParallelize(py::module_& module) {
             value = style.cast<ColwiseParallel>();
           } else if (py::isinstance<RowwiseParallel>(style)) {
             value = style.cast<RowwiseParallel>();
+          } else if (py::isinstance<FullyShard>(style)) {
+            value = style.cast<FullyShard>();
           } else if (!py::isinstance<SequenceParallel>(style)) {
             throw py::type_error("parallelize_module: the style of \"" +
                                  py::str(name).cast<std::string>() +
-                                 "\" is not ColwiseParallel, RowwiseParallel or SequenceParallel");
+                                 "\" is not ColwiseParallel, RowwiseParallel, SequenceParallel "
+                                 "or FullyShard");
           }
           entries.emplace_back(name.cast<std::string>(), value);
         }
@@ -361,7 +379,9 @@ void BindParallelize(py::module_& module) {
       "names as named_modules gives them) with its style's placements over mesh dim `axis` (the "
       "only one of a 1-D mesh when ''; not needed for an empty plan); every other parameter is "
       "replicated. With `data_axis`, the model's inputs (shard_input) are split on their batch "
-      "dim over that mesh dim, as data parallelism places them. Returns `module`.");
+      "dim over that mesh dim, as data parallelism places them; FullyShard() splits its "
+      "module's parameters over it too ({'': FullyShard()} with data_axis='fsdp' is the fsdp "
+      "strategy). Returns `module`.");
   module.def(
       "tensor_parallel_plan",
       [](const nn::Module& model) {

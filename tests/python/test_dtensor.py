@@ -1,17 +1,18 @@
 """vkspmd.distributed.tensor (PyTorch's DTensor API over the C++ one) against numpy: placements
 on 1-D and 2-D meshes (a permuted device order, an uneven dim), redistribute, Partial's
-reductions, ops, and parallelize_module against the unsharded MLP. 8 mesh devices."""
+reductions, ops, parallelize_module against the unsharded MLP, and FullyShard (FSDP as a plan
+style) training against the unsharded model and SGD in numpy. 8 mesh devices."""
 import math
 
 import numpy as np
 import pytest
 
 import vkspmd
-from vkspmd import nn
+from vkspmd import nn, optim
 from vkspmd.distributed import hybrid_device_mesh, init_device_mesh
 from vkspmd.distributed.tensor import (DTensor, DeviceMesh, Partial, Replicate, Shard,
                                        distribute_tensor)
-from vkspmd.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
+from vkspmd.distributed.tensor.parallel import (ColwiseParallel, FullyShard, RowwiseParallel,
                                                 SequenceParallel, parallelize_module,
                                                 tensor_parallel_plan)
 
@@ -293,3 +294,106 @@ def test_strategies_as_plans_layouts_and_hybrid_mesh():
     assert hybrid.shape == (1, 2, 4) and list(hybrid.device_ids) == list(range(8))
     with pytest.raises(vkspmd.Error, match="needs 4 devices in each of the 1 process"):
         hybrid_device_mesh((4,))
+
+
+class TanhNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(6, 8)
+        self.fc2 = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.fc2(vkspmd.tanh(self.fc1(x)))
+
+
+FSDP_X = np.random.default_rng(12).standard_normal((8, 6)).astype(np.float32)
+FSDP_Y = np.random.default_rng(13).standard_normal((8, 3)).astype(np.float32)
+
+
+def train_tanh_net(plan=None, mesh=None, steps=3, lr=0.1):
+    """SGD steps of TanhNet (mse loss); the initial and final parameters, losses, shardings."""
+    vkspmd.manual_seed(11)
+    model = TanhNet()
+    initial = {name: p.numpy() for name, p in model.named_parameters()}
+    if plan is not None:
+        assert parallelize_module(model, mesh, plan, data_axis="fsdp") is model
+    specs = {name: vkspmd.sharding_spec(p) for name, p in model.named_parameters()}
+    optimizer = optim.SGD(model.parameters(), lr=lr)
+    losses = []
+    for _ in range(steps):
+        x = model.shard_input(vkspmd.tensor(FSDP_X))
+        y = model.shard_input(vkspmd.tensor(FSDP_Y))
+        loss = nn.mse_loss(model(x), y)
+        optimizer.step(vkspmd.grad(loss, model.parameters()))
+        vkspmd.mark_step()
+        losses.append(loss.item())
+    final = {name: p.numpy() for name, p in model.named_parameters()}
+    return initial, final, losses, specs
+
+
+def train_numpy(parameters, steps=3, lr=0.1):
+    """The same SGD steps in float64: out = tanh(x W1^T + b1) W2^T + b2, mean squared error."""
+    p = {name: value.astype(np.float64) for name, value in parameters.items()}
+    x, y = FSDP_X.astype(np.float64), FSDP_Y.astype(np.float64)
+    losses = []
+    for _ in range(steps):
+        h = np.tanh(x @ p["fc1.weight"].T + p["fc1.bias"])
+        out = h @ p["fc2.weight"].T + p["fc2.bias"]
+        losses.append(np.mean((out - y) ** 2))
+        d_out = 2 * (out - y) / out.size
+        dz = (d_out @ p["fc2.weight"]) * (1 - h * h)
+        grads = {"fc2.weight": d_out.T @ h, "fc2.bias": d_out.sum(0),
+                 "fc1.weight": dz.T @ x, "fc1.bias": dz.sum(0)}
+        for name in p:
+            p[name] = p[name] - lr * grads[name]
+    return p, losses
+
+
+def test_fully_shard_training_equals_the_unsharded_model_and_numpy():
+    mesh = DeviceMesh("vulkan", [0, 1, 2, 3], mesh_dim_names=("fsdp",))
+    initial, plain, plain_losses, _ = train_tanh_net()
+    sharded_initial, sharded, sharded_losses, specs = train_tanh_net({"": FullyShard()}, mesh)
+    # Each parameter split over the 4 devices on its largest dim (fc2.bias: 3 over 4, uneven).
+    assert specs == {"fc1.weight": "{devices=[4,1]<=[4]}", "fc1.bias": "{devices=[4]<=[4]}",
+                     "fc2.weight": "{devices=[1,4]<=[4]}", "fc2.bias": "{devices=[4]<=[4]}"}
+    # nn.fsdp_v2 marks them alike: FullyShard() on the whole model is the fsdp strategy.
+    vkspmd.manual_seed(11)
+    strategy = TanhNet()
+    nn.fsdp_v2(strategy, vkspmd.Mesh([0, 1, 2, 3], (4,), ("fsdp",)))
+    assert specs == {name: vkspmd.sharding_spec(p) for name, p in strategy.named_parameters()}
+    expected, expected_losses = train_numpy(initial)
+    for name in initial:
+        np.testing.assert_array_equal(sharded_initial[name], initial[name])
+        assert np.all(np.isfinite(sharded[name])), name
+        np.testing.assert_allclose(sharded[name], plain[name], rtol=1e-5, atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(sharded[name], expected[name], rtol=1e-4, atol=1e-5,
+                                   err_msg=name)
+        assert not np.allclose(sharded[name], initial[name]), name  # The steps moved it.
+    np.testing.assert_allclose(sharded_losses, plain_losses, rtol=1e-5)
+    np.testing.assert_allclose(sharded_losses, expected_losses, rtol=1e-4)
+    assert sharded_losses[-1] < sharded_losses[0]
+
+
+def test_fully_shard_on_a_submodule_dims_and_errors():
+    mesh = DeviceMesh("vulkan", [0, 1, 2, 3], mesh_dim_names=("fsdp",))
+    style = FullyShard(dim=0)
+    assert style.dim == 0 and FullyShard().dim is None and repr(style) == "FullyShard(dim=0)"
+    # PyTorch's Shard(0) on fc2 alone (its weight's 3 rows over 4 devices); fc1 replicated.
+    _, _, _, specs = train_tanh_net({"fc2": style}, mesh, steps=0)
+    assert specs == {"fc1.weight": "{replicated}", "fc1.bias": "{replicated}",
+                     "fc2.weight": "{devices=[4,1]<=[4]}", "fc2.bias": "{devices=[4]<=[4]}"}
+    _, _, _, specs = train_tanh_net({"fc1": FullyShard(-1)}, mesh, steps=0)
+    assert specs["fc1.weight"] == "{devices=[1,4]<=[4]}"
+    # With ColwiseParallel on a dp x tp mesh: the weight's dim 0 split over both, dp major.
+    square = DeviceMesh("vulkan", [[0, 1], [2, 3]], mesh_dim_names=("dp", "tp"))
+    model = TanhNet()
+    parallelize_module(model, square, {"": FullyShard(0), "fc1": ColwiseParallel()}, "tp",
+                       data_axis="dp")
+    assert vkspmd.sharding_spec(model.fc1.weight) == "{devices=[4,1]<=[4]}"
+    with pytest.raises(vkspmd.Error, match="FullyShard on the whole model shards over the data "
+                                           "axis; name it"):
+        parallelize_module(TanhNet(), mesh, {"": FullyShard()})
+    with pytest.raises(vkspmd.Error, match='FullyShard dim 1 is outside parameter "fc1.bias"'):
+        parallelize_module(TanhNet(), mesh, {"fc1": FullyShard(1)}, data_axis="fsdp")
+    with pytest.raises(TypeError, match="FullyShard"):
+        parallelize_module(TanhNet(), mesh, {"fc1": Shard(0)}, data_axis="fsdp")

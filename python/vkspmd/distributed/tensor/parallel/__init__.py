@@ -1,5 +1,6 @@
 """torch.distributed.tensor.parallel for vkspmd.nn layers: parallelize_module with the
-ColwiseParallel, RowwiseParallel and SequenceParallel styles (docs/dtensor.md)."""
+ColwiseParallel, RowwiseParallel and SequenceParallel styles, and FullyShard (PyTorch's
+fully_shard, FSDP) as a style (docs/dtensor.md)."""
 
-from ...._C.dtensor import (ColwiseParallel, RowwiseParallel, SequenceParallel,  # noqa: F401
-                            parallelize_module, tensor_parallel_plan)
+from ...._C.dtensor import (ColwiseParallel, FullyShard, RowwiseParallel,  # noqa: F401
+                            SequenceParallel, parallelize_module, tensor_parallel_plan)

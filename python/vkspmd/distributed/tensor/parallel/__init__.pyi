@@ -17,7 +17,12 @@ class RowwiseParallel:
 class SequenceParallel:
     def __init__(self) -> None: ...
 
-ParallelStyle = Union[ColwiseParallel, RowwiseParallel, SequenceParallel]
+class FullyShard:
+    def __init__(self, dim: Optional[int] = None) -> None: ...
+    @property
+    def dim(self) -> Optional[int]: ...
+
+ParallelStyle = Union[ColwiseParallel, RowwiseParallel, SequenceParallel, FullyShard]
 
 def parallelize_module(module: Module, device_mesh: DeviceMesh,
                        parallelize_plan: Dict[str, ParallelStyle], axis: str = "",
