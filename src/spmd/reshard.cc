@@ -321,6 +321,21 @@ absl::StatusOr<Instruction*> EmitSlices(SpmdBuilder& builder, const PartitionedV
   return builder.DynamicSlice(local, starts, target.dimensions());
 }
 
+// A value (not manual, nor split over `to`'s manual axes) laid out in another device order than
+// the partially manual region it enters: each group's own value is the whole value, so its shards
+// are first moved to the region's layout (as GSPMD reshards between tile assignments: a
+// collective-permute where only the devices differ), split over the region's other axes as `to`
+// is, then read as each group's own.
+absl::StatusOr<PartitionedValue> EnterInRegionOrder(SpmdBuilder& builder,
+                                                    const PartitionedValue& value,
+                                                    const AxisSharding& to) {
+  AxisSharding in_region_order = to;
+  in_region_order.manual_axes.clear();
+  VKSPMD_ASSIGN_OR_RETURN(PartitionedValue moved, Reshard(builder, value, in_region_order));
+  moved.sharding = to;
+  return moved;
+}
+
 }  // namespace
 
 absl::StatusOr<PartitionedValue> Reshard(SpmdBuilder& builder, const PartitionedValue& value,
@@ -351,12 +366,7 @@ absl::StatusOr<PartitionedValue> Reshard(SpmdBuilder& builder, const Partitioned
       if (used.empty() || mesh.IndexAlong(device, used) == layout.IndexAlong(device, used)) {
         continue;
       }
-      return absl::UnimplementedError(fmt::format(
-          "a {} value cannot become {}: it is split in the mesh's device order ({}) and the "
-          "partially manual region lays its devices out as {}, where device {} would hold "
-          "another shard (moving the shards into the region's layout is not supported)",
-          from.ToString(mesh), to.ToString(mesh), absl::StrJoin(mesh.device_ids(), ","),
-          absl::StrJoin(to.device_order, ","), device));
+      return EnterInRegionOrder(builder, value, to);
     }
     PartitionedValue laid_out = value;
     laid_out.sharding.device_order = to.device_order;
@@ -370,12 +380,7 @@ absl::StatusOr<PartitionedValue> Reshard(SpmdBuilder& builder, const Partitioned
         from.ToString(mesh), to.ToString(mesh)));
   }
   if (may_enter && !from.device_order.empty() && from.device_order != to.device_order) {
-    return absl::UnimplementedError(fmt::format(
-        "a {} value cannot become {}: its explicit device order ({}) differs from the partially "
-        "manual region's ({}); a value enters the region only in the region's order (or the "
-        "mesh's, where its shards sit on the same devices in both)",
-        from.ToString(mesh), to.ToString(mesh), absl::StrJoin(from.device_order, ","),
-        absl::StrJoin(to.device_order.empty() ? mesh.device_ids() : to.device_order, ",")));
+    return EnterInRegionOrder(builder, value, to);
   }
   if (value.sharding.manual != to.manual ||
       (value.sharding.manual_axes != to.manual_axes && !enters_partially_manual)) {

@@ -228,10 +228,15 @@ ENTRY %main (a: f32[8,6]) -> f32[8,6] {
                                    "manual regions"));
 }
 
-// A value in the region laid out by its own explicit device list (0,1,2,3 here, the iota's
-// annotation) that differs from the region's order (0,3,1,2) is refused, and the error says so
-// with both orders (not that regions are entered only through their boundaries).
-TEST(PartialManualCollectivesTest, AnotherDeviceOrderInsideARegionNamesBothOrders) {
+// A value in the region laid out in another device order than the region's: an iota annotated
+// {devices=[2,1,2]0,2,1,3 last_tile_dim_replicate} (rows split in the mesh's order: devices 0 and
+// 2 hold rows 0-1) added to a region laid out as 0,3,1,2 (manual groups {0,3} and {1,2}, rows
+// 0-1 on devices 0 and 1). Its shards move into the region's layout as GSPMD moves them between
+// tile assignments: one collective-permute (devices 1 and 2 swap, 0 and 3 keep theirs), 48 bytes
+// each; the sum, split over the region's automatic axis, is gathered within each manual group to
+// leave the region whole. The result equals the unpartitioned program's, a + the row index
+// within each group's block.
+TEST(PartialManualCollectivesTest, AnotherDeviceOrderMovesIntoTheRegionsLayout) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module =
       ir::ParseAndVerifyModule(R"(HloModule m, num_partitions=4
 ENTRY %main (a: f32[8,6]) -> f32[8,6] {
@@ -244,10 +249,25 @@ ENTRY %main (a: f32[8,6]) -> f32[8,6] {
   ROOT %r = f32[8,6] custom-call(f32[4,6] %c), custom_call_target="SPMDShardToFullShape", sharding={devices=[2,1,2]0,3,1,2 last_tile_dim_replicate}
 })");
   ASSERT_TRUE(module.ok()) << module.status();
-  const std::string message(Partition(**module, MakeMesh({2, 2})).status().message());
-  EXPECT_THAT(message, ::testing::HasSubstr("%sum: cannot partition add"));
-  EXPECT_THAT(message, ::testing::HasSubstr("its explicit device order (0,1,2,3) differs from the "
-                                            "partially manual region's (0,3,1,2)"));
+  std::vector<float> a(48), expected(48);
+  for (int i = 0; i < 48; ++i) {
+    a[i] = static_cast<float>(i % 7) - 3;
+    expected[i] = a[i] + static_cast<float>((i / 6) % 4);
+  }
+  const std::vector<ir::Literal> arguments = {
+      ir::Literal::Create<float>(ir::DType::kF32, {8, 6}, a)};
+  absl::StatusOr<EquivalenceOutcome> outcome =
+      RunEquivalence(**module, MakeMesh({2, 2}), 1, nullptr, &arguments);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->difference, 0);
+  absl::StatusOr<double> from_hand = RelativeDifference(
+      outcome->actual, ir::Literal::Create<float>(ir::DType::kF32, {8, 6}, expected));
+  ASSERT_TRUE(from_hand.ok()) << from_hand.status();
+  EXPECT_EQ(*from_hand, 0);
+  EXPECT_THAT(CollectiveGroups(outcome->partition),
+              ::testing::ElementsAre("collective-permute f32[2,6] {{0,0},{2,1},{1,2},{3,3}}",
+                                     "all-gather f32[4,6] {{0,3},{1,2}}"));
+  EXPECT_EQ(outcome->partition.BytesPerDevice(), 48 + 48);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "src/interp/evaluator.h"
 #include "src/spmd/factor_sharding.h"
 #include "src/spmd/partition_spec.h"
 #include "src/spmd/spmd_builder.h"
@@ -100,36 +101,65 @@ INSTANTIATE_TEST_SUITE_P(Meshes, ReshardPairsTest,
                                            std::vector<int64_t>{2, 2, 2}));
 
 // A value split in the mesh's device order enters a partially manual region laid out in another
-// order only where each device's shard is the same in both: on 2x2, the region's order 0,3,1,2
-// puts device 1 at coordinates (1,0), so rows split over axis 1 (device 1 holds the second half
-// in the mesh's order) would be read as its first half: refused. A replicated value has nothing
-// to move and enters.
-TEST(ReshardIntoPartiallyManualTest, RelabelsTheLayoutOnlyWhereNoShardMoves) {
+// order: on 2x2, the region's order 0,3,1,2 puts device 1 at coordinates (1,0), so rows split
+// over axis 1 (device 1 holds the second half in the mesh's order) must move. As GSPMD reshards
+// between tile assignments, one collective-permute hands devices 1 and 2 the halves the region
+// gives them (1 <- 2, 2 <- 1; 0 and 3 keep theirs), and each device then holds its shard in the
+// region's layout; a replicated value has nothing to move.
+TEST(ReshardIntoPartiallyManualTest, MovesShardsIntoTheRegionsLayout) {
   const Mesh mesh = *Mesh::Create({2, 2});
   AxisSharding to = AxisSharding::Replicated(2);
   to.dims[0] = {1};
   to.manual_axes = {0};
   to.device_order = {0, 3, 1, 2};
+  AxisSharding in_region_layout = to;
+  in_region_layout.manual_axes.clear();
   const ir::Shape global(ir::DType::kF32, {8, 6});
+  std::vector<float> values(48);
+  for (int i = 0; i < 48; ++i) values[i] = static_cast<float>(i);
+  const ir::Literal full = ir::Literal::Create<float>(ir::DType::kF32, {8, 6}, values);
   for (const bool split : {false, true}) {
     ir::Module module("m");
-    ir::ComputationBuilder computation("main");
+    module.set_partition_count(4);
+    ir::ComputationBuilder computation("main", {1, 4});
     SpmdBuilder builder(computation, module, mesh);
     AxisSharding from = AxisSharding::Replicated(2);
     if (split) from.dims[0] = {1};
     ir::Instruction* local = computation.Parameter(0, ShardShape(global, from, mesh));
     const absl::StatusOr<PartitionedValue> entered =
         Reshard(builder, PartitionedValue{local, global, from}, to);
+    ASSERT_TRUE(entered.ok()) << entered.status();
+    EXPECT_EQ(entered->sharding, to);
+    std::vector<std::string> collectives;
+    for (const CollectiveRecord& record : builder.records()) {
+      collectives.push_back(
+          fmt::format("{} {}", ir::OpcodeName(record.kind), record.bytes_per_device));
+    }
     if (!split) {
-      ASSERT_TRUE(entered.ok()) << entered.status();
-      EXPECT_EQ(entered->sharding, to);
+      EXPECT_THAT(collectives, ::testing::IsEmpty());
       continue;
     }
-    ASSERT_FALSE(entered.ok());
-    EXPECT_THAT(std::string(entered.status().message()),
-                ::testing::HasSubstr("it is split in the mesh's device order (0,1,2,3) and the "
-                                     "partially manual region lays its devices out as 0,3,1,2, "
-                                     "where device 1 would hold another shard"));
+    EXPECT_THAT(collectives, ::testing::ElementsAre("collective-permute 96"));
+    const ir::Instruction* permute = entered->local;
+    ASSERT_EQ(permute->opcode(), ir::Opcode::kCollectivePermute);
+    EXPECT_THAT(permute->attributes().source_target_pairs,
+                ::testing::UnorderedElementsAre(
+                    std::pair<int64_t, int64_t>{0, 0}, std::pair<int64_t, int64_t>{2, 1},
+                    std::pair<int64_t, int64_t>{1, 2}, std::pair<int64_t, int64_t>{3, 3}));
+    module.set_entry(module.AddComputation(computation.Build(entered->local)));
+    std::vector<std::vector<ir::Literal>> arguments;
+    for (int64_t device = 0; device < 4; ++device) {
+      arguments.push_back({ShardOf(full, from, mesh, device)});
+    }
+    const absl::StatusOr<std::vector<ir::Literal>> shards =
+        interp::EvaluateOnDevices(module, arguments);
+    ASSERT_TRUE(shards.ok()) << shards.status();
+    for (int64_t device = 0; device < 4; ++device) {
+      const absl::StatusOr<double> difference =
+          RelativeDifference((*shards)[device], ShardOf(full, in_region_layout, mesh, device));
+      ASSERT_TRUE(difference.ok()) << difference.status();
+      EXPECT_EQ(*difference, 0) << "device " << device;
+    }
   }
 }
 
