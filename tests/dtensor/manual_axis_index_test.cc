@@ -199,6 +199,23 @@ TEST_F(AxisIndexAutoAxesTest, ManualAxisIndexOn2x2And2x4) {
   ExpectValues<int32_t>(indices({tensor(Iota(4), {2, 2})})[0], {0, 1, 2, 3}, "tp indices");
 }
 
+// Two manual axes of a 2x2x2 (x, y, z) mesh, y automatic: the index over (x, z) is 2 x + z, and
+// over (z, x) 2 z + x, one value per (x, z) block of a [2, 2] output.
+TEST_F(AxisIndexAutoAxesTest, SeveralManualAxesAroundAnAutoOne) {
+  const Mesh mesh({2, 2, 2}, {}, {"x", "y", "z"});
+  auto indices = shard_map(
+      [&mesh](const std::vector<Tensor>& s) {
+        Tensor block = s[0];
+        mark_sharding(block, mesh, {"y", None});
+        return std::vector<Tensor>{reshape(axis_index(block, {"x", "z"}), {1, 1}),
+                                   reshape(axis_index(block, {"z", "x"}), {1, 1})};
+      },
+      mesh, {{None, None}}, {{"x", "z"}, {"x", "z"}}, {"y"});
+  const std::vector<Tensor> both = indices({tensor(Iota(16), {4, 4})});
+  ExpectValues<int32_t>(both[0], {0, 1, 2, 3}, "(x, z)");
+  ExpectValues<int32_t>(both[1], {0, 2, 1, 3}, "(z, x)");
+}
+
 // x's gradient through x * (axis_index + 1) in a region manual over tp, automatic over dp:
 // column block k of dx is k + 1.
 TEST_F(AxisIndexAutoAxesTest, GradientFlowsThroughTheOtherOperand) {
