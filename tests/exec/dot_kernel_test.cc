@@ -78,22 +78,10 @@ class DotKernelTest : public DeviceTest, public ::testing::WithParamInterface<st
     absl::StatusOr<DeviceAndReference> results =
         RunOnDeviceAndReference(**module, arguments, device(0));
     if (!results.ok()) return absl::StrCat(results.status().message(), "\n", text);
-    const ir::Literal& result = results->device;
-    const ir::Literal& reference = results->reference;
     const double tolerance =
         1e-5 * std::sqrt(static_cast<double>(std::max<int64_t>(contraction, 1)));
-    for (int64_t i = 0; i < reference.ElementCount(); ++i) {
-      if (ir::IsFloat(reference.dtype())) {
-        const double a = result.GetAsDouble(i), b = reference.GetAsDouble(i);
-        if (std::fabs(a - b) <= tolerance * std::max(1.0, std::fabs(b))) continue;
-        return absl::StrCat("element ", i, ": device ", a, ", reference ", b, "\n", text);
-      }
-      if (result.GetAsInt64(i) != reference.GetAsInt64(i)) {
-        return absl::StrCat("element ", i, ": device ", result.GetAsInt64(i), ", reference ",
-                            reference.GetAsInt64(i), "\n", text);
-      }
-    }
-    return "";
+    const std::string difference = CompareLiterals(results->device, results->reference, tolerance);
+    return difference.empty() ? "" : absl::StrCat(difference, "\n", text);
   }
 };
 

@@ -48,21 +48,8 @@ class OpSweepTest : public DeviceTest {
     absl::StatusOr<DeviceAndReference> results =
         RunOnDeviceAndReference(**module, arguments, device(0));
     if (!results.ok()) return absl::StrCat(results.status().message(), "\n", text);
-    const ir::Literal& result = results->device;
-    const ir::Literal& reference = results->reference;
-    for (int64_t i = 0; i < reference.ElementCount(); ++i) {
-      if (ir::IsFloat(reference.dtype())) {
-        double a = result.GetAsDouble(i), b = reference.GetAsDouble(i);
-        if ((std::isnan(a) && std::isnan(b)) || a == b) continue;
-        if (std::fabs(a - b) <= 1e-4 * std::max(1.0, std::fabs(b))) continue;
-        return absl::StrCat("element ", i, ": device ", a, ", reference ", b, "\n", text);
-      }
-      if (result.GetAsInt64(i) != reference.GetAsInt64(i)) {
-        return absl::StrCat("element ", i, ": device ", result.GetAsInt64(i), ", reference ",
-                            reference.GetAsInt64(i), "\n", text);
-      }
-    }
-    return "";
+    const std::string difference = CompareLiterals(results->device, results->reference, 1e-4);
+    return difference.empty() ? "" : absl::StrCat(difference, "\n", text);
   }
 };
 
