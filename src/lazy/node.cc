@@ -15,6 +15,7 @@ namespace vkspmd::lazy {
 void Node::Materialize(std::shared_ptr<DeviceValue> value) {
   device_value = std::move(value);
   operands.clear();
+  if (region_entry != this) region_entry = nullptr;  // it may go with the operands
 }
 
 namespace {
@@ -29,6 +30,7 @@ absl::StatusOr<NodePtr> NewOpNode(ir::Opcode opcode, const std::vector<NodePtr>&
   operand_protos.reserve(operands.size());
   for (const NodePtr& operand : operands) {
     operand_protos.push_back(operand->proto.get());
+    if (operand->manual && !node->manual) node->region_entry = operand->region_entry;
     node->manual = node->manual || operand->manual;
     if (operand->placement == nullptr) continue;
     if (node->placement != nullptr && !SamePlacement(node->placement, operand->placement)) {
@@ -44,8 +46,14 @@ absl::StatusOr<NodePtr> NewOpNode(ir::Opcode opcode, const std::vector<NodePtr>&
   node->proto->attributes() = std::move(attributes);
   if (opcode == ir::Opcode::kCustomCall) {
     const std::string& target = node->proto->attributes().custom_call_target;
-    if (target == "SPMDFullToShardShape") node->manual = true;
-    if (target == "SPMDShardToFullShape") node->manual = false;
+    if (target == "SPMDFullToShardShape") {
+      node->manual = true;
+      node->region_entry = node.get();
+    }
+    if (target == "SPMDShardToFullShape") {
+      node->manual = false;
+      node->region_entry = nullptr;
+    }
   }
   return node;
 }

@@ -31,6 +31,13 @@ struct Node : std::enable_shared_from_this<Node> {
   // Inside a manual region (after SPMDFullToShardShape, before SPMDShardToFullShape): the shape
   // is one device's shard and the value differs per device, so it is never a graph output.
   bool manual = false;
+  // A manual node's region entry: the SPMDFullToShardShape (or axis_index's partition-id) whose
+  // sharding says which mesh axes the region is manual over. Set when the node is made, from its
+  // first manual operand's (the entry is reached through operands the node holds, so it lives as
+  // long as they do; Materialize, which drops them, clears it), so a region's axes are found in
+  // O(1) rather than by a walk back per call. Null outside regions, and for a manual node whose
+  // manual operands lead to no entry.
+  const Node* region_entry = nullptr;
   // A leaf whose sharding auto-sharding chooses (vkspmd::auto_shard): lowered without a sharding
   // annotation, so the ILP places it; the graph's run moves the data there.
   bool free_sharding = false;

@@ -71,11 +71,6 @@ bool Contains(const std::vector<int64_t>& axes, int64_t axis) {
   return std::find(axes.begin(), axes.end(), axis) != axes.end();
 }
 
-bool IsCustomCall(const Node& node, const std::string& target) {
-  return node.proto->opcode() == ir::Opcode::kCustomCall &&
-         node.proto->attributes().custom_call_target == target;
-}
-
 // The sharding of a rank-`rank` value of a region manual over `manual` (ascending) mesh axes:
 // {manual} when that is every axis, else a manual subgroup over them, replicated over the rest.
 ir::Sharding RegionSharding(int64_t rank, const std::vector<int64_t>& manual,
@@ -169,22 +164,15 @@ absl::StatusOr<std::vector<int64_t>> RegionManualAxes(const NodePtr& x) {
   const spmd::Mesh& mesh = x->placement->local_mesh;
   std::vector<int64_t> all(mesh.axis_count());
   std::iota(all.begin(), all.end(), 0);
-  // Follow manual operands back to the region's entry: its SPMDFullToShardShape (or axis_index's
-  // partition-id) carries the region's manual sharding.
-  const Node* node = x.get();
-  while (!IsCustomCall(*node, "SPMDFullToShardShape") &&
-         node->proto->opcode() != ir::Opcode::kPartitionId) {
-    auto operand = std::find_if(node->operands.begin(), node->operands.end(),
-                                [](const NodePtr& o) { return o->manual; });
-    // Never "every axis" here: that would let a collective over an auto axis through.
-    if (operand == node->operands.end()) {
-      return absl::InternalError(
-          absl::StrCat("the manual region of the ", ShapeText(x), " tensor has no entry (",
-                       node->proto->Describe(),
-                       " has no manual operand leading back to its "
-                       "SPMDFullToShardShape), so its manual axes are unknown"));
-    }
-    node = operand->get();
+  // The region's entry (its SPMDFullToShardShape, or axis_index's partition-id) carries the
+  // region's manual sharding; the node was given it when it was made (Node::region_entry).
+  const Node* node = x->region_entry;
+  // Never "every axis" here: that would let a collective over an auto axis through.
+  if (node == nullptr) {
+    return absl::InternalError(absl::StrCat(
+        "the manual region of the ", ShapeText(x), " tensor has no entry (", x->proto->Describe(),
+        " has no manual operand leading back to its "
+        "SPMDFullToShardShape), so its manual axes are unknown"));
   }
   const std::optional<ir::Sharding>& sharding = node->proto->sharding();
   if (!sharding.has_value() || sharding->kind() == ir::Sharding::Kind::kManual) return all;
@@ -269,9 +257,10 @@ absl::StatusOr<NodePtr> AxisIndex(const NodePtr& x, const std::vector<int64_t>& 
   id->proto->set_sharding(RegionSharding(0, manual, mesh));
   id->placement = x->placement;
   id->manual = true;
+  id->region_entry = id.get();
   std::vector<int32_t> table(mesh.device_count());
   for (int64_t p = 0; p < mesh.device_count(); ++p) {
-    table[p] = static_cast<int32_t>(mesh.IndexAlong(p, axes));
+    table[p] = static_cast<int32_t>(mesh.IndexAlong(p, axes.empty() ? axes : std::vector<int64_t>{0}));
   }
   ir::InstructionAttributes constant;
   constant.literal =
