@@ -260,7 +260,7 @@ absl::StatusOr<NodePtr> AxisIndex(const NodePtr& x, const std::vector<int64_t>& 
   id->region_entry = id.get();
   std::vector<int32_t> table(mesh.device_count());
   for (int64_t p = 0; p < mesh.device_count(); ++p) {
-    table[p] = static_cast<int32_t>(mesh.IndexAlong(p, axes.empty() ? axes : std::vector<int64_t>{0}));
+    table[p] = static_cast<int32_t>(mesh.IndexAlong(p, axes));
   }
   ir::InstructionAttributes constant;
   constant.literal =
