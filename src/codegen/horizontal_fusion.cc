@@ -119,7 +119,26 @@ class Horizontal {
     for (const KernelPlan* kernel : {&a, &b}) {
       for (int buffer : kernel->outputs()) bindings += plan_.buffers[buffer].parts();
     }
-    return bindings <= target_.max_storage_buffers_per_stage;
+    return bindings <= target_.max_storage_buffers_per_stage && MaskedWorkFits(a, b);
+  }
+
+  // Where the driver runs every part in each workgroup (TargetInfo::max_masked_part_invocations),
+  // whether the invocations the merged dispatch's parts run masked stay within the target's limit:
+  // each part runs over every invocation of the dispatch but its own.
+  bool MaskedWorkFits(const KernelPlan& a, const KernelPlan& b) const {
+    const uint64_t limit = target_.max_masked_part_invocations;
+    if (limit == 0) return true;
+    std::vector<uint64_t> sizes;
+    for (const KernelPlan* kernel : {&a, &b}) {
+      sizes.push_back(kernel->root->shape().ElementCount());
+      for (const KernelPlan& part : kernel->parts)
+        sizes.push_back(part.root->shape().ElementCount());
+    }
+    uint64_t total = 0;
+    for (uint64_t size : sizes) total += size;
+    uint64_t masked = 0;
+    for (uint64_t size : sizes) masked += total - size;
+    return masked <= limit;
   }
 
   // `later` becomes the dispatch of both: `earlier`'s own elements first, then its parts, then

@@ -50,6 +50,12 @@ struct TargetInfo {
   // instead of computing them again in each (row_cache.h); 0: none. VKSPMD_ROW_CACHE_SLOTS
   // overrides it (src/exec).
   uint32_t row_cache_slots = 32;
+  // Horizontal fusion (horizontal_fusion.h) on drivers that run every part of a fused dispatch in
+  // each workgroup, the parts a workgroup does not compute under an empty mask (llvmpipe: its
+  // arithmetic still runs): two kernels are merged only while the invocations each part runs
+  // masked, summed over the parts, stay within this (about one dispatch's cost). 0: no limit
+  // (GPUs branch on the workgroup's part). VKSPMD_MASKED_PART_INVOCATIONS overrides it (src/exec).
+  uint64_t max_masked_part_invocations = 0;
 };
 
 }  // namespace vkspmd::codegen

@@ -147,30 +147,53 @@ ENTRY e {
   EXPECT_THAT(Dispatches(plan), ElementsAre("k", "u e"));
 }
 
+// `count` SGD updates of f32[elements] sharing one rate, each its own map kernel.
+std::string Updates(int count, int elements) {
+  const std::string shape = "f32[" + std::to_string(elements) + "]";
+  std::string text = "HloModule wide\nENTRY e {\n  rate = f32[] parameter(0)\n";
+  std::string tuple;
+  std::string shapes;
+  for (int k = 1; k <= count; ++k) {
+    const std::string n = std::to_string(k);
+    text += "  w" + n + " = " + shape + " parameter(" + std::to_string(2 * k - 1) + ")\n";
+    text += "  g" + n + " = " + shape + " parameter(" + std::to_string(2 * k) + ")\n";
+    text += "  r" + n + " = " + shape + " broadcast(rate), dimensions={}\n";
+    text += "  s" + n + " = " + shape + " multiply(g" + n + ", r" + n + ")\n";
+    text += "  u" + n + " = " + shape + " subtract(w" + n + ", s" + n + ")\n";
+    tuple += (k > 1 ? ", u" : "u") + n;
+    shapes += (k > 1 ? ", " : "") + shape;
+  }
+  return text + "  ROOT t = (" + shapes + ") tuple(" + tuple + ")\n}\n";
+}
+
 TEST_F(HorizontalFusionTest, PartsStayWithinTheBindingLimit) {
   // Each update binds w, g and its output, and all share the rate: k updates in one dispatch bind
   // 3k + 1 buffers, so 16 bindings hold five.
   TargetInfo target = LavapipeTarget();
   target.max_storage_buffers_per_stage = 16;
-  std::string text = "HloModule wide\nENTRY e {\n  rate = f32[] parameter(0)\n";
-  std::string tuple;
-  for (int k = 1; k <= 6; ++k) {
-    text += "  w" + std::to_string(k) + " = f32[8] parameter(" + std::to_string(2 * k - 1) + ")\n";
-    text += "  g" + std::to_string(k) + " = f32[8] parameter(" + std::to_string(2 * k) + ")\n";
-    text += "  r" + std::to_string(k) + " = f32[8] broadcast(rate), dimensions={}\n";
-    text += "  s" + std::to_string(k) + " = f32[8] multiply(g" + std::to_string(k) + ", r" +
-            std::to_string(k) + ")\n";
-    text += "  u" + std::to_string(k) + " = f32[8] subtract(w" + std::to_string(k) + ", s" +
-            std::to_string(k) + ")\n";
-    tuple += (k > 1 ? ", u" : "u") + std::to_string(k);
-  }
-  text += "  ROOT t = (f32[8], f32[8], f32[8], f32[8], f32[8], f32[8]) tuple(" + tuple + ")\n}\n";
+  const std::string text = Updates(6, 8);
   ProgramPlan plan = Plan(text, target);
   // u2 absorbs u1, u3 both, ..., u5 all four (16 bindings); u6 would make 19.
   EXPECT_THAT(Dispatches(plan), ElementsAre("u1 u2 u3 u4 u5", "u6"));
   for (const KernelPlan& kernel : plan.kernels) {
     EXPECT_LE(kernel.inputs.size() + kernel.outputs().size(), 16u) << kernel.name;
   }
+}
+
+TEST_F(HorizontalFusionTest, MaskedWorkStaysWithinTheTargetsLimit) {
+  // Where every part runs in each workgroup (llvmpipe), each part also runs masked over the
+  // others' invocations: two updates of 1024 elements run 2 x 1024 masked, within 2048; a third
+  // would make 3 x 2048. Without a limit (GPUs) the binding limit alone decides: all six fit 32.
+  TargetInfo target = LavapipeTarget();
+  target.max_storage_buffers_per_stage = 32;
+  EXPECT_THAT(Dispatches(Plan(Updates(6, 1024), target)), ElementsAre("u1 u2 u3 u4 u5 u6"));
+  target.max_masked_part_invocations = 2048;
+  EXPECT_THAT(Dispatches(Plan(Updates(6, 1024), target)), ElementsAre("u1 u2", "u3 u4", "u5 u6"));
+  // Small updates still share one dispatch: six of 8 elements run 6 x 40 masked.
+  EXPECT_THAT(Dispatches(Plan(Updates(6, 8), target)), ElementsAre("u1 u2 u3 u4 u5 u6"));
+  // One of 4096 elements runs more than the limit masked beside any other: nothing merges.
+  target.max_masked_part_invocations = 4000;
+  EXPECT_THAT(Dispatches(Plan(Updates(2, 4096), target)), ElementsAre("u1", "u2"));
 }
 
 }  // namespace
