@@ -1,8 +1,13 @@
-// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3") producing the bits
-// of rng-bit-generator; 8- and 16-bit outputs take the low bits of one word, 64-bit ones two.
+// Philox4x32-10 and Threefry-2x32 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3")
+// producing the bits of rng-bit-generator; 8- and 16-bit outputs take the low bits of one word,
+// 64-bit ones two.
 #include "src/interp/rng.h"
 
 #include <array>
+#include <bit>
+
+#include "src/base/status_macros.h"
+#include "src/ir/rng_expansion.h"
 
 namespace vkspmd::interp {
 namespace {
@@ -25,12 +30,66 @@ Block Philox(Block counter, std::array<uint32_t, 2> key) {
   return counter;
 }
 
+// Threefry-2x32 with 20 rounds: the block {low word, high word} of `counter` keyed by the low
+// and high words of `key`.
+std::array<uint32_t, 2> ThreeFry(uint64_t counter, uint64_t key) {
+  constexpr std::array<int, 8> kRotations = {13, 15, 26, 6, 17, 29, 16, 24};
+  const std::array<uint32_t, 3> ks = {
+      static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32),
+      0x1BD11BDAu ^ static_cast<uint32_t>(key) ^ static_cast<uint32_t>(key >> 32)};
+  std::array<uint32_t, 2> x = {static_cast<uint32_t>(counter) + ks[0],
+                               static_cast<uint32_t>(counter >> 32) + ks[1]};
+  for (int block = 0; block < 5; ++block) {
+    for (int round = 0; round < 4; ++round) {
+      x[0] += x[1];
+      x[1] = std::rotl(x[1], kRotations[(block % 2) * 4 + round]) ^ x[0];
+    }
+    x[0] += ks[(block + 1) % 3];
+    x[1] += ks[(block + 2) % 3] + static_cast<uint32_t>(block + 1);
+  }
+  return x;
+}
+
+// rng_three_fry as XLA's expander (ir::ThreeFryPairing describes the layout).
+absl::StatusOr<ir::Literal> EvaluateThreeFry(const ir::Instruction& instruction,
+                                             const ir::Literal& state) {
+  VKSPMD_RETURN_IF_ERROR(ir::CheckThreeFryState(state.shape(), instruction.Describe()));
+  const uint64_t key = state.Get<uint64_t>(0);
+  const uint64_t counter = state.Get<uint64_t>(1);
+  ir::Literal bits(instruction.shape().tuple_elements()[1]);
+  int64_t blocks = bits.ElementCount();
+  if (ir::DTypeByteSize(bits.dtype()) == 8) {
+    for (int64_t i = 0; i < blocks; ++i) {
+      const std::array<uint32_t, 2> x = ThreeFry(counter + static_cast<uint64_t>(i), key);
+      bits.SetFromUint64(i, uint64_t{x[0]} | uint64_t{x[1]} << 32);
+    }
+  } else {
+    const ir::ThreeFryPairing pairing = ir::ThreeFryPairingOf(bits.shape());
+    const int64_t half = (pairing.size + 1) / 2;
+    blocks = pairing.Blocks();
+    for (int64_t o = 0; o < pairing.outer; ++o) {
+      for (int64_t h = 0; h < half; ++h) {
+        for (int64_t k = 0; k < pairing.inner; ++k) {
+          const auto block = static_cast<uint64_t>((o * half + h) * pairing.inner + k);
+          const std::array<uint32_t, 2> x = ThreeFry(counter + block, key);
+          for (int64_t b = 0; b < 2 && 2 * h + b < pairing.size; ++b) {
+            bits.SetFromUint64((o * pairing.size + 2 * h + b) * pairing.inner + k, x[b]);
+          }
+        }
+      }
+    }
+  }
+  ir::Literal new_state = state;
+  new_state.Set<uint64_t>(1, counter + static_cast<uint64_t>(blocks));
+  return ir::Literal::Tuple({std::move(new_state), std::move(bits)});
+}
+
 }  // namespace
 
 absl::StatusOr<ir::Literal> EvaluateRngBitGenerator(const ir::Instruction& instruction,
                                                     const ir::Literal& state) {
   if (instruction.attributes().rng_algorithm == ir::RngAlgorithm::kThreeFry) {
-    return absl::UnimplementedError("rng_three_fry is not implemented; use rng_philox");
+    return EvaluateThreeFry(instruction, state);
   }
   const int64_t words = state.ElementCount();
   auto state_word = [&](int64_t i) { return i < words ? state.Get<uint64_t>(i) : uint64_t{0}; };

@@ -161,7 +161,8 @@ absl::StatusOr<Instruction*> Expand(Writer& writer, const Instruction& generator
                                     Instruction* state) {
   if (generator.attributes().rng_algorithm == RngAlgorithm::kThreeFry) {
     return absl::UnimplementedError(fmt::format(
-        "{}: rng_three_fry is not implemented (the reference has no ThreeFry); use rng_philox",
+        "{}: rng_three_fry runs on the CPU reference only (no device expansion yet); use "
+        "rng_philox",
         generator.Describe()));
   }
   writer.set_location(generator.location());
@@ -207,6 +208,37 @@ absl::StatusOr<Instruction*> Expand(Writer& writer, const Instruction& generator
 }
 
 }  // namespace
+
+ThreeFryPairing ThreeFryPairingOf(const Shape& shape) {
+  const std::vector<int64_t>& dims = shape.dimensions();
+  ThreeFryPairing pairing;
+  if (dims.empty()) return pairing;
+  int64_t paired = -1;
+  for (int64_t d = 0; d < static_cast<int64_t>(dims.size()) && paired < 0; ++d) {
+    if (dims[d] % 2 == 0) paired = d;
+  }
+  if (paired < 0) {
+    paired = 0;
+    for (int64_t d = 1; d < static_cast<int64_t>(dims.size()); ++d) {
+      if (dims[d] > dims[paired]) paired = d;
+    }
+  }
+  for (int64_t d = 0; d < static_cast<int64_t>(dims.size()); ++d) {
+    if (d < paired) pairing.outer *= dims[d];
+    if (d > paired) pairing.inner *= dims[d];
+  }
+  pairing.size = dims[paired];
+  return pairing;
+}
+
+absl::Status CheckThreeFryState(const Shape& state, std::string_view op) {
+  if (state.IsArray() && state.dtype() == DType::kU64 &&
+      state.dimensions() == std::vector<int64_t>{2}) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(fmt::format(
+      "{}: rng_three_fry takes a u64[2] state (key, counter), not {}", op, state.ToString()));
+}
 
 bool HasRngBitGenerator(const Module& module) {
   for (const auto& instruction : module.entry()->instructions()) {
