@@ -540,8 +540,9 @@ class Partitioner {
     const auto [device_order, cheapest] = CheapestLayout(rule, operands, results);
     // Where the rule would move data for an op that shifts elements along a split dim (slice,
     // pad, reverse, concatenate, reshape), GSPMD's halo exchange keeps the tiling and sends only
-    // boundary rows (not yet inside partially manual regions: their general rule is used).
-    if (cheapest > 0 && results.size() == 1 && manual_axes_.empty()) {
+    // boundary rows; inside a partially manual region too, where the split axes are automatic
+    // ones, so the neighbours it exchanges with are in the same manual group.
+    if (cheapest > 0 && results.size() == 1) {
       VKSPMD_ASSIGN_OR_RETURN(std::optional<int64_t> halo_bytes,
                               HaloBytes(*spmd_, instruction, operand_values, results[0].sharding));
       if (halo_bytes.has_value() && *halo_bytes <= cheapest) {

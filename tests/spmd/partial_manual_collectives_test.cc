@@ -70,7 +70,7 @@ TEST(PartialManualTestdataTest, EveryProgramOnEveryMeshEqualsNumPy) {
       ++runs;
     }
   }
-  EXPECT_EQ(runs, 7 * 2 + 3);
+  EXPECT_EQ(runs, 8 * 2 + 3);
 }
 
 // lax.all_gather over y inside the region runs on each device's x-shard of the rows (4 of 8),
@@ -121,6 +121,50 @@ TEST(PartialManualCollectivesTest, TupleCollectivesRunOnePerOperandOnShards) {
   EXPECT_EQ(result->result_shardings[0].ToString(result->mesh), "[{axis 0}, {axis 1}]");
 }
 
+// A stencil along the region's automatic axis (rows split over x, manual over y): the slice and
+// pad that shift the rows up by one keep the rows split and fetch the one row each device lacks
+// from its x neighbour, as GSPMD's halo exchange does outside regions: one collective-permute of
+// a 1x3 row within {0,2} and {1,3} (12 bytes per device), where gathering the rows for the slice
+// moved 96 (two all-gathers).
+TEST(PartialManualCollectivesTest, HaloExchangeAlongAnAutomaticAxis) {
+  const absl::StatusOr<PartitionResult> result =
+      PartitionChecked("shard_map_auto_halo", MakeMesh({2, 2}));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_THAT(CollectiveGroups(*result),
+              ::testing::ElementsAre("collective-permute f32[1,3] {{2,0},{3,1}}"));
+  EXPECT_EQ(result->BytesPerDevice(), 12);
+}
+
+// A roll of the rows by one (concatenate(t[1:], t[:1])) in a region laid out as 0,3,1,2 (manual
+// groups {0,3} and {1,2}; rows split over the other axis: rows 0-3 of each group's block on 0 and
+// 1, rows 4-7 on 3 and 2): the slices and the concatenate exchange halos between the devices of
+// one manual group in the region's layout: the first row of the second half goes 3 -> 0 and
+// 2 -> 1, the group's first row 0 -> 3 and 1 -> 2 (one 1x6 row each, 48 bytes per device in
+// all, where gathering the rows moved 216).
+TEST(PartialManualCollectivesTest, HaloExchangeInAPermutedRegion) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module =
+      ir::ParseAndVerifyModule(R"(HloModule m, num_partitions=4
+ENTRY %main (a: f32[16,6]) -> f32[16,6] {
+  %a = f32[16,6] parameter(0), sharding={devices=[2,1,2]0,3,1,2 last_tile_dim_replicate}
+  %m = f32[8,6] custom-call(f32[16,6] %a), custom_call_target="SPMDFullToShardShape", sharding={devices=[1,1,2,2]0,3,1,2 last_tile_dims={manual, replicated}}
+  %c = f32[8,6] custom-call(f32[8,6] %m), custom_call_target="Sharding", sharding={devices=[2,1,2]0,1,3,2 last_tile_dims={manual}}
+  %t = f32[8,6] tanh(f32[8,6] %c)
+  %tail = f32[7,6] slice(f32[8,6] %t), slice={[1:8], [0:6]}
+  %head = f32[1,6] slice(f32[8,6] %t), slice={[0:1], [0:6]}
+  %roll = f32[8,6] concatenate(f32[7,6] %tail, f32[1,6] %head), dimensions={0}
+  %o = f32[8,6] custom-call(f32[8,6] %roll), custom_call_target="Sharding", sharding={devices=[2,1,2]0,1,3,2 last_tile_dims={manual}}
+  ROOT %r = f32[16,6] custom-call(f32[8,6] %o), custom_call_target="SPMDShardToFullShape", sharding={devices=[4,1]0,3,1,2}
+})");
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<EquivalenceOutcome> outcome = RunEquivalence(**module, MakeMesh({2, 2}));
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_LT(outcome->difference, 1e-6);
+  EXPECT_THAT(CollectiveGroups(outcome->partition),
+              ::testing::ElementsAre("collective-permute f32[1,6] {{3,0},{2,1}}",
+                                     "collective-permute f32[1,6] {{0,3},{1,2}}"));
+  EXPECT_EQ(outcome->partition.BytesPerDevice(), 2 * 24);
+}
+
 // Manual groups {0,3} and {1,2} from explicit device lists: the user's psum keeps its pairs
 // {0,1} and {3,2} (devices holding the same rows), and leaving with out_specs P() gathers the
 // rows within each manual group, {0,3} and {1,2}, never across groups.
@@ -155,7 +199,9 @@ TEST(PartialManualCollectivesTest, PermutedManualGroupsOnEightDevices) {
   EXPECT_EQ(collectives[2], "all-gather f32[2,12] " + over_b);
   for (size_t i = 3; i < collectives.size(); ++i) {
     const std::string groups = collectives[i].substr(collectives[i].rfind(' ') + 1);
-    EXPECT_TRUE(groups == over_a || groups == over_c) << collectives[i];
+    // The concatenate's halo exchange sends one row between the c pairs (3 -> 0, 2 -> 1, ...).
+    const std::string halo_over_c = "{{3,0},{2,1},{6,5},{7,4}}";
+    EXPECT_TRUE(groups == over_a || groups == over_c || groups == halo_over_c) << collectives[i];
   }
 }
 

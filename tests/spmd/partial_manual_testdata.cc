@@ -25,10 +25,15 @@ absl::StatusOr<std::string> ReadText(const std::string& path) {
 }  // namespace
 
 const std::vector<std::string>& PartialManualProgramNames() {
-  static const std::vector<std::string> names = {
-      "shard_map_auto_all_gather",   "shard_map_auto_reduce_scatter",   "shard_map_auto_all_to_all",
-      "shard_map_auto_partition_id", "shard_map_auto_permuted_groups",  "shard_map_auto_permuted_8",
-      "sharding_unspecified_dims",   "shard_map_auto_tuple_collectives"};
+  static const std::vector<std::string> names = {"shard_map_auto_all_gather",
+                                                 "shard_map_auto_reduce_scatter",
+                                                 "shard_map_auto_all_to_all",
+                                                 "shard_map_auto_partition_id",
+                                                 "shard_map_auto_permuted_groups",
+                                                 "shard_map_auto_permuted_8",
+                                                 "sharding_unspecified_dims",
+                                                 "shard_map_auto_tuple_collectives",
+                                                 "shard_map_auto_halo"};
   return names;
 }
 

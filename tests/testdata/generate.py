@@ -1072,6 +1072,27 @@ ENTRY %main.24 (Arg_0.1: f32[8,6]) -> f32[8,48] {{
 }}
 """, [[a]] * 4, [tuple_out] * 4, devices=4)
 
+# A stencil along an automatic axis inside the region: a in P(None, "y"), rows constrained to
+# P("x") inside; t = tanh(a_y), its rows shifted up by one (slice [1:8], pad one zero row below)
+# and added to t; out_specs P(None, "y"). Each device needs one row of its x neighbour's shard.
+a = pm_f32(8, 6)
+t = np.tanh(a)
+halo_out = t + np.concatenate([t[1:], np.zeros((1, 6), np.float32)])
+case("shard_map_auto_halo", PM_HEADER.format(name="jit_f", layout="(f32[8,6]{1,0})->f32[8,6]{1,0}", n=4) + f"""
+ENTRY %main.11 (Arg_0.1: f32[8,6]) -> f32[8,6] {{
+  %Arg_0.1 = f32[8,6]{{1,0}} parameter(0), sharding={{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}}, metadata={{op_name="a"}}
+  %custom-call.2 = f32[8,3]{{1,0}} custom-call(f32[8,6]{{1,0}} %Arg_0.1), custom_call_target="SPMDFullToShardShape", sharding={{devices=[1,1,2,2]<=[2,2]T(1,0) last_tile_dims={{manual, replicated}}}}
+  %custom-call.3 = f32[8,3]{{1,0}} custom-call(f32[8,3]{{1,0}} %custom-call.2), custom_call_target="Sharding", sharding={{devices=[2,1,2]<=[4] last_tile_dims={{manual}}}}, {pm_meta("sharding_constraint")}
+  %tanh.4 = f32[8,3]{{1,0}} tanh(f32[8,3]{{1,0}} %custom-call.3), {pm_meta("tanh")}
+  %slice.5 = f32[7,3]{{1,0}} slice(f32[8,3]{{1,0}} %tanh.4), slice={{[1:8], [0:3]}}, {pm_meta("slice")}
+  %constant.6 = f32[] constant(0)
+  %pad.7 = f32[8,3]{{1,0}} pad(f32[7,3]{{1,0}} %slice.5, f32[] %constant.6), padding=0_1x0_0, {pm_meta("pad")}
+  %add.8 = f32[8,3]{{1,0}} add(f32[8,3]{{1,0}} %tanh.4, f32[8,3]{{1,0}} %pad.7), {pm_meta("add")}
+  %custom-call.9 = f32[8,3]{{1,0}} custom-call(f32[8,3]{{1,0}} %add.8), custom_call_target="Sharding", sharding={{devices=[2,1,2]<=[4] last_tile_dims={{manual}}}}
+  ROOT %custom-call.10 = f32[8,6]{{1,0}} custom-call(f32[8,3]{{1,0}} %custom-call.9), custom_call_target="SPMDShardToFullShape", sharding={{devices=[2,2]<=[4]}}
+}}
+""", [[a]] * 4, [halo_out] * 4, devices=4)
+
 for name, hlo, args, outputs, devices in CASES:
     write(name, hlo, args, outputs, devices)
 print(f"wrote {len(CASES)} cases")
