@@ -145,7 +145,9 @@ DTensor distribute_tensor(const Tensor& tensor, const DeviceMesh& mesh,
                           const Placements& placements);
 // A DTensor from each mesh device's local tensor (`locals` in the mesh's row-major order): Shard
 // axes concatenate their locals along the dim (any chunk sizes), Replicate axes take the first
-// coordinate's local, Partial axes reduce theirs. Local shapes must agree elsewhere.
+// coordinate's local, Partial axes reduce theirs. Local shapes must agree elsewhere. In a job of
+// several processes each process passes only its own mesh devices' locals (in mesh order, as
+// PyTorch's from_local takes the rank's shard), all of one shape and dtype; another count throws.
 DTensor from_local(const std::vector<Tensor>& locals, const DeviceMesh& mesh,
                    const Placements& placements);
 

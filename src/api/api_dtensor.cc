@@ -13,6 +13,7 @@
 #include "src/lazy/trace_ops.h"
 #include "src/spmd/partitioner.h"
 #include "src/spmd/propagation.h"
+#include "vkspmd/distributed.h"
 #include "vkspmd/dtensor.h"
 #include "vkspmd/ops.h"
 #include "vkspmd/sharded_tensor.h"
@@ -214,30 +215,92 @@ DTensor distribute_tensor(const Tensor& tensor, const DeviceMesh& mesh,
   return MakeDTensor(Partition(tensor, specs, mesh), mesh, specs);
 }
 
-DTensor from_local(const std::vector<Tensor>& locals, const DeviceMesh& mesh,
-                   const Placements& placements) {
-  if (static_cast<int64_t>(locals.size()) != mesh.size()) {
+namespace {
+
+// Which mesh positions are this process's devices.
+std::vector<bool> OwnDevices(const DeviceMesh& mesh) {
+  const std::vector<int> addressable = distributed::addressable_devices();
+  std::vector<bool> mine(mesh.size(), false);
+  for (int64_t k = 0; k < mesh.size(); ++k) {
+    mine[k] = std::find(addressable.begin(), addressable.end(), mesh.device_ids()[k]) !=
+              addressable.end();
+  }
+  return mine;
+}
+
+// from_local in a job of several processes: `own` holds a local per mesh device of this process
+// (mesh order), as PyTorch's DTensor.from_local takes each rank's shard. The other processes'
+// devices get zeros of the same shape in their place: each process uploads only its own devices'
+// shards of the combined value (docs/distributed.md), so no other process's data is needed. A
+// Replicate axis takes, per group, the first local this process holds (the group's other members
+// are other processes', each of which uses its own).
+std::vector<Tensor> LocalsOfTheJob(const std::vector<Tensor>& own, const DeviceMesh& mesh,
+                                   const std::vector<bool>& mine) {
+  const int64_t count = std::count(mine.begin(), mine.end(), true);
+  if (static_cast<int64_t>(own.size()) != count) {
     throw Error(ErrorCode::kInvalidArgument,
-                absl::StrCat("from_local: ", locals.size(), " local tensor(s) for ",
+                absl::StrCat("from_local: ", own.size(), " local tensor(s) for ", mesh.to_string(),
+                             " in process ", distributed::process_index(), " of ",
+                             distributed::process_count(), ", which drives ", count,
+                             " of its devices; give one per device of this process, in mesh "
+                             "order (as PyTorch's from_local takes the rank's own shard)"));
+  }
+  if (own.empty()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                absl::StrCat("from_local: this process drives no device of ", mesh.to_string()));
+  }
+  for (const Tensor& local : own) {
+    if (local.shape() != own.front().shape() || local.dtype() != own.front().dtype()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  absl::StrCat("from_local: in a job of several processes every local tensor must "
+                               "have the same shape and dtype (the other processes' shards are "
+                               "not known here): [",
+                               absl::StrJoin(local.shape(), ","), "] and [",
+                               absl::StrJoin(own.front().shape(), ","), "]"));
+    }
+  }
+  const Tensor zeros_like = zeros(own.front().shape(), own.front().dtype());
+  std::vector<Tensor> locals(mesh.size());
+  size_t next = 0;
+  for (int64_t k = 0; k < mesh.size(); ++k) locals[k] = mine[k] ? own[next++] : zeros_like;
+  return locals;
+}
+
+}  // namespace
+
+DTensor from_local(const std::vector<Tensor>& given, const DeviceMesh& mesh,
+                   const Placements& placements) {
+  const bool job = distributed::process_count() > 1;
+  if (!job && static_cast<int64_t>(given.size()) != mesh.size()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                absl::StrCat("from_local: ", given.size(), " local tensor(s) for ",
                              mesh.to_string(), "; give one per mesh device, in mesh order"));
   }
+  std::vector<bool> mine = job ? OwnDevices(mesh) : std::vector<bool>(mesh.size(), true);
+  const std::vector<Tensor> locals = job ? LocalsOfTheJob(given, mesh, mine) : given;
   const std::vector<PlacementSpec> specs = Checked(placements, mesh, locals.front().dim());
   // Combines the locals axis by axis from the last: a Partial axis stacks its group on a new
   // leading dim (so leading dims end up in mesh-axis order), a Shard axis concatenates it past
   // the leading dims of the Partial axes after it, a Replicate axis keeps its first.
+  // `mine` says which of them hold this process's data (all, in a job of one process): a
+  // Replicate group takes its first such local.
   std::vector<Tensor> groups = locals;
   int64_t inner_partials = 0;
   for (int64_t axis = mesh.ndim() - 1; axis >= 0; --axis) {
     const int64_t size = mesh.size(axis);
     std::vector<Tensor> combined;
+    std::vector<bool> combined_mine;
     for (size_t start = 0; start < groups.size(); start += size) {
       std::vector<Tensor> group(groups.begin() + start, groups.begin() + start + size);
+      const auto first = std::find(mine.begin() + start, mine.begin() + start + size, true);
+      combined_mine.push_back(first != mine.begin() + start + size);
       switch (specs[axis].kind) {
         case PlacementKind::kShard:
           combined.push_back(cat(group, inner_partials + specs[axis].dim));
           break;
         case PlacementKind::kReplicate:
-          combined.push_back(group.front());
+          combined.push_back(combined_mine.back() ? group[first - (mine.begin() + start)]
+                                                  : group.front());
           break;
         case PlacementKind::kPartial:
           for (Tensor& local : group) local = unsqueeze(local, 0);
@@ -247,8 +310,13 @@ DTensor from_local(const std::vector<Tensor>& locals, const DeviceMesh& mesh,
     }
     if (specs[axis].kind == PlacementKind::kPartial) ++inner_partials;
     groups = std::move(combined);
+    mine = std::move(combined_mine);
   }
-  return MakeDTensor(groups.front(), mesh, specs);
+  if (!job) return MakeDTensor(groups.front(), mesh, specs);
+  // This process's combined value as host data, which the placement uploads only this process's
+  // shards of. (Traced instead, the partitioner would split the concatenation itself and feed a
+  // device pieces of locals that only another process holds.)
+  return MakeDTensor(from_host(groups.front().to_host()), mesh, specs);
 }
 
 DTensor DTensor::redistribute(const DeviceMesh& mesh, const Placements& placements) const {

@@ -74,13 +74,16 @@ def test_to_local_gives_this_process_its_own_chunks():
 def test_partial_sums_over_the_processes():
     mesh = hybrid_device_mesh((2,), mesh_dim_names=("dp", "tp"))
     locals_ = [values(3, 5, 10 + device) for device in range(4)]
-    # Partial over dp (the processes), Replicate over tp (each group's first local).
-    d = DTensor.from_local([vkspmd.from_numpy(x) for x in locals_], mesh,
-                           [Partial("sum"), Replicate()])
+    own = [vkspmd.from_numpy(locals_[device]) for device in (2 * RANK, 2 * RANK + 1)]
+    # Each process passes its own devices' locals (as PyTorch's from_local takes the rank's
+    # shard). Partial over dp (the processes), Replicate over tp (each group's first local).
+    d = DTensor.from_local(own, mesh, [Partial("sum"), Replicate()])
     np.testing.assert_array_equal(d.full_tensor().numpy(), locals_[0] + locals_[2])
-    d = DTensor.from_local([vkspmd.from_numpy(x) for x in locals_], mesh,
-                           [Replicate(), Partial("max")])
-    np.testing.assert_array_equal(d.full_tensor().numpy(), np.maximum(locals_[0], locals_[1]))
+    # Replicate over dp: the processes' locals agree along it (run_check=False, as PyTorch's).
+    same = [values(3, 5, 10 + device % 2) for device in range(4)]
+    own = [vkspmd.from_numpy(same[device]) for device in (2 * RANK, 2 * RANK + 1)]
+    d = DTensor.from_local(own, mesh, [Replicate(), Partial("max")])
+    np.testing.assert_array_equal(d.full_tensor().numpy(), np.maximum(same[0], same[1]))
 
 
 def test_init_device_mesh_and_mark_sharding_over_the_job():
