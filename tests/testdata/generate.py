@@ -2,7 +2,9 @@
 # Writes the HLO test programs of tests/testdata and their inputs and expected outputs, computed
 # independently with NumPy. Run with Debian's /usr/bin/python3 (python3-numpy); output is
 # deterministic, so re-running it changes nothing unless a case changes (float32 products go
-# through numpy_oracle.matmul, not the CPU-dependent BLAS of `@`; check_generated.py checks).
+# through numpy_oracle.matmul, not the CPU-dependent BLAS of `@`, and log1p, expm1 and power
+# through numpy_oracle.in_float64, not NumPy's CPU-dependent float32 SIMD code;
+# check_generated.py checks, with and without AVX-512).
 #
 # Files per case NAME: NAME.hlo; NAME.argK.npy (every device's argument K) or NAME.devD.argK.npy
 # (device D's); NAME.out.npy / NAME.out.J.npy (tuple element J) or NAME.devD.out.npy.
@@ -11,7 +13,7 @@ import os
 
 import numpy as np
 
-from numpy_oracle import matmul
+from numpy_oracle import in_float64, matmul
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 rng = np.random.RandomState(1234)
@@ -109,8 +111,9 @@ ENTRY %main (p0: f32[3,5]) -> (f32[3,5], f32[3,5], f32[3,5], f32[3,5], f32[3,5],
   ROOT %tuple = (f32[3,5]{1,0}, f32[3,5]{1,0}, f32[3,5]{1,0}, f32[3,5]{1,0}, f32[3,5]{1,0}, /*index=5*/f32[3,5]{1,0}, f32[3,5]{1,0}, f32[3,5]{1,0}, f32[3,5]{1,0}, f32[3,5]{1,0}, /*index=10*/f32[3,5]{1,0}, f32[3,5]{1,0}, f32[3,5]{1,0}, f32[3,5]{1,0}) tuple(f32[3,5]{1,0} %abs, f32[3,5]{1,0} %sqrt, f32[3,5]{1,0} %rsqrt, f32[3,5]{1,0} %log, f32[3,5]{1,0} %log1p, /*index=5*/f32[3,5]{1,0} %expm1, f32[3,5]{1,0} %tanh, f32[3,5]{1,0} %logistic, f32[3,5]{1,0} %sine, f32[3,5]{1,0} %cosine, /*index=10*/f32[3,5]{1,0} %floor, f32[3,5]{1,0} %ceil, f32[3,5]{1,0} %round, f32[3,5]{1,0} %sign)
 }
 """, [x], [np.abs(x), np.sqrt(np.abs(x)), 1 / np.sqrt(np.abs(x)), np.log(np.abs(x)),
-           np.log1p(np.abs(x)), np.expm1(x), np.tanh(x), (1 / (1 + np.exp(-x))).astype(np.float32),
-           np.sin(x), np.cos(x), np.floor(x), np.ceil(x), np.rint(x), np.sign(x)])
+           in_float64(np.log1p, np.abs(x)), in_float64(np.expm1, x), np.tanh(x),
+           (1 / (1 + np.exp(-x))).astype(np.float32), np.sin(x), np.cos(x), np.floor(x),
+           np.ceil(x), np.rint(x), np.sign(x)])
 
 x = f32(6)
 case("erf", """HloModule erf
@@ -137,8 +140,8 @@ ENTRY %main (p0: f32[2,6], p1: f32[2,6]) -> (f32[2,6], f32[2,6], f32[2,6], f32[2
   %subtract = f32[2,6]{1,0} subtract(f32[2,6]{1,0} %p0, f32[2,6]{1,0} %p1)
   ROOT %tuple = (f32[2,6]{1,0}, f32[2,6]{1,0}, f32[2,6]{1,0}, f32[2,6]{1,0}, f32[2,6]{1,0}, /*index=5*/f32[2,6]{1,0}, f32[2,6]{1,0}) tuple(f32[2,6]{1,0} %power, f32[2,6]{1,0} %atan2, f32[2,6]{1,0} %maximum, f32[2,6]{1,0} %minimum, f32[2,6]{1,0} %remainder, /*index=5*/f32[2,6]{1,0} %divide, f32[2,6]{1,0} %subtract)
 }
-""", [x, y], [np.power(np.abs(x), y), np.arctan2(x, y), np.maximum(x, y), np.minimum(x, y),
-              np.fmod(x, y), x / y, x - y])
+""", [x, y], [in_float64(np.power, np.abs(x), y), np.arctan2(x, y), np.maximum(x, y),
+              np.minimum(x, y), np.fmod(x, y), x / y, x - y])
 
 a = rng.randint(-100, 100, size=(10,)).astype(np.int32)
 b = rng.randint(-7, 8, size=(10,)).astype(np.int32)
