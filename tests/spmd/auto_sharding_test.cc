@@ -317,6 +317,41 @@ TEST(AutoShardingTest, MemoryLimitBelowDataParallelShardsParameters) {
   EXPECT_GE(plan->cost(), unlimited->cost() * (1 - 1e-9));
 }
 
+// What `vkspmd partition --auto/--cost` prints as the compute by kind adds up to the modelled
+// compute: every op's compute goes to exactly one of dots, other kernels and fused ops, and the
+// model's run_seconds (0.25 ms here, dispatches 10 us, so that no part is zero) to both.
+TEST(AutoShardingTest, ComputeByKindAddsUpToTheCompute) {
+  for (const std::string model_name : {"mlp", "transformer"}) {
+    for (const std::string shape : {"2", "2x2"}) {
+      const Mesh mesh = MeshOf(shape);
+      CostModel model = CostModel::Default(mesh);
+      model.run_seconds = 2.5e-4;
+      model.kernel_seconds = 1e-5;
+      std::unique_ptr<ir::Module> step = LoadStep(model_name);
+      absl::StatusOr<AutoShardingPlan> plan = AutoShard(*step, mesh, model);
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      std::unique_ptr<ir::Module> annotated = LoadStep(model_name);
+      const ShardingMap dp = HandShardings(*annotated, mesh, /*fsdp=*/false);
+      absl::StatusOr<AutoShardingPlan> dp_plan = CostOfShardings(*annotated, mesh, model, dp);
+      ASSERT_TRUE(dp_plan.ok()) << dp_plan.status();
+      for (const AutoShardingPlan* costed : {&*plan, &*dp_plan}) {
+        const std::string what =
+            fmt::format("{} on {} ({})", model_name, shape, costed == &*plan ? "auto" : "dp");
+        EXPECT_GT(costed->compute_dots, 0) << what;
+        EXPECT_GT(costed->compute_kernels, 0) << what;
+        EXPECT_GT(costed->compute_fused, 0) << what;
+        EXPECT_EQ(costed->compute_run, 2.5e-4) << what;
+        EXPECT_NEAR(costed->compute_dots + costed->compute_kernels + costed->compute_fused +
+                        costed->compute_run,
+                    costed->compute, costed->compute * 1e-9)
+            << what;
+        EXPECT_NE(costed->ComputeByKind().find(", run 0.250\n"), std::string::npos)
+            << what << ": " << costed->ComputeByKind();
+      }
+    }
+  }
+}
+
 // Arguments in the step's domain: positive floats (AdamW's second moments, learning rates),
 // the random integers as they come.
 std::vector<ir::Literal> StepArguments(const ir::Module& module) {
