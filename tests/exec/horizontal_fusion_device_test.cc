@@ -16,6 +16,7 @@
 #include "tests/exec/dispatch_counter.h"
 #include "tests/exec/random_module.h"
 #include "tests/support/device_test.h"
+#include "tests/support/scoped_environment.h"
 
 namespace vkspmd::testing {
 namespace {
@@ -98,14 +99,8 @@ TEST_F(HorizontalFusionDeviceTest, AdamLikeUpdatesMatchTheReferenceInOneDispatch
   // part runs masked in the others' workgroups (1000 + 77 + 5 elements run 2164 invocations
   // masked, over its 2048: the largest update would keep its own dispatch), so that the three
   // parts of one dispatch are what runs here.
-  setenv("VKSPMD_DOT_EPILOGUES", "0", 1);
-  setenv("VKSPMD_MASKED_PART_INVOCATIONS", "0", 1);
-  struct Restore {
-    ~Restore() {
-      unsetenv("VKSPMD_DOT_EPILOGUES");
-      unsetenv("VKSPMD_MASKED_PART_INVOCATIONS");
-    }
-  } restore;
+  const ScopedEnvironment no_dot_epilogues("VKSPMD_DOT_EPILOGUES", "0");
+  const ScopedEnvironment no_masked_work_limit("VKSPMD_MASKED_PART_INVOCATIONS", "0");
   const std::string text = AdamUpdates();
   ExpectMatchesReference(text);
   // Three gradient dots, then every update (with both its outputs, and the third's folded
