@@ -12,6 +12,21 @@
 
 namespace vkspmd::lazy {
 
+Node::~Node() {
+  std::vector<NodePtr> pending = std::move(operands);
+  while (!pending.empty()) {
+    NodePtr node = std::move(pending.back());
+    pending.pop_back();
+    // The last owner takes the node's operands before the node goes, so its destructor finds
+    // none and the chain unwinds in this loop instead of on the stack. Nodes are never reached
+    // through weak pointers, so a count of one cannot rise while this runs.
+    if (node != nullptr && node.use_count() == 1) {
+      for (NodePtr& operand : node->operands) pending.push_back(std::move(operand));
+      node->operands.clear();
+    }
+  }
+}
+
 void Node::Materialize(std::shared_ptr<DeviceValue> value) {
   device_value = std::move(value);
   operands.clear();

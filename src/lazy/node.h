@@ -51,6 +51,14 @@ struct Node : std::enable_shared_from_this<Node> {
   uint64_t signature_epoch = 0;
   uint64_t signature_position = 0;
 
+  Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  // Releases the operands iteratively: a trace is a chain of nodes as long as the program (a
+  // training loop traced without a sync holds hundreds of thousands), and dropping the last
+  // reference to its end would otherwise recurse once per node and overflow the stack.
+  ~Node();
+
   const ir::Shape& shape() const { return proto->shape(); }
   bool is_leaf() const { return host_value.has_value() || device_value != nullptr; }
   // Turns a computed op node into a leaf holding `value`.

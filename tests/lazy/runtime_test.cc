@@ -244,6 +244,18 @@ TEST(RuntimeTest, AHundredThousandTracedOpsRun) {
   }
 }
 
+// Dropping the last tensor of a long trace that never ran frees its nodes in a loop: released
+// recursively, node by node, 300,000 of them overflowed the 8 MiB stack (seen with ~Node's loop
+// removed). Nothing runs; the oracle is that the process survives and the tensors stay usable.
+TEST(RuntimeTest, DroppingAThreeHundredThousandOpTraceDoesNotRecurse) {
+  Tensor x = tensor(std::vector<float>{1.0f, -2.0f});
+  {
+    Tensor y = x;
+    for (int k = 0; k < 300000; ++k) y = -y;
+  }
+  EXPECT_EQ(x.to_vector<float>(), (std::vector<float>{1.0f, -2.0f}));
+}
+
 // The lowering cache: a sync whose graph signature it has seen reuses the lowered module's hash
 // instead of lowering and hashing its text again. The signature must tell apart every graph that
 // lowers differently.
