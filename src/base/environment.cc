@@ -33,4 +33,17 @@ absl::StatusOr<std::optional<double>> NumberFromEnvironment(const char* name, do
   return std::optional<double>(number);
 }
 
+absl::StatusOr<std::optional<int64_t>> IntegerFromEnvironment(const char* name, int64_t low,
+                                                              int64_t high, const char* unit) {
+  std::optional<std::string> value = EnvironmentValue(name);
+  if (!value || value->empty()) return std::optional<int64_t>();
+  int64_t number = 0;
+  if (!absl::SimpleAtoi(*value, &number) || number < low || number > high) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " must be a whole number of ", unit,
+                                                   " from ", low, " to ", high, ", not '", *value,
+                                                   "'"));
+  }
+  return std::optional<int64_t>(number);
+}
+
 }  // namespace vkspmd::base

@@ -2,6 +2,7 @@
 // value it must have: the one place every layer reads the environment through.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -20,5 +21,11 @@ absl::StatusOr<bool> BoolFromEnvironment(const char* name, bool otherwise = fals
 // variable, the value and the range, in `unit` ("seconds").
 absl::StatusOr<std::optional<double>> NumberFromEnvironment(const char* name, double low,
                                                             double high, const char* unit);
+
+// Unset or empty: nullopt; a whole decimal number in [low, high]: it; anything else (a fraction,
+// letters, a number out of range) INVALID_ARGUMENT naming the variable, the value and the range,
+// in `unit` ("invocations").
+absl::StatusOr<std::optional<int64_t>> IntegerFromEnvironment(const char* name, int64_t low,
+                                                              int64_t high, const char* unit);
 
 }  // namespace vkspmd::base

@@ -138,6 +138,17 @@ uint32_t DeviceElementBytes(ir::DType type, const runtime::MeshDevice& device) {
   return static_cast<uint32_t>(ir::DTypeByteSize(type));
 }
 
+namespace {
+
+// VKSPMD_MASKED_PART_INVOCATIONS: unset or empty nullopt, else a count of invocations (0: no
+// limit); anything else INVALID_ARGUMENT naming it and the value.
+absl::StatusOr<std::optional<int64_t>> MaskedPartInvocationsOverride() {
+  return base::IntegerFromEnvironment("VKSPMD_MASKED_PART_INVOCATIONS", 0,
+                                      std::numeric_limits<uint32_t>::max(), "invocations");
+}
+
+}  // namespace
+
 codegen::TargetInfo TargetFor(const runtime::MeshDevice& device) {
   const runtime::PhysicalDeviceInfo& info = device.device().physical_device();
   codegen::TargetInfo target;
@@ -183,12 +194,11 @@ codegen::TargetInfo TargetFor(const runtime::MeshDevice& device) {
   // llvmpipe runs a fused dispatch's parts masked in every workgroup (measured: two AdamW updates
   // of 16384 elements took 1.04 ms as one dispatch, 0.75 ms as two); about 2048 invocations of
   // masked work cost what a dispatch's hand-off does there. VKSPMD_MASKED_PART_INVOCATIONS=N
-  // overrides it (0: no limit, as before; for comparisons).
+  // overrides it (0: no limit, as before; for comparisons); Executable::Compile reports junk.
   if (info.is_cpu()) target.max_masked_part_invocations = 2048;
-  if (const std::optional<std::string> masked =
-          base::EnvironmentValue("VKSPMD_MASKED_PART_INVOCATIONS")) {
-    uint64_t value = 0;
-    if (absl::SimpleAtoi(*masked, &value)) target.max_masked_part_invocations = value;
+  if (const absl::StatusOr<std::optional<int64_t>> masked = MaskedPartInvocationsOverride();
+      masked.ok() && masked->has_value()) {
+    target.max_masked_part_invocations = static_cast<uint64_t>(**masked);
   }
   const std::string dot_kernel = base::EnvironmentValue("VKSPMD_DOT_KERNEL").value_or("");
   if (dot_kernel == "shared_memory" || dot_kernel == "registers") {
@@ -260,6 +270,7 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
   debug::NameTraceProcess(debug::DeviceTracePid(device.mesh_index()), device.label());
   const codegen::TargetInfo target = TargetFor(device);
   VKSPMD_RETURN_IF_ERROR(CheckDotKernelOverride(target, device));
+  VKSPMD_RETURN_IF_ERROR(MaskedPartInvocationsOverride().status());
   absl::StatusOr<codegen::ProgramPlan> program_plan;
   {
     debug::ScopedTraceSpan plan_span("plan and generate kernels (fusion, GLSL)");

@@ -11,6 +11,8 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -682,20 +684,59 @@ ENTRY %main (x: f64[37,129], n: s64[37,129], u: u64[37,129]) -> (f64[37], s64[37
 )");
 }
 
-TEST_F(ExecutableTest, WrongArgumentsAreErrors) {
-  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"(
-HloModule args
+// A program that any device compiles, for tests of what surrounds it.
+constexpr char kNegate[] = R"(
+HloModule negate
 ENTRY %main (x: f32[4]) -> f32[4] {
   %x = f32[4] parameter(0)
   ROOT %n = f32[4] negate(%x)
 }
-)");
+)";
+
+TEST_F(ExecutableTest, WrongArgumentsAreErrors) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(kNegate);
   ASSERT_TRUE(module.ok());
   VKSPMD_ASSERT_OK_AND_ASSIGN(auto executable, exec::Executable::Compile(**module, device(0)));
   EXPECT_EQ(executable->Run({}).status().code(), absl::StatusCode::kInvalidArgument);
   ir::Literal wrong(ir::Shape(ir::DType::kF32, {5}));
   absl::Status status = executable->Run({wrong}).status();
   EXPECT_NE(status.message().find("argument 0 is f32[5]"), absl::string_view::npos) << status;
+}
+
+// VKSPMD_MASKED_PART_INVOCATIONS=N sets TargetInfo::max_masked_part_invocations (2048 on CPU
+// drivers, none on GPUs, 0: none); anything but a count fails the compile, naming the variable
+// and the value.
+class MaskedPartInvocationsTest : public DeviceTest {
+ protected:
+  void SetUp() override { OpenDevices(1); }
+  void TearDown() override { unsetenv("VKSPMD_MASKED_PART_INVOCATIONS"); }
+};
+
+TEST_F(MaskedPartInvocationsTest, ACountSetsTheLimitAndAnythingElseFailsTheCompile) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(kNegate);
+  ASSERT_TRUE(module.ok()) << module.status();
+  unsetenv("VKSPMD_MASKED_PART_INVOCATIONS");
+  const uint64_t by_default = device(0).device().physical_device().is_cpu() ? 2048 : 0;
+  EXPECT_EQ(exec::TargetFor(device(0)).max_masked_part_invocations, by_default);
+  for (const auto& [value, limit] : std::vector<std::pair<const char*, uint64_t>>{
+           {"0", 0}, {"4096", 4096}, {"4294967295", 4294967295u}, {"", by_default}}) {
+    setenv("VKSPMD_MASKED_PART_INVOCATIONS", value, 1);
+    EXPECT_EQ(exec::TargetFor(device(0)).max_masked_part_invocations, limit) << value;
+    absl::Status status = exec::Executable::Compile(**module, device(0)).status();
+    EXPECT_TRUE(status.ok()) << "'" << value << "': " << status;
+  }
+  for (const char* junk : {"lots", "-1", "1.5", "12k", "4294967296"}) {
+    setenv("VKSPMD_MASKED_PART_INVOCATIONS", junk, 1);
+    EXPECT_EQ(exec::TargetFor(device(0)).max_masked_part_invocations, by_default) << junk;
+    absl::Status status = exec::Executable::Compile(**module, device(0)).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << junk << ": " << status;
+    EXPECT_NE(status.message().find(absl::StrCat("VKSPMD_MASKED_PART_INVOCATIONS must be a whole "
+                                                 "number of invocations from 0 to 4294967295, "
+                                                 "not '",
+                                                 junk, "'")),
+              absl::string_view::npos)
+        << status;
+  }
 }
 
 }  // namespace
