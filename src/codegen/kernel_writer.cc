@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -272,8 +273,8 @@ std::optional<KernelWriter::VectorFunction> KernelWriter::VectorRead(
   return vector_reads_[buffer_id];
 }
 
-absl::StatusOr<std::string> KernelWriter::Value(const Instruction* instruction, bool compute) {
-  auto materialized = plan_.materialized.find(instruction);
+bool KernelWriter::ReadFromBuffer(const Instruction* instruction) const {
+  if (!plan_.materialized.count(instruction)) return false;
   // Values this kernel stores besides its root are computed here, not read back.
   bool stored_here = std::find(kernel_.also_stores.begin(), kernel_.also_stores.end(),
                                instruction) != kernel_.also_stores.end();
@@ -281,8 +282,12 @@ absl::StatusOr<std::string> KernelWriter::Value(const Instruction* instruction, 
     stored_here = stored_here || std::find(part.also_stores.begin(), part.also_stores.end(),
                                            instruction) != part.also_stores.end();
   }
-  if (!compute && !stored_here && materialized != plan_.materialized.end()) {
-    return ReadBuffer(materialized->second);
+  return !stored_here;
+}
+
+absl::StatusOr<std::string> KernelWriter::Value(const Instruction* instruction, bool compute) {
+  if (!compute && ReadFromBuffer(instruction)) {
+    return ReadBuffer(plan_.materialized.at(instruction));
   }
   if (!compute) {
     if (auto found = row_values_.find(instruction); found != row_values_.end()) {
@@ -319,6 +324,54 @@ absl::StatusOr<std::string> KernelWriter::Value(const Instruction* instruction, 
   }
   names_[key] = name;
   return name;
+}
+
+absl::StatusOr<std::string> KernelWriter::ShareValues(
+    const std::vector<const Instruction*>& roots) {
+  for (const Instruction* value : shared_) row_values_.erase(value);
+  shared_.clear();
+  names_.clear();  // Functions written so far call the values' own functions.
+  // The DAG below the roots, each value after its operands.
+  std::vector<const Instruction*> order;
+  std::set<const Instruction*> visited;
+  std::function<void(const Instruction*)> visit = [&](const Instruction* value) {
+    if (!visited.insert(value).second) return;
+    for (const Instruction* operand : value->operands()) {
+      if (!ReadFromBuffer(operand) && !row_values_.count(operand)) visit(operand);
+    }
+    order.push_back(value);
+  };
+  std::map<const Instruction*, int> readers;
+  std::map<const Instruction*, bool> at_own_index;
+  for (const Instruction* root : roots) {
+    visit(root);
+    readers[root] += 1;
+    at_own_index[root] = true;
+  }
+  // Readers come before their operands here, so a value's every reader is seen before it.
+  for (auto value = order.rbegin(); value != order.rend(); ++value) {
+    const Instruction* reader = *value;
+    std::set<const Instruction*> seen;
+    for (int64_t k = 0; k < reader->operand_count(); ++k) {
+      const Instruction* operand = reader->operand(k);
+      if (ReadFromBuffer(operand) || row_values_.count(operand)) continue;
+      if (seen.insert(operand).second) readers[operand] += 1;
+      auto own = at_own_index.emplace(operand, true).first;
+      own->second = own->second && at_own_index[reader] && ReadsOperandAtOwnIndex(*reader, k);
+    }
+  }
+  std::string code;
+  for (const Instruction* value : order) {
+    if (readers[value] < 2 || !at_own_index[value] || value->opcode() == Opcode::kConstant) {
+      continue;
+    }
+    // Its operands' variables are set already: `order` has them first.
+    VKSPMD_ASSIGN_OR_RETURN(std::string function, Value(value, /*compute=*/true));
+    VKSPMD_ASSIGN_OR_RETURN(std::string variable, DeclareRowValue(value));
+    absl::StrAppend(&code, "  ", variable, " = ", function, "(i);\n");
+    shared_.push_back(value);
+  }
+  return code;
 }
 
 absl::StatusOr<std::string> KernelWriter::DeclareRowCache(const Instruction* instruction,

@@ -49,6 +49,15 @@ class KernelWriter {
   // invocation computes, and makes Value(instruction) read it (row fusion). Returns its name.
   absl::StatusOr<std::string> DeclareRowValue(const ir::Instruction* instruction);
 
+  // Computes once per invocation, into private variables that Value() then reads, the values
+  // that `roots` (computed at the invocation's own index i) read at i from several readers: the
+  // shared nodes of the fused DAG. Otherwise each reader calls the value's function, and the
+  // shader compiler (lavapipe's inlines every call before it eliminates common subexpressions)
+  // sees a tree that grows with each level of sharing: for Threefry's rounds, whose rotations
+  // read their word twice, it grew past 20 GiB. Returns the code main() runs before it
+  // computes `roots`; ends the sharing of an earlier call (a kernel part's values are its own).
+  absl::StatusOr<std::string> ShareValues(const std::vector<const ir::Instruction*>& roots);
+
   // Row kernels keeping values between their loops over the row (row_cache.h): a per-invocation
   // array of `slots` values of `instruction`'s type, indexed by the private `row_slot` that each
   // loop iteration sets (its iteration number). Returns the array's name.
@@ -84,6 +93,8 @@ class KernelWriter {
   void UseType(ir::DType type) { types_.insert(type); }
 
  private:
+  // Whether Value(instruction) reads its buffer (it has one and the kernel does not store it).
+  bool ReadFromBuffer(const ir::Instruction* instruction) const;
   absl::StatusOr<std::string> Compute(const ir::Instruction& instruction, const std::string& name);
   absl::StatusOr<std::string> Elementwise(const ir::Instruction& instruction);
   absl::StatusOr<std::string> IndexMapping(const ir::Instruction& instruction);
@@ -93,6 +104,7 @@ class KernelWriter {
   const KernelPlan& kernel_;
   std::map<std::pair<const ir::Instruction*, bool>, std::string> names_;
   std::map<const ir::Instruction*, std::string> row_values_;  // DeclareRowValue's functions.
+  std::vector<const ir::Instruction*> shared_;                // ShareValues' (in row_values_).
   std::map<const ir::Instruction*, RowCacheUse> row_caches_;
   bool row_slot_declared_ = false;
   std::map<int, std::string> buffer_reads_;

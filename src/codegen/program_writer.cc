@@ -75,8 +75,9 @@ absl::StatusOr<std::string> HeldReductions(const KernelPlan& kernel, KernelWrite
 }
 
 // Element i of the root and of the values fused into its kernel (KernelPlan::also_stores), all
-// computed before any is stored: the root's computation calls the others' functions at the same
-// index, and the compiler computes each once. The stores are store<first_store>, store<+1>, ...
+// computed before any is stored; values several of them read at i (the root reads the others)
+// are computed once, into variables (KernelWriter::ShareValues). The stores are
+// store<first_store>, store<+1>, ...
 absl::StatusOr<std::string> MapBody(const KernelPlan& kernel, KernelWriter& writer,
                                     size_t first_store = 0) {
   auto store = [](size_t k) { return k == 0 ? std::string("store") : absl::StrCat("store", k); };
@@ -84,6 +85,10 @@ absl::StatusOr<std::string> MapBody(const KernelPlan& kernel, KernelWriter& writ
       absl::StrCat("  if (i >= ", writer.Size(kernel.root->shape().ElementCount()), ") return;\n");
   VKSPMD_ASSIGN_OR_RETURN(std::string reductions, HeldReductions(kernel, writer));
   absl::StrAppend(&body, reductions);
+  std::vector<const Instruction*> roots = {kernel.root};
+  roots.insert(roots.end(), kernel.also_stores.begin(), kernel.also_stores.end());
+  VKSPMD_ASSIGN_OR_RETURN(std::string shared, writer.ShareValues(roots));
+  absl::StrAppend(&body, shared);
   VKSPMD_ASSIGN_OR_RETURN(std::string value, writer.Value(kernel.root, /*compute=*/true));
   if (kernel.also_stores.empty()) {
     return absl::StrCat(body, "  ", store(first_store), "(i, ", value, "(i));\n");

@@ -1,7 +1,8 @@
-// rng-bit-generator written out as Philox4x32-10 over integer elementwise ops, and rng drawn from
-// an rng-bit-generator (see rng_expansion.h); interp/rng.cc is the same Philox on the host.
+// rng-bit-generator written out as Philox4x32-10 or Threefry-2x32 over integer elementwise ops, and
+// rng drawn from an rng-bit-generator (see rng_expansion.h); interp/rng.cc is the same on the host.
 #include "src/ir/rng_expansion.h"
 
+#include <array>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -156,16 +157,100 @@ Instruction* PhiloxWords(Writer& writer, Instruction* word_index, Instruction* k
   return word;
 }
 
+// Threefry-2x32 with 20 rounds of the blocks {low word, high word} of `counter` (u64[count]),
+// keyed by the low and high words of `key` (a u64 scalar): the output words {x0, x1}, u32[count].
+// Each rotation reads its word twice; the device compiler computes such shared values once
+// (codegen's KernelWriter::ShareValues), not once per reader.
+std::pair<Instruction*, Instruction*> ThreeFryBlocks(Writer& writer, Instruction* counter,
+                                                     Instruction* key, int64_t count) {
+  constexpr std::array<uint64_t, 8> kRotations = {13, 15, 26, 6, 17, 29, 16, 24};
+  auto low_half = [&](Instruction* value) { return writer.Convert(value, DType::kU32); };
+  auto high_half = [&](Instruction* value) {
+    return low_half(writer.BinaryConstant(Opcode::kShiftRightLogical, value, 32));
+  };
+  const std::array<Instruction*, 3> ks = {
+      low_half(key), high_half(key),
+      writer.Binary(Opcode::kXor, writer.BinaryConstant(Opcode::kXor, low_half(key), 0x1BD11BDAu),
+                    high_half(key))};
+  Instruction* x0 = writer.Binary(Opcode::kAdd, low_half(counter), writer.Splat(ks[0], count));
+  Instruction* x1 = writer.Binary(Opcode::kAdd, high_half(counter), writer.Splat(ks[1], count));
+  for (int block = 0; block < 5; ++block) {
+    for (int round = 0; round < 4; ++round) {
+      const uint64_t rotation = kRotations[(block % 2) * 4 + round];
+      x0 = writer.Binary(Opcode::kAdd, x0, x1);
+      Instruction* rotated =
+          writer.Binary(Opcode::kOr, writer.BinaryConstant(Opcode::kShiftLeft, x1, rotation),
+                        writer.BinaryConstant(Opcode::kShiftRightLogical, x1, 32 - rotation));
+      x1 = writer.Binary(Opcode::kXor, rotated, x0);
+    }
+    x0 = writer.Binary(Opcode::kAdd, x0, writer.Splat(ks[(block + 1) % 3], count));
+    Instruction* injected =
+        writer.BinaryConstant(Opcode::kAdd, ks[(block + 2) % 3], static_cast<uint64_t>(block + 1));
+    x1 = writer.Binary(Opcode::kAdd, x1, writer.Splat(injected, count));
+  }
+  return {x0, x1};
+}
+
+// rng_three_fry(state) as (new state, bits), laid out as ThreeFryPairing describes.
+absl::StatusOr<Instruction*> ExpandThreeFry(Writer& writer, const Instruction& generator,
+                                            Instruction* state) {
+  VKSPMD_RETURN_IF_ERROR(CheckThreeFryState(state->shape(), generator.Describe()));
+  const Shape& bits_shape = generator.shape().tuple_elements()[1];
+  const bool wide = DTypeByteSize(bits_shape.dtype()) == 8;
+  const ThreeFryPairing pairing = ThreeFryPairingOf(bits_shape);
+  const int64_t blocks = wide ? bits_shape.ElementCount() : pairing.Blocks();
+  Instruction* key = writer.StateWord(state, 0);
+  Instruction* counter = writer.StateWord(state, 1);
+  // u64 sums wrap at 2^64, as the counter does.
+  Instruction* block_counters =
+      writer.Binary(Opcode::kAdd, writer.Iota(DType::kU64, blocks), writer.Splat(counter, blocks));
+  auto [x0, x1] = ThreeFryBlocks(writer, block_counters, key, blocks);
+  Instruction* bits = nullptr;
+  if (wide) {
+    Instruction* high =
+        writer.BinaryConstant(Opcode::kShiftLeft, writer.Convert(x1, DType::kU64), 32);
+    bits = writer.Binary(Opcode::kOr, writer.Convert(x0, DType::kU64), high);
+  } else {
+    // Block (o, h, k) gives elements (o, 2h, k) and (o, 2h + 1, k): the words stacked on a dim
+    // after h, then merged into it, and an odd paired dim's last word dropped.
+    const int64_t half = (pairing.size + 1) / 2;
+    const Shape word_shape(DType::kU32, {pairing.outer, half, 1, pairing.inner});
+    Instruction* stacked = writer.New(Opcode::kConcatenate,
+                                      Shape(DType::kU32, {pairing.outer, half, 2, pairing.inner}),
+                                      {writer.New(Opcode::kReshape, word_shape, {x0}),
+                                       writer.New(Opcode::kReshape, word_shape, {x1})});
+    stacked->attributes().dimensions = {2};
+    bits = writer.New(Opcode::kReshape,
+                      Shape(DType::kU32, {pairing.outer, 2 * half, pairing.inner}), {stacked});
+    if (2 * half != pairing.size) {
+      bits = writer.New(Opcode::kSlice,
+                        Shape(DType::kU32, {pairing.outer, pairing.size, pairing.inner}), {bits});
+      bits->attributes().slice = {
+          {0, pairing.outer, 1}, {0, pairing.size, 1}, {0, pairing.inner, 1}};
+    }
+  }
+  // Narrower outputs take the low bits (convert between integers wraps).
+  bits = writer.Convert(bits, bits_shape.dtype());
+  if (bits_shape.dimensions() != bits->shape().dimensions()) {
+    bits = writer.New(Opcode::kReshape, bits_shape, {bits});
+  }
+  // The key is kept; the counter advances by the blocks drawn.
+  Instruction* new_counter =
+      writer.BinaryConstant(Opcode::kAdd, counter, static_cast<uint64_t>(blocks));
+  Instruction* at_counter =
+      writer.Compare(writer.Iota(DType::kU64, 2), writer.Splat(writer.Constant(DType::kU64, 1), 2),
+                     ComparisonDirection::kEq);
+  Instruction* new_state = writer.Select(at_counter, writer.Splat(new_counter, 2), state);
+  return writer.New(Opcode::kTuple, generator.shape(), {new_state, bits});
+}
+
 // rng-bit-generator(state) as (new state, bits), in `writer`'s computation.
 absl::StatusOr<Instruction*> Expand(Writer& writer, const Instruction& generator,
                                     Instruction* state) {
-  if (generator.attributes().rng_algorithm == RngAlgorithm::kThreeFry) {
-    return absl::UnimplementedError(fmt::format(
-        "{}: rng_three_fry runs on the CPU reference only (no device expansion yet); use "
-        "rng_philox",
-        generator.Describe()));
-  }
   writer.set_location(generator.location());
+  if (generator.attributes().rng_algorithm == RngAlgorithm::kThreeFry) {
+    return ExpandThreeFry(writer, generator, state);
+  }
   const Shape& bits_shape = generator.shape().tuple_elements()[1];
   const int64_t count = bits_shape.ElementCount();
   const int64_t words_per_element = DTypeByteSize(bits_shape.dtype()) == 8 ? 2 : 1;

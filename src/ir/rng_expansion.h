@@ -1,6 +1,6 @@
-// Random-number ops into others: rng-bit-generator as integer elementwise ops (Philox4x32-10
-// written out) for the device compiler, which has no random-number kernel; rng as ops
-// over an rng-bit-generator, as the parser reads it.
+// Random-number ops into others: rng-bit-generator as integer elementwise ops (Philox4x32-10 or
+// Threefry-2x32 written out) for the device compiler, which has no random-number kernel; rng as
+// ops over an rng-bit-generator, as the parser reads it.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +20,12 @@ bool HasRngBitGenerator(const Module& module);
 // and new state as the CPU reference (interp/rng.h: for rng_philox and rng_default, state word 0
 // the key, words 1 and 2 the 128-bit counter, one Philox block per counter value; 8- and 16-bit
 // outputs take a word's low bits, 64-bit ones two words, low first), and a get-tuple-element of
-// it becomes the element. rng_three_fry is UNIMPLEMENTED naming the op (the CPU reference runs
-// it; written out as 20 rounds of elementwise ops, lavapipe's shader compiler used over 20 GiB).
+// it becomes the element. rng_three_fry: Threefry-2x32's 20 rounds over u32 vectors of one
+// element per block, laid out as below (a concatenate interleaves the two words along the paired
+// dim). A round reads one word three times (an add and the rotation's two shifts), so as a tree
+// the rounds grow threefold each: the device compiler computes a kernel's shared values once
+// (codegen's KernelWriter::ShareValues); without that, lavapipe's shader compiler, which inlines
+// every call before it eliminates common subexpressions, grew past 20 GiB.
 absl::StatusOr<std::unique_ptr<Module>> ExpandRngBitGenerators(const Module& module);
 
 // rng_three_fry as XLA defines it (xla/client/lib/prng.cc, ThreeFryBitGenerator; interp/rng.cc):

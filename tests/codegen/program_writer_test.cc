@@ -1,13 +1,20 @@
 // Writing follows planning: every kernel of the testdata programs gets GLSL that binds exactly its
-// planned buffers (each part of a split buffer once), and compiles to valid SPIR-V, on the CPU.
+// planned buffers (each part of a split buffer once), and compiles to valid SPIR-V, on the CPU;
+// values several readers read are computed once.
 #include "src/codegen/program_writer.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <functional>
+#include <map>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "src/codegen/planner.h"
 #include "src/codegen/program_plan.h"
 #include "src/codegen/shader_compiler.h"
@@ -87,6 +94,86 @@ TEST(ProgramWriterTest, ReductionsOverOneSubgroupNeedNoSharedMemoryOrBarriers) {
       EXPECT_TRUE(CompileComputeShader(kernel.glsl, kernel.name).ok()) << kernel.name;
     }
   }
+}
+
+// The calls main() makes if every function call is inlined (as lavapipe's shader compiler does
+// before it eliminates common subexpressions): each function `T vN(uint i)` (or `rowN`, `readN`)
+// counts one plus what its calls count.
+double InlinedCalls(const std::string& glsl) {
+  // Bodies run from a definition "NAME(uint i) {" to the next one (main's to the end).
+  struct Definition {
+    std::string name;
+    size_t name_start, body_start;
+  };
+  std::vector<Definition> definitions;
+  const std::string signature = "(uint i) {";
+  for (size_t at = glsl.find(signature); at != std::string::npos;
+       at = glsl.find(signature, at + 1)) {
+    const size_t name = glsl.rfind(' ', at) + 1;
+    definitions.push_back({glsl.substr(name, at - name), name, at + signature.size()});
+  }
+  const size_t main_start = glsl.find("void main()");
+  std::map<std::string, std::string> bodies;
+  for (size_t k = 0; k < definitions.size(); ++k) {
+    const size_t end = k + 1 < definitions.size() ? definitions[k + 1].name_start : main_start;
+    bodies[definitions[k].name] =
+        glsl.substr(definitions[k].body_start, end - definitions[k].body_start);
+  }
+  bodies["main"] = glsl.substr(main_start);
+  // A call: "v" or "read", digits, "(", not inside a longer name.
+  const auto calls = [](const std::string& body) {
+    std::vector<std::string> names;
+    for (size_t at = 0; at < body.size(); ++at) {
+      if (at > 0 &&
+          (std::isalnum(static_cast<unsigned char>(body[at - 1])) || body[at - 1] == '_')) {
+        continue;
+      }
+      for (const std::string prefix : {"v", "read"}) {
+        if (body.compare(at, prefix.size(), prefix) != 0) continue;
+        size_t end = at + prefix.size();
+        while (end < body.size() && std::isdigit(static_cast<unsigned char>(body[end]))) ++end;
+        if (end > at + prefix.size() && end < body.size() && body[end] == '(') {
+          names.push_back(body.substr(at, end - at));
+        }
+      }
+    }
+    return names;
+  };
+  std::map<std::string, double> memo;
+  std::function<double(const std::string&)> size = [&](const std::string& name) {
+    if (auto found = memo.find(name); found != memo.end()) return found->second;
+    double total = 1;
+    for (const std::string& callee : calls(bodies[name])) total += size(callee);
+    return memo[name] = total;
+  };
+  return size("main");
+}
+
+// 16 rotations of a word each xor'ed with the word, all own-index, fused into one kernel by
+// multi-output fusion: each word is read three times, so inlining the kernel's function calls
+// gave 3^16 calls (43 million) before KernelWriter::ShareValues computed each word once.
+TEST(ProgramWriterTest, ValuesSeveralReadersReadAreComputedOnce) {
+  std::string text =
+      "HloModule m\nENTRY e {\n  x0 = u32[64] parameter(0)\n  three = u32[] constant(3)\n"
+      "  b3 = u32[64] broadcast(three), dimensions={}\n  rest = u32[] constant(29)\n"
+      "  b29 = u32[64] broadcast(rest), dimensions={}\n";
+  constexpr int kRounds = 16;
+  for (int k = 0; k < kRounds; ++k) {
+    absl::StrAppend(&text, "  l", k, " = u32[64] shift-left(x", k, ", b3)\n  r", k,
+                    " = u32[64] shift-right-logical(x", k, ", b29)\n  o", k, " = u32[64] or(l", k,
+                    ", r", k, ")\n  x", k + 1, " = u32[64] xor(o", k, ", x", k, ")\n");
+  }
+  absl::StrAppend(&text, "  ROOT y = u32[64] copy(x", kRounds, ")\n}\n");
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<ProgramPlan> plan = PlanProgram(**module, LavapipeTarget());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->kernels.size(), 1u);
+  const std::string& glsl = plan->kernels[0].glsl;
+  // Main computes the 16 shared words once each: 150 calls in all, about 9 a round (the xor, the
+  // or, both shifts with their broadcasts, the word's variable read thrice).
+  EXPECT_LT(InlinedCalls(glsl), 16 * kRounds) << glsl;
+  EXPECT_TRUE(CompileComputeShader(glsl, plan->kernels[0].name).ok());
 }
 
 TEST(ProgramWriterTest, ReadingABufferThePlanDoesNotBindIsAnError) {
