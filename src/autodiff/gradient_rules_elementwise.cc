@@ -2,6 +2,7 @@
 // Conventions follow JAX: maximum/minimum split the gradient evenly between tied operands, clamp
 // passes it only strictly inside the bounds, power's exponent gradient is 0 where the base is 0.
 #include <cmath>
+#include <utility>
 
 #include "src/autodiff/gradient_rules.h"
 #include "src/base/status_macros.h"
@@ -281,6 +282,18 @@ absl::StatusOr<OperandAdjoints> ElementwiseGradient(const RuleInput& input, Grad
         Instruction * back,
         emit.builder().Convert(input.adjoint, input.forward.operand(0)->shape().dtype()));
     return OperandAdjoints{back};
+  }
+  if (opcode == Opcode::kReducePrecision) {
+    // As JAX's rule (reduce_precision is linear there): the adjoint is rounded the same way, so
+    // a value kept in bf16 or f16 precision also gets a gradient of that precision, rather than
+    // the zero that the rounding's piecewise-constant derivative would give.
+    ir::InstructionAttributes attributes;
+    attributes.exponent_bits = input.forward.attributes().exponent_bits;
+    attributes.mantissa_bits = input.forward.attributes().mantissa_bits;
+    VKSPMD_ASSIGN_OR_RETURN(
+        Instruction * rounded,
+        emit.builder().Add(Opcode::kReducePrecision, {input.adjoint}, std::move(attributes)));
+    return OperandAdjoints{rounded};
   }
   if (ir::IsElementwiseBinary(opcode)) return BinaryGradient(input, emit);
   return UnaryGradient(input, emit);

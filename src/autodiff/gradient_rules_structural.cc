@@ -428,7 +428,7 @@ absl::StatusOr<OperandAdjoints> ApplyGradientRule(const RuleInput& input, Gradie
   }
   if (ir::IsElementwiseUnary(opcode) || ir::IsElementwiseBinary(opcode) ||
       opcode == Opcode::kSelect || opcode == Opcode::kClamp || opcode == Opcode::kConvert ||
-      opcode == Opcode::kCopy) {
+      opcode == Opcode::kCopy || opcode == Opcode::kReducePrecision) {
     return ElementwiseGradient(input, emit);
   }
   if (opcode == Opcode::kGather || opcode == Opcode::kScatter) return IndexingGradient(input, emit);

@@ -278,6 +278,43 @@ ENTRY %main (i: s32[], x: f64[]) -> f64[] {
       << status;
 }
 
+// reduce-precision passes its adjoint through the same rounding, as JAX's rule does (it treats
+// the op as linear): for sum(r * x) with r = x rounded to bf16 (8 exponent, 7 mantissa bits),
+// d/dx = round(x) + round(x) by hand, where the rounding's derivative (zero almost everywhere)
+// would give round(x) alone. Spacing 2^-7 in [1, 2): 1 + 2^-8 is a tie to the even 1.0, and
+// 1 + 3 * 2^-8 one to the even 1.015625; 1.005 rounds to 1.0078125.
+TEST(GradientsTest, ReducePrecisionRoundsTheAdjointLikeJax) {
+  std::unique_ptr<ir::Module> module = Parse(R"(
+HloModule rounded
+%add (lhs: f32[], rhs: f32[]) -> f32[] {
+  %lhs = f32[] parameter(0)
+  %rhs = f32[] parameter(1)
+  ROOT %sum = f32[] add(%lhs, %rhs)
+}
+ENTRY %main (x: f32[5]) -> f32[] {
+  %x = f32[5] parameter(0)
+  %r = f32[5] reduce-precision(%x), exponent_bits=8, mantissa_bits=7
+  %m = f32[5] multiply(%r, %x)
+  %zero = f32[] constant(0)
+  ROOT %loss = f32[] reduce(%m, %zero), dimensions={0}, to_apply=%add
+}
+)");
+  ASSERT_NE(module, nullptr);
+  absl::StatusOr<std::unique_ptr<ir::Module>> gradients = Gradients(*module, std::nullopt, {0});
+  ASSERT_TRUE(gradients.ok()) << gradients.status();
+  EXPECT_EQ(Count(**gradients, ir::Opcode::kReducePrecision), 2) << ir::PrintModule(**gradients);
+  const std::vector<double> x = {1.00390625, 1.01171875, 3.0, -1.5, 1.005};
+  const std::vector<double> expected = {2.0, 2.03125, 6.0, -3.0, 2.015625};
+  ir::Literal argument(ir::Shape(ir::DType::kF32, {5}));
+  for (int64_t i = 0; i < 5; ++i) argument.SetFromDouble(i, x[i]);
+  absl::StatusOr<std::vector<ir::Literal>> results =
+      testing::EvaluateGradients(**gradients, {argument});
+  ASSERT_TRUE(results.ok()) << results.status();
+  for (int64_t i = 0; i < 5; ++i) {
+    EXPECT_EQ((*results)[1].GetAsDouble(i), expected[i]) << "element " << i;
+  }
+}
+
 TEST(GradientsTest, AnOpWithoutARuleIsAnErrorNamingIt) {
   // An all-reduce that multiplies: its sum, max and min forms have rules
   // (gradient_rules_collectives).
