@@ -567,13 +567,19 @@ absl::StatusOr<std::vector<OpRule>> RulesFor(const Instruction& instruction) {
       const auto cut = [&](int64_t d) {
         return attributes.dynamic_slice_sizes[d] != operand.dimension(d);
       };
-      // A window is masked where a start is known only at run time, or where it takes one
-      // element of a dim (a scan's read of its stacked xs at an unrolled, constant step).
-      bool masked = false;
+      // A window is masked where a start is known only at run time, or where every dim it cuts
+      // is one element long (a scan's read of its stacked xs at an unrolled, constant step). A
+      // constant window longer than one element on some dim stays a static slice, whose split
+      // dims may not move at all ([16,8] split by columns, sizes {1,4} at (3,2): each device
+      // holds its half of the row's window).
+      bool run_time = false;
+      bool one_element = true;
       for (int64_t d = 0; d < operand.rank(); ++d) {
-        masked = masked || (cut(d) && (instruction.operand(1 + d)->opcode() != Opcode::kConstant ||
-                                       attributes.dynamic_slice_sizes[d] == 1));
+        if (!cut(d)) continue;
+        run_time = run_time || instruction.operand(1 + d)->opcode() != Opcode::kConstant;
+        one_element = one_element && attributes.dynamic_slice_sizes[d] == 1;
       }
+      const bool masked = run_time || one_element;
       for (int64_t d = 0; d < operand.rank(); ++d) {
         // Constant starts make the window a static slice (what XLA's simplifier turns it into
         // before partitioning); a start known only at run time is masked, and so are the

@@ -732,6 +732,29 @@ ENTRY %main.40 (Arg_0.1: f32[8], Arg_1.2: f32[5,8]) -> (f32[8], f32[5,8]) {{
   }
 }
 
+// A dynamic-slice at constant starts whose window is one element long on one dim but longer on
+// the split one stays a static slice: f32[16,8] split by columns over 2 devices (cols 0..3 and
+// 4..7), the window [3, 2:6] of sizes {1,4}. Hand computed: the result f32[1,4] split by columns
+// takes cols 2,3 on device 0 and 4,5 on device 1, which each already holds: no collective, the
+// result left split. Masking the whole window (as for a window one element long on every dim it
+// cuts) would sum the [1,4] row by an all-reduce of 2 x 1/2 x 16 = 16 bytes per device.
+TEST(CollectiveChoiceTest, ConstantWindowLongerThanOneOnItsSplitDimMovesNothing) {
+  const PartitionResult result = PartitionText(R"(HloModule m, num_partitions=2
+ENTRY %main (x: f32[16,8]) -> f32[1,4] {
+  %x = f32[16,8] parameter(0), sharding={devices=[1,2]<=[2]}
+  %row = s32[] constant(3)
+  %column = s32[] constant(2)
+  ROOT %y = f32[1,4] dynamic-slice(f32[16,8] %x, s32[] %row, s32[] %column), dynamic_slice_sizes={1,4}
+})",
+                                               MakeMesh({2}, {}));
+  ASSERT_NE(result.module, nullptr);
+  EXPECT_TRUE(result.collectives.empty()) << ir::PrintModule(*result.module);
+  EXPECT_EQ(result.BytesPerDevice(), 0);
+  EXPECT_TRUE(result.fallbacks.empty());
+  ASSERT_EQ(result.result_shardings.size(), 1u);
+  EXPECT_EQ(result.result_shardings[0].dims, (std::vector<std::vector<int64_t>>{{}, {0}}));
+}
+
 struct ReshardCase {
   std::string name;
   std::vector<int64_t> mesh;
