@@ -147,6 +147,12 @@ absl::StatusOr<std::optional<int64_t>> MaskedPartInvocationsOverride() {
                                       std::numeric_limits<uint32_t>::max(), "invocations");
 }
 
+// VKSPMD_ROW_CACHE_SLOTS likewise: a count of slots, or nullopt when unset or empty.
+absl::StatusOr<std::optional<int64_t>> RowCacheSlotsOverride() {
+  return base::IntegerFromEnvironment("VKSPMD_ROW_CACHE_SLOTS", 0,
+                                      std::numeric_limits<uint32_t>::max(), "slots");
+}
+
 }  // namespace
 
 codegen::TargetInfo TargetFor(const runtime::MeshDevice& device) {
@@ -185,10 +191,11 @@ codegen::TargetInfo TargetFor(const runtime::MeshDevice& device) {
     }
   }
   // VKSPMD_ROW_CACHE_SLOTS=N: values per invocation row kernels keep between their loops (0:
-  // recompute them in each loop, as before row caches; for comparisons).
-  if (const std::optional<std::string> slots = base::EnvironmentValue("VKSPMD_ROW_CACHE_SLOTS")) {
-    uint32_t value = 0;
-    if (absl::SimpleAtoi(*slots, &value)) target.row_cache_slots = value;
+  // recompute them in each loop, as before row caches; for comparisons); Executable::Compile
+  // reports junk.
+  if (const absl::StatusOr<std::optional<int64_t>> slots = RowCacheSlotsOverride();
+      slots.ok() && slots->has_value()) {
+    target.row_cache_slots = static_cast<uint32_t>(**slots);
   }
   target.dot_epilogues = base::EnvironmentValue("VKSPMD_DOT_EPILOGUES").value_or("1") != "0";
   // llvmpipe runs a fused dispatch's parts masked in every workgroup (measured: two AdamW updates
@@ -271,6 +278,7 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
   const codegen::TargetInfo target = TargetFor(device);
   VKSPMD_RETURN_IF_ERROR(CheckDotKernelOverride(target, device));
   VKSPMD_RETURN_IF_ERROR(MaskedPartInvocationsOverride().status());
+  VKSPMD_RETURN_IF_ERROR(RowCacheSlotsOverride().status());
   absl::StatusOr<codegen::ProgramPlan> program_plan;
   {
     debug::ScopedTraceSpan plan_span("plan and generate kernels (fusion, GLSL)");

@@ -706,38 +706,67 @@ TEST_F(ExecutableTest, WrongArgumentsAreErrors) {
 // VKSPMD_MASKED_PART_INVOCATIONS=N sets TargetInfo::max_masked_part_invocations (2048 on CPU
 // drivers, none on GPUs, 0: none); anything but a count fails the compile, naming the variable
 // and the value.
-class MaskedPartInvocationsTest : public DeviceTest {
- protected:
-  void SetUp() override { OpenDevices(1); }
-  void TearDown() override { unsetenv("VKSPMD_MASKED_PART_INVOCATIONS"); }
+// The numeric VKSPMD_* switches of TargetFor: a count sets the target's field, unset or empty
+// keeps the default, and anything else fails Executable::Compile naming the variable and value.
+struct NumericSwitch {
+  const char* name;
+  const char* unit;
+  uint64_t (*field)(const codegen::TargetInfo&);
+  friend void PrintTo(const NumericSwitch& variable, std::ostream* out) { *out << variable.name; }
 };
 
-TEST_F(MaskedPartInvocationsTest, ACountSetsTheLimitAndAnythingElseFailsTheCompile) {
+class NumericSwitchTest : public DeviceTest, public ::testing::WithParamInterface<NumericSwitch> {
+ protected:
+  void SetUp() override { OpenDevices(1); }
+  void TearDown() override { unsetenv(GetParam().name); }
+};
+
+TEST_P(NumericSwitchTest, ACountSetsTheTargetAndAnythingElseFailsTheCompile) {
+  const NumericSwitch& variable = GetParam();
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(kNegate);
   ASSERT_TRUE(module.ok()) << module.status();
-  unsetenv("VKSPMD_MASKED_PART_INVOCATIONS");
-  const uint64_t by_default = device(0).device().physical_device().is_cpu() ? 2048 : 0;
-  EXPECT_EQ(exec::TargetFor(device(0)).max_masked_part_invocations, by_default);
-  for (const auto& [value, limit] : std::vector<std::pair<const char*, uint64_t>>{
+  unsetenv(variable.name);
+  const uint64_t by_default = variable.field(exec::TargetFor(device(0)));
+  for (const auto& [value, count] : std::vector<std::pair<const char*, uint64_t>>{
            {"0", 0}, {"4096", 4096}, {"4294967295", 4294967295u}, {"", by_default}}) {
-    setenv("VKSPMD_MASKED_PART_INVOCATIONS", value, 1);
-    EXPECT_EQ(exec::TargetFor(device(0)).max_masked_part_invocations, limit) << value;
+    setenv(variable.name, value, 1);
+    EXPECT_EQ(variable.field(exec::TargetFor(device(0))), count) << value;
     absl::Status status = exec::Executable::Compile(**module, device(0)).status();
     EXPECT_TRUE(status.ok()) << "'" << value << "': " << status;
   }
   for (const char* junk : {"lots", "-1", "1.5", "12k", "4294967296"}) {
-    setenv("VKSPMD_MASKED_PART_INVOCATIONS", junk, 1);
-    EXPECT_EQ(exec::TargetFor(device(0)).max_masked_part_invocations, by_default) << junk;
+    setenv(variable.name, junk, 1);
+    EXPECT_EQ(variable.field(exec::TargetFor(device(0))), by_default) << junk;
     absl::Status status = exec::Executable::Compile(**module, device(0)).status();
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << junk << ": " << status;
-    EXPECT_NE(status.message().find(absl::StrCat("VKSPMD_MASKED_PART_INVOCATIONS must be a whole "
-                                                 "number of invocations from 0 to 4294967295, "
-                                                 "not '",
+    EXPECT_NE(status.message().find(absl::StrCat(variable.name, " must be a whole number of ",
+                                                 variable.unit, " from 0 to 4294967295, not '",
                                                  junk, "'")),
               absl::string_view::npos)
         << status;
   }
 }
+
+TEST_F(ExecutableTest, LavapipeLimitsMaskedWorkAndCachesThirtyTwoRowValues) {
+  if (!device(0).device().physical_device().is_cpu()) GTEST_SKIP() << "CPU drivers' defaults";
+  const codegen::TargetInfo target = exec::TargetFor(device(0));
+  EXPECT_EQ(target.max_masked_part_invocations, 2048u);
+  EXPECT_EQ(target.row_cache_slots, 32u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Switches, NumericSwitchTest,
+    ::testing::Values(NumericSwitch{"VKSPMD_MASKED_PART_INVOCATIONS", "invocations",
+                                    [](const codegen::TargetInfo& target) -> uint64_t {
+                                      return target.max_masked_part_invocations;
+                                    }},
+                      NumericSwitch{"VKSPMD_ROW_CACHE_SLOTS", "slots",
+                                    [](const codegen::TargetInfo& target) -> uint64_t {
+                                      return target.row_cache_slots;
+                                    }}),
+    [](const ::testing::TestParamInfo<NumericSwitch>& switch_info) {
+      return std::string(switch_info.param.name + 7);  // without "VKSPMD_"
+    });
 
 }  // namespace
 }  // namespace vkspmd::testing
