@@ -479,7 +479,11 @@ class ModuleParser {
     const AddInstructionFn add = [&](std::unique_ptr<Instruction> instruction) {
       return AddGenerated(computation, std::move(instruction), at);
     };
-    absl::StatusOr<Instruction*> tuple = CollectivePerOperand(collective, add);
+    // Without an "HloModule" line there is one replica and one partition, as Module's defaults.
+    const int64_t replicas = module_ != nullptr ? module_->replica_count() : 1;
+    const int64_t partitions = module_ != nullptr ? module_->partition_count() : 1;
+    absl::StatusOr<Instruction*> tuple =
+        CollectivePerOperand(collective, replicas, partitions, add);
     if (!tuple.ok()) return reader_.ErrorAt(at, std::string(tuple.status().message()));
     if (async_start) {
       async_starts_[collective.name()] = *tuple;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "src/ir/collective_groups.h"
 #include "src/ir/opcode.h"
 
 namespace vkspmd::ir {
@@ -21,12 +22,11 @@ Instruction* AddLike(const Instruction& collective, Opcode opcode, Shape shape,
   return add(std::move(instruction));
 }
 
-// The element `leaf` of the collective's sharding: its tuple element, or the sharding itself
-// where one sharding is given for every element.
+// The element `leaf` of the collective's sharding: its tuple element (CollectivePerOperand has
+// checked there is one per operand), or the sharding itself where one is given for every element.
 std::optional<Sharding> ElementSharding(const Instruction& collective, size_t leaf) {
   const std::optional<Sharding>& sharding = collective.sharding();
   if (!sharding.has_value() || sharding->kind() != Sharding::Kind::kTuple) return sharding;
-  if (leaf >= sharding->tuple_elements().size()) return std::nullopt;
   return sharding->tuple_elements()[leaf];
 }
 
@@ -34,21 +34,29 @@ std::optional<Sharding> ElementSharding(const Instruction& collective, size_t le
 // every member, as result element i from member i. Stacked as s = [x0; ...; xn-1] (a leading dim
 // of n), an all-to-all along that dim hands device j block j (= xj) of member i as its block i.
 absl::StatusOr<std::vector<Instruction*>> StackedAllToAll(const Instruction& collective,
+                                                          int64_t replica_count,
+                                                          int64_t partition_count,
                                                           const AddInstructionFn& add) {
   const int64_t count = collective.operand_count();
   const Shape& element = collective.operand(0)->shape();
-  for (const std::vector<int64_t>& group : collective.attributes().replica_groups.Expand()) {
+  std::vector<std::vector<int64_t>> groups = collective.attributes().replica_groups.Expand();
+  if (groups.empty()) {
+    // No groups listed: one group of every replica or partition (by channel_id), as the
+    // collective of one operand reads them.
+    absl::StatusOr<std::vector<std::vector<int64_t>>> all =
+        CollectiveDeviceGroups(collective, replica_count, partition_count);
+    if (!all.ok()) {
+      return absl::InvalidArgumentError(fmt::format("all-to-all %{}: {}", collective.name(),
+                                                    std::string(all.status().message())));
+    }
+    groups = *std::move(all);
+  }
+  for (const std::vector<int64_t>& group : groups) {
     if (static_cast<int64_t>(group.size()) == count) continue;
     return absl::InvalidArgumentError(fmt::format(
         "all-to-all %{} of {} operands without dimensions= sends operand i to the i-th device of "
         "each group, but a group has {} devices",
         collective.name(), count, group.size()));
-  }
-  if (collective.attributes().replica_groups.Expand().empty()) {
-    return absl::InvalidArgumentError(
-        fmt::format("all-to-all %{} of {} operands without dimensions= needs replica_groups "
-                    "of {} devices",
-                    collective.name(), count, count));
   }
   std::vector<int64_t> stacked_dims = {count};
   std::vector<int64_t> one_dims = {1};
@@ -96,6 +104,7 @@ bool IsTupleCollective(const Instruction& instruction) {
 }
 
 absl::StatusOr<Instruction*> CollectivePerOperand(const Instruction& collective,
+                                                  int64_t replica_count, int64_t partition_count,
                                                   const AddInstructionFn& add) {
   const Shape& shape = collective.shape();
   const int64_t count = collective.operand_count();
@@ -112,9 +121,18 @@ absl::StatusOr<Instruction*> CollectivePerOperand(const Instruction& collective,
                                                     collective.name(), shape.ToString()));
     }
   }
+  const std::optional<Sharding>& sharding = collective.sharding();
+  if (sharding.has_value() && sharding->kind() == Sharding::Kind::kTuple &&
+      static_cast<int64_t>(sharding->tuple_elements().size()) != count) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{} %{} of {} operands has a tuple sharding of {} elements ({}): it needs one per operand",
+        OpcodeName(collective.opcode()), collective.name(), count,
+        sharding->tuple_elements().size(), sharding->ToString()));
+  }
   std::vector<Instruction*> pieces;
   if (collective.opcode() == Opcode::kAllToAll && collective.attributes().dimensions.empty()) {
-    absl::StatusOr<std::vector<Instruction*>> stacked = StackedAllToAll(collective, add);
+    absl::StatusOr<std::vector<Instruction*>> stacked =
+        StackedAllToAll(collective, replica_count, partition_count, add);
     if (!stacked.ok()) return stacked.status();
     pieces = *std::move(stacked);
   } else {
@@ -126,11 +144,9 @@ absl::StatusOr<Instruction*> CollectivePerOperand(const Instruction& collective,
   for (size_t i = 0; i < pieces.size(); ++i)
     pieces[i]->set_sharding(ElementSharding(collective, i));
   Instruction* tuple = AddLike(collective, Opcode::kTuple, shape, pieces, {}, add);
-  if (collective.sharding().has_value()) {
+  if (sharding.has_value()) {
     std::vector<Sharding> elements;
-    for (size_t i = 0; i < pieces.size(); ++i) {
-      elements.push_back(ElementSharding(collective, i).value_or(Sharding::Replicated()));
-    }
+    for (size_t i = 0; i < pieces.size(); ++i) elements.push_back(*ElementSharding(collective, i));
     tuple->set_sharding(Sharding::Tuple(std::move(elements)));
   }
   return tuple;

@@ -133,17 +133,54 @@ ENTRY %e (a: f32[2], b: f32[3]) -> (f32[2], f32[3]) {
   EXPECT_EQ((*module)->entry()->root()->sharding()->ToString(), "{{manual}, {replicated}}");
 }
 
+// replica_groups={} is one group of every partition (channel_id=) as for a collective of one
+// operand, so four operands go to the module's four devices: device j receives operand j of each.
+TEST(TupleCollectivesTest, AllToAllWithoutGroupsIsOneGroupOfEveryPartition) {
+  const std::string text = std::string(kAdd) + R"(
+ENTRY %e (a: f32[2], b: f32[3]) -> (f32[2], f32[2], f32[2], f32[2]) {
+  %a = f32[2]{0} parameter(0)
+  %b = f32[3]{0} parameter(1)
+  %n = f32[2]{0} negate(f32[2]{0} %a)
+  %twice = f32[2]{0} add(f32[2]{0} %a, f32[2]{0} %a)
+  %square = f32[2]{0} multiply(f32[2]{0} %a, f32[2]{0} %a)
+  ROOT %t = (f32[2]{0}, f32[2]{0}, f32[2]{0}, f32[2]{0}) all-to-all(%a, %n, %twice, %square), channel_id=1, replica_groups={}
+}
+)";
+  absl::StatusOr<std::unique_ptr<Module>> module = ParseAndVerifyModule(text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<std::vector<Literal>> results = interp::EvaluateOnDevices(**module, Arguments());
+  ASSERT_TRUE(results.ok()) << results.status();
+  // Member i has a = [i+1, 10(i+1)]; result element i of device j is member i's operand j.
+  const std::vector<std::vector<std::vector<float>>> expected = {
+      {{1, 10}, {2, 20}, {3, 30}, {4, 40}},          // a
+      {{-1, -10}, {-2, -20}, {-3, -30}, {-4, -40}},  // -a
+      {{2, 20}, {4, 40}, {6, 60}, {8, 80}},          // a + a
+      {{1, 100}, {4, 400}, {9, 900}, {16, 1600}}};   // a * a
+  for (int j = 0; j < 4; ++j) {
+    const std::vector<Literal>& device = (*results)[j].tuple_elements();
+    ASSERT_EQ(device.size(), 4u);
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(Values(device[i]), expected[j][i]) << "element " << i << " of device " << j;
+    }
+  }
+}
+
 TEST(TupleCollectivesTest, ErrorsNameTheCollective) {
   const auto message = [](const std::string& entry) {
     return std::string(ParseAndVerifyModule(std::string(kAdd) + entry).status().message());
   };
-  EXPECT_THAT(message(R"(
+  // Groups of 2, and without channel_id replica_groups={} is every replica: one here.
+  for (const auto& [groups, size] : {std::pair{"{{0,1},{2,3}}", 2}, std::pair{"{}", 1}}) {
+    EXPECT_THAT(message(std::string(R"(
 ENTRY %e (a: f32[2]) -> (f32[2], f32[2], f32[2]) {
   %a = f32[2]{0} parameter(0)
-  ROOT %t = (f32[2]{0}, f32[2]{0}, f32[2]{0}) all-to-all(%a, %a, %a), replica_groups={{0,1},{2,3}}
-})"),
-              ::testing::HasSubstr("all-to-all %t of 3 operands without dimensions= sends operand "
-                                   "i to the i-th device of each group, but a group has 2"));
+  ROOT %t = (f32[2]{0}, f32[2]{0}, f32[2]{0}) all-to-all(%a, %a, %a), replica_groups=)") +
+                        groups + "\n}"),
+                ::testing::HasSubstr(
+                    "all-to-all %t of 3 operands without dimensions= sends operand i to the i-th "
+                    "device of each group, but a group has " +
+                    std::to_string(size) + " devices"));
+  }
   EXPECT_THAT(message(R"(
 ENTRY %e (a: f32[2], b: f32[3]) -> (f32[2], f32[3]) {
   %a = f32[2]{0} parameter(0)
@@ -159,6 +196,14 @@ ENTRY %e (a: f32[2], b: f32[2]) -> f32[2] {
 })"),
               ::testing::HasSubstr("all-reduce %t of 2 operands must return a tuple of 2 arrays, "
                                    "not f32[2]"));
+  EXPECT_THAT(message(R"(
+ENTRY %e (a: f32[2], b: f32[3]) -> (f32[2], f32[3]) {
+  %a = f32[2]{0} parameter(0)
+  %b = f32[3]{0} parameter(1)
+  ROOT %t = (f32[2]{0}, f32[3]{0}) all-reduce(%a, %b), channel_id=1, replica_groups={{0,1,2,3}}, use_global_device_ids=true, to_apply=%add, sharding={{manual}}
+})"),
+              ::testing::HasSubstr("all-reduce %t of 2 operands has a tuple sharding of 1 "
+                                   "elements ({{manual}}): it needs one per operand"));
 }
 
 }  // namespace
