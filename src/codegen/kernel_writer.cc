@@ -326,11 +326,15 @@ absl::StatusOr<std::string> KernelWriter::Value(const Instruction* instruction, 
   return name;
 }
 
-absl::StatusOr<std::string> KernelWriter::ShareValues(
-    const std::vector<const Instruction*>& roots) {
+void KernelWriter::EndSharing() {
   for (const Instruction* value : shared_) row_values_.erase(value);
   shared_.clear();
-  names_.clear();  // Functions written so far call the values' own functions.
+  names_.clear();  // Functions written so far may return the shared variables.
+}
+
+absl::StatusOr<std::string> KernelWriter::ShareValues(
+    const std::vector<const Instruction*>& roots) {
+  EndSharing();
   // The DAG below the roots, each value after its operands.
   std::vector<const Instruction*> order;
   std::set<const Instruction*> visited;
@@ -351,11 +355,10 @@ absl::StatusOr<std::string> KernelWriter::ShareValues(
   // Readers come before their operands here, so a value's every reader is seen before it.
   for (auto value = order.rbegin(); value != order.rend(); ++value) {
     const Instruction* reader = *value;
-    std::set<const Instruction*> seen;
     for (int64_t k = 0; k < reader->operand_count(); ++k) {
       const Instruction* operand = reader->operand(k);
       if (ReadFromBuffer(operand) || row_values_.count(operand)) continue;
-      if (seen.insert(operand).second) readers[operand] += 1;
+      readers[operand] += 1;  // Per operand slot: multiply(x, x) calls x twice.
       auto own = at_own_index.emplace(operand, true).first;
       own->second = own->second && at_own_index[reader] && ReadsOperandAtOwnIndex(*reader, k);
     }

@@ -57,6 +57,10 @@ class KernelWriter {
   // read their word twice, it grew past 20 GiB. Returns the code main() runs before it
   // computes `roots`; ends the sharing of an earlier call (a kernel part's values are its own).
   absl::StatusOr<std::string> ShareValues(const std::vector<const ir::Instruction*>& roots);
+  // Ends the sharing of the last ShareValues call: its variables belong to the kernel part that
+  // set them, so a later part (whose code, held reductions included, runs in another function)
+  // must compute those values itself rather than read them.
+  void EndSharing();
 
   // Row kernels keeping values between their loops over the row (row_cache.h): a per-invocation
   // array of `slots` values of `instruction`'s type, indexed by the private `row_slot` that each

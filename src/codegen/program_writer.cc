@@ -83,6 +83,7 @@ absl::StatusOr<std::string> MapBody(const KernelPlan& kernel, KernelWriter& writ
   auto store = [](size_t k) { return k == 0 ? std::string("store") : absl::StrCat("store", k); };
   std::string body =
       absl::StrCat("  if (i >= ", writer.Size(kernel.root->shape().ElementCount()), ") return;\n");
+  writer.EndSharing();  // An earlier part's shared variables are not set in this part.
   VKSPMD_ASSIGN_OR_RETURN(std::string reductions, HeldReductions(kernel, writer));
   absl::StrAppend(&body, reductions);
   std::vector<const Instruction*> roots = {kernel.root};

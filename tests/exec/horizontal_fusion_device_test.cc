@@ -131,5 +131,33 @@ ENTRY e {
   EXPECT_EQ(DispatchesOfCompiling(device(0), text), 2);
 }
 
+TEST_F(HorizontalFusionDeviceTest, ALaterPartComputesWhatAnEarlierPartShared) {
+  // io is read twice in a2's part, so that part computes it once into a variable
+  // (KernelWriter::ShareValues); qn's part (its column sum of p * io folded in as a held
+  // reduction) computes io again in its own function. Reading the first part's variable, which
+  // qn's invocations never set, gave zeros (review of 787c76d).
+  const std::string text = R"(HloModule shared_then_held
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  p = f32[4,8] parameter(0)
+  q = f32[8] parameter(1)
+  w = f32[4,8] parameter(2)
+  io = f32[4,8] iota(), iota_dimension=1
+  a1 = f32[4,8] multiply(w, io)
+  a2 = f32[4,8] add(a1, io)
+  m = f32[4,8] multiply(p, io)
+  zero = f32[] constant(0)
+  r = f32[8] reduce(m, zero), dimensions={0}, to_apply=add
+  qn = f32[8] add(q, r)
+  ROOT t = (f32[4,8], f32[8]) tuple(a2, qn)
+})";
+  ExpectMatchesReference(text);
+  EXPECT_EQ(DispatchesOfCompiling(device(0), text), 1);
+}
+
 }  // namespace
 }  // namespace vkspmd::testing
