@@ -642,10 +642,20 @@ absl::StatusOr<std::string> KernelWriter::IndexMapping(const Instruction& instru
       const std::vector<int64_t>& window =
           update ? instruction.operand(1)->shape().dimensions() : attributes.dynamic_slice_sizes;
       for (size_t d = 0; d < out.size(); ++d) {
+        const ir::DType index_type = instruction.operand(first_index + d)->shape().dtype();
         VKSPMD_ASSIGN_OR_RETURN(std::string start,
                                 call(instruction.operand(first_index + d), "0u"));
-        absl::StrAppend(&code, "  uint s", d, " = uint(clamp(int(", start, "), 0, ",
-                        operand->shape().dimension(d) - window[d], "));\n");
+        VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(index_type));
+        // Clamped in the index's own type, as the reference does: through int, a u32 start of
+        // 2^31 or more turned negative (clamped to 0, not to the last window), and a 64-bit
+        // one lost its high bits.
+        const std::string last =
+            absl::StrCat(type, "(", operand->shape().dimension(d) - window[d], ")");
+        absl::StrAppend(&code, "  uint s", d, " = uint(",
+                        ir::IsUnsignedInteger(index_type)
+                            ? absl::StrCat("min(", start, ", ", last, ")")
+                            : absl::StrCat("clamp(", start, ", ", type, "(0), ", last, ")"),
+                        ");\n");
       }
       if (!update) {
         std::vector<std::string> coordinates;

@@ -706,6 +706,48 @@ TEST_F(ExecutableTest, WrongArgumentsAreErrors) {
 // VKSPMD_MASKED_PART_INVOCATIONS=N sets TargetInfo::max_masked_part_invocations (2048 on CPU
 // drivers, none on GPUs, 0: none); anything but a count fails the compile, naming the variable
 // and the value.
+// dynamic-slice and dynamic-update-slice clamp each start in its own type, as XLA and the CPU
+// reference do: a u32 start of 2^31 + 5 and an s64 one of 2^32 + 1 both clamp to the last window
+// (rows 7..9 of 10, columns 4..5 of 6), where converting them to int first made the u32 one
+// negative (clamped to 0) and dropped the s64 one's high bits (1); an s64 start of -5 clamps to 0.
+TEST_F(ExecutableTest, DynamicSliceStartsClampInTheirOwnType) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"(HloModule clamp
+ENTRY e {
+  x = f32[10,6] parameter(0)
+  a = u32[] parameter(1)
+  b = s64[] parameter(2)
+  c = s64[] parameter(3)
+  u = f32[2,2] parameter(4)
+  ds = f32[3,2] dynamic-slice(x, a, b), dynamic_slice_sizes={3,2}
+  dus = f32[10,6] dynamic-update-slice(x, u, a, c)
+  ROOT t = (f32[3,2], f32[10,6]) tuple(ds, dus)
+})");
+  ASSERT_TRUE(module.ok()) << module.status();
+  ir::Literal x(ir::Shape(ir::DType::kF32, {10, 6}));
+  for (int64_t k = 0; k < 60; ++k) x.Set<float>(k, static_cast<float>(k));
+  ir::Literal a(ir::Shape(ir::DType::kU32, {}));
+  a.Set<uint32_t>(0, 2147483653u);
+  ir::Literal b(ir::Shape(ir::DType::kS64, {}));
+  b.Set<int64_t>(0, 4294967297);
+  ir::Literal c(ir::Shape(ir::DType::kS64, {}));
+  c.Set<int64_t>(0, -5);
+  ir::Literal u(ir::Shape(ir::DType::kF32, {2, 2}));
+  for (int64_t k = 0; k < 4; ++k) u.Set<float>(k, -1.0f - k);
+  const std::vector<ir::Literal> arguments = {x, a, b, c, u};
+  EXPECT_EQ(DeviceDiffersFromReference(**module, arguments, device(0), /*relative=*/0), "");
+  // By hand: the slice is x[7..9, 4..5], the update lands at rows 8..9, columns 0..1.
+  absl::StatusOr<DeviceAndReference> results =
+      RunOnDeviceAndReference(**module, arguments, device(0));
+  ASSERT_TRUE(results.ok()) << results.status();
+  const ir::Literal& slice = results->device.tuple_elements()[0];
+  const std::vector<float> expected_slice = {46, 47, 52, 53, 58, 59};
+  for (int64_t k = 0; k < 6; ++k) EXPECT_EQ(slice.Get<float>(k), expected_slice[k]) << k;
+  const ir::Literal& updated = results->device.tuple_elements()[1];
+  EXPECT_EQ(updated.Get<float>(8 * 6 + 0), -1.0f);
+  EXPECT_EQ(updated.Get<float>(9 * 6 + 1), -4.0f);
+  EXPECT_EQ(updated.Get<float>(7 * 6 + 0), 42.0f);
+}
+
 // The numeric VKSPMD_* switches of TargetFor: a count sets the target's field, unset or empty
 // keeps the default, and anything else fails Executable::Compile naming the variable and value.
 struct NumericSwitch {
