@@ -37,8 +37,12 @@ absl::StatusOr<std::optional<int64_t>> IntegerFromEnvironment(const char* name, 
                                                               int64_t high, const char* unit) {
   std::optional<std::string> value = EnvironmentValue(name);
   if (!value || value->empty()) return std::optional<int64_t>();
+  // Digits with an optional leading minus only: SimpleAtoi alone also takes " 12 " and "+5".
+  const bool decimal =
+      value->find_first_not_of("0123456789", (*value)[0] == '-' ? 1 : 0) == std::string::npos &&
+      value->size() > ((*value)[0] == '-' ? 1u : 0u);
   int64_t number = 0;
-  if (!absl::SimpleAtoi(*value, &number) || number < low || number > high) {
+  if (!decimal || !absl::SimpleAtoi(*value, &number) || number < low || number > high) {
     return absl::InvalidArgumentError(absl::StrCat(name, " must be a whole number of ", unit,
                                                    " from ", low, " to ", high, ", not '", *value,
                                                    "'"));

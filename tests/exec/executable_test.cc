@@ -776,7 +776,7 @@ TEST_P(NumericSwitchTest, ACountSetsTheTargetAndAnythingElseFailsTheCompile) {
     absl::Status status = exec::Executable::Compile(**module, device(0)).status();
     EXPECT_TRUE(status.ok()) << "'" << value << "': " << status;
   }
-  for (const char* junk : {"lots", "-1", "1.5", "12k", "4294967296"}) {
+  for (const char* junk : {"lots", "-1", "1.5", "12k", "4294967296", " 12", "+5", "-"}) {
     setenv(variable.name, junk, 1);
     EXPECT_EQ(variable.field(exec::TargetFor(device(0))), by_default) << junk;
     absl::Status status = exec::Executable::Compile(**module, device(0)).status();

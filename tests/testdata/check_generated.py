@@ -29,12 +29,21 @@ AVX512 = ["AVX512F", "AVX512CD", "AVX512_SKX", "AVX512_CLX", "AVX512_CNL", "AVX5
 
 def avx512_off_environment():
     """The environment of the second pass, or (None, why there is none)."""
+    import importlib
     import numpy
-    try:
-        from numpy.core._multiarray_umath import (__cpu_baseline__, __cpu_dispatch__,
-                                                  __cpu_features__)
-    except ImportError:
+    # numpy._core in NumPy 2 (where numpy.core.* warns as deprecated), numpy.core before.
+    umath = None
+    for module in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):
+        try:
+            umath = importlib.import_module(module)
+            break
+        except ImportError:
+            continue
+    if umath is None or not hasattr(umath, "__cpu_features__"):
         return None, f"NumPy {numpy.__version__} does not say which CPU features it dispatches on"
+    __cpu_baseline__ = umath.__cpu_baseline__
+    __cpu_dispatch__ = umath.__cpu_dispatch__
+    __cpu_features__ = umath.__cpu_features__
     baseline = [name for name in AVX512 if name in __cpu_baseline__]
     if baseline:
         return None, (f"this NumPy is built for {' '.join(baseline)} as its baseline, which "
@@ -47,7 +56,7 @@ def avx512_off_environment():
     # The features must really be off in the generators' interpreter (NumPy 1.20 and later).
     probe = subprocess.run(
         [sys.executable, "-W", "error", "-c",
-         "from numpy.core._multiarray_umath import __cpu_features__ as f\n"
+         f"from {umath.__name__} import __cpu_features__ as f\n"
          f"print(' '.join(n for n in {present!r} if f[n]))"],
         env=environment, capture_output=True, text=True)
     if probe.returncode != 0 or probe.stdout.strip():
