@@ -17,7 +17,7 @@ absl::StatusOr<Instruction*> ComputationBuilder::Add(Opcode opcode,
                                                      std::optional<Shape> declared) {
   auto instruction =
       std::make_unique<Instruction>(opcode, declared.value_or(Shape()), std::move(operands));
-  instruction->attributes() = std::move(attributes);
+  instruction->set_attributes(std::move(attributes));
   instruction->set_parent(computation_.get());
   absl::StatusOr<Shape> inferred = InferShape(*instruction, context_);
   if (!inferred.ok()) {

@@ -35,6 +35,40 @@ std::vector<Computation*> InstructionAttributes::CalledComputations() const {
   return computations;
 }
 
+bool InstructionAttributes::IsDefault() const {
+  // ReplicaGroups compares expanded groups, under which a malformed iota form equals none.
+  if (!replica_groups.groups.empty() || replica_groups.iota.has_value()) return false;
+  static const InstructionAttributes kDefault;
+  return *this == kDefault;
+}
+
+Instruction::Instruction(const Instruction& other)
+    : opcode_(other.opcode_),
+      name_(other.name_),
+      shape_(other.shape_),
+      operands_(other.operands_),
+      attributes_(other.attributes_ != nullptr
+                      ? std::make_unique<InstructionAttributes>(*other.attributes_)
+                      : nullptr),
+      sharding_(other.sharding_),
+      location_(other.location_),
+      parent_(other.parent_) {}
+
+Instruction& Instruction::operator=(const Instruction& other) {
+  if (this != &other) *this = Instruction(other);
+  return *this;
+}
+
+void Instruction::set_attributes(InstructionAttributes attributes) {
+  if (attributes.IsDefault()) {
+    attributes_.reset();
+  } else if (attributes_ != nullptr) {
+    *attributes_ = std::move(attributes);
+  } else {
+    attributes_ = std::make_unique<InstructionAttributes>(std::move(attributes));
+  }
+}
+
 std::string Instruction::Describe() const {
   if (!location_.known()) return "%" + name_;
   return fmt::format("{}:{}: %{}", location_.line, location_.column, name_);

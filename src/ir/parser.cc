@@ -314,7 +314,7 @@ class ModuleParser {
       VKSPMD_ASSIGN_OR_RETURN(operands, ParseOperands());
     }
     auto instruction = std::make_unique<Instruction>(*opcode, shape, std::move(operands));
-    instruction->attributes() = std::move(attributes);
+    instruction->set_attributes(std::move(attributes));
     instruction->set_name(name);
     instruction->set_location({name_token.line, name_token.column});
     while (reader_.TryConsume(",")) VKSPMD_RETURN_IF_ERROR(ParseAttribute(*instruction));

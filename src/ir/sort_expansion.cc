@@ -28,7 +28,7 @@ class Network {
   Instruction* New(Opcode opcode, Shape shape, std::vector<Instruction*> operands,
                    InstructionAttributes attributes = {}) {
     auto instruction = std::make_unique<Instruction>(opcode, std::move(shape), std::move(operands));
-    instruction->attributes() = std::move(attributes);
+    instruction->set_attributes(std::move(attributes));
     instruction->set_name(fmt::format("{}.{}", sort_.name(), OpcodeName(opcode)));
     instruction->set_location(sort_.location());
     return add_(std::move(instruction));

@@ -16,7 +16,7 @@ Instruction* AddLike(const Instruction& collective, Opcode opcode, Shape shape,
                      std::vector<Instruction*> operands, InstructionAttributes attributes,
                      const AddInstructionFn& add) {
   auto instruction = std::make_unique<Instruction>(opcode, std::move(shape), std::move(operands));
-  instruction->attributes() = std::move(attributes);
+  instruction->set_attributes(std::move(attributes));
   instruction->set_name(collective.name());
   instruction->set_location(collective.location());
   return add(std::move(instruction));

@@ -58,7 +58,7 @@ absl::StatusOr<NodePtr> NewOpNode(ir::Opcode opcode, const std::vector<NodePtr>&
   }
   node->proto =
       std::make_unique<ir::Instruction>(opcode, std::move(shape), std::move(operand_protos));
-  node->proto->attributes() = std::move(attributes);
+  node->proto->set_attributes(std::move(attributes));
   if (opcode == ir::Opcode::kCustomCall) {
     const std::string& target = node->proto->attributes().custom_call_target;
     if (target == "SPMDFullToShardShape") {
