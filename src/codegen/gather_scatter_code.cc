@@ -28,8 +28,25 @@ std::string LinearIndex(const std::vector<int64_t>& dimensions,
   return absl::StrJoin(terms, " + ");
 }
 
+// `value` (an index of `type`) as an int, saturated rather than wrapped: dims are below 2^31, so
+// clamping the saturated value, or checking it against the bounds, decides as the exact one
+// would. A plain int() turned a u32 of 2^31 or more negative and dropped a 64-bit one's high bits.
+std::string SaturatedInt(ir::DType type, const std::string& value) {
+  switch (type) {
+    case ir::DType::kU32:
+      return absl::StrCat("int(min(", value, ", 2147483647u))");
+    case ir::DType::kU64:
+      return absl::StrCat("int(min(", value, ", uint64_t(2147483647u)))");
+    case ir::DType::kS64:
+      return absl::StrCat("int(clamp(", value, ", int64_t(-2147483647), int64_t(2147483647)))");
+    default:
+      return absl::StrCat("int(", value, ")");
+  }
+}
+
 // Declares `int <prefix>d` for every operand dim d: the start that the index vector at the batch
-// position `batch` (GLSL coordinates, one per indices batch dim) names, unclamped.
+// position `batch` (GLSL coordinates, one per indices batch dim) names, unclamped (saturated to
+// int's range).
 absl::StatusOr<std::string> StartCode(const Instruction& instruction, KernelWriter& writer,
                                       const std::vector<std::string>& batch,
                                       const std::string& prefix) {
@@ -48,8 +65,9 @@ absl::StatusOr<std::string> StartCode(const Instruction& instruction, KernelWrit
   VKSPMD_ASSIGN_OR_RETURN(std::string read, writer.Value(indices));
   for (int64_t k = 0; k < spaces.index_vector_size; ++k) {
     if (spaces.explicit_index_vector) position[dims.index_vector_dim] = absl::StrCat(k, "u");
-    starts[dims.start_index_map[k]] =
-        absl::StrCat("int(", read, "(", LinearIndex(indices->shape().dimensions(), position), "))");
+    starts[dims.start_index_map[k]] = SaturatedInt(
+        indices->shape().dtype(),
+        absl::StrCat(read, "(", LinearIndex(indices->shape().dimensions(), position), ")"));
   }
   for (size_t b = 0; b < dims.operand_batching_dims.size(); ++b) {
     starts[dims.operand_batching_dims[b]] =

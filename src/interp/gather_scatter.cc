@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "src/base/status_macros.h"
+#include "src/interp/index_value.h"
 #include "src/interp/shape_ops.h"
 #include "src/ir/gather_attributes.h"
 #include "src/ir/module.h"
@@ -28,7 +29,7 @@ std::vector<int64_t> StartOf(const ir::GatherDimensions& dims, const ir::GatherI
   std::vector<int64_t> start(operand_rank, 0);
   for (int64_t k = 0; k < spaces.index_vector_size; ++k) {
     if (spaces.explicit_index_vector) index_position[dims.index_vector_dim] = k;
-    start[dims.start_index_map[k]] = indices.GetAsInt64(LinearIndex(index_position, strides));
+    start[dims.start_index_map[k]] = IndexValue(indices, LinearIndex(index_position, strides));
   }
   for (size_t i = 0; i < dims.operand_batching_dims.size(); ++i) {
     start[dims.operand_batching_dims[i]] = index_position[dims.start_indices_batching_dims[i]];
@@ -98,7 +99,8 @@ absl::StatusOr<Literal> EvaluateScatter(const ir::Instruction& instruction, cons
     if (!status.ok()) return;
     std::vector<int64_t> index = StartOf(dims, spaces, indices, rank, position);
     for (int64_t d = 0; d < rank; ++d) {
-      if (index[d] < 0 || index[d] + window[d] > operand_shape.dimension(d)) return;
+      // Compared without adding, which would overflow for starts near INT64_MAX.
+      if (index[d] < 0 || index[d] > operand_shape.dimension(d) - window[d]) return;
     }
     for (size_t w = 0; w < spaces.operand_window.size(); ++w) {
       index[spaces.operand_window[w]] += position[dims.offset_dims[w]];

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "src/interp/index_value.h"
+
 namespace vkspmd::interp {
 
 using ir::Literal;
@@ -97,10 +99,7 @@ std::vector<int64_t> ClampedStarts(const std::vector<const Literal*>& operands, 
   std::vector<int64_t> starts;
   for (int64_t i = 0; i < operand.rank(); ++i) {
     const Literal& index = *operands[first + i];
-    const int64_t start =
-        ir::IsSignedInteger(index.dtype())
-            ? index.GetAsInt64(0)
-            : static_cast<int64_t>(std::min<uint64_t>(index.GetAsUint64(0), INT64_MAX));
+    const int64_t start = IndexValue(index, 0);
     starts.push_back(std::clamp<int64_t>(start, 0, operand.dimension(i) - sizes[i]));
   }
   return starts;

@@ -156,6 +156,44 @@ TEST_F(GatherScatterDeviceTest, PrimeSizesMatchTheReferenceExactly) {
       {Values(ir::DType::kF32, {11, 3}, 6), Ids({17}, 11, 7), Values(ir::DType::kF32, {17, 3}, 8)});
 }
 
+// Indices beyond int's range, of u32, s64 and u64 type: gather clamps each start to the last (or
+// first) row and scatter skips the updates whose rows are out of bounds, as the reference does.
+// Converting them to int first made a u32 of 2^31 + 5 negative (row 0, not row 6) and read an s64
+// of 2^32 + 1 as 1 (a scatter applied an update it must skip).
+TEST_F(GatherScatterDeviceTest, IndicesBeyondIntsRangeClampOrSkipAsTheReferenceDoes) {
+  auto ids = [](ir::DType type, const std::vector<int64_t>& signed_values,
+                const std::vector<uint64_t>& unsigned_values) {
+    const int64_t count = 3;
+    ir::Literal literal(ir::Shape(type, {count, 1}));
+    for (int64_t k = 0; k < count; ++k) {
+      if (type == ir::DType::kU32)
+        literal.Set<uint32_t>(k, static_cast<uint32_t>(unsigned_values[k]));
+      if (type == ir::DType::kU64) literal.Set<uint64_t>(k, unsigned_values[k]);
+      if (type == ir::DType::kS64) literal.Set<int64_t>(k, signed_values[k]);
+    }
+    return literal;
+  };
+  struct Case {
+    const char* name;
+    ir::Literal indices;
+  };
+  const std::vector<Case> cases = {
+      {"u32", ids(ir::DType::kU32, {}, {2147483653u, 0, 3})},
+      {"s64", ids(ir::DType::kS64, {4294967297, -4294967295, 2}, {})},
+      {"u64", ids(ir::DType::kU64, {}, {18446744073709551615u, 4294967298u, 1})}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string index_type = absl::StrCat(c.name, "[");
+    ExpectExact(absl::StrReplaceAll(Instantiate(kGather, "f32", 7, 2, 3), {{"s32[", index_type}}),
+                {Values(ir::DType::kF32, {7, 2}, 1), c.indices});
+    // kScatter's ids are s32[3]; these are [3,1] (index_vector_dim=1 names the vector dim).
+    const std::string scatter = absl::StrReplaceAll(Instantiate(kScatter, "f32", 7, 2, 3),
+                                                    {{"s32[3]", absl::StrCat(index_type, "3,1]")}});
+    ExpectExact(scatter, {Values(ir::DType::kF32, {7, 2}, 3), c.indices,
+                          Values(ir::DType::kF32, {3, 2}, 5)});
+  }
+}
+
 TEST_F(GatherScatterDeviceTest, TooManyScatterIndicesIsAClearError) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module =
       ir::ParseAndVerifyModule(Instantiate(kScatter, "f32", 8, 2, 5000));
