@@ -71,9 +71,15 @@ class Fusion : KernelMerging {
     // Map kernels index their elements linearly: a producer of another shape with as many
     // elements, read through reshapes (the GELU's output reshaped for the next dot), is stored
     // at the index the consumer computes. A row kernel's rows need its dimensions.
+    // A row kernel's rows are runs of consecutive elements, so K keeps them when it has as many
+    // elements (a reshape of them), or reads one value per row (layer norm's rsqrt) through
+    // broadcasts along its rows; the walk below checks that K reads them only there.
+    const int64_t producer_count = producer.root->shape().ElementCount();
+    const int64_t consumer_count = consumer.root->shape().ElementCount();
     if (producer.kind == KernelKind::kRows
-            ? producer.root->shape().dimensions() != consumer.root->shape().dimensions()
-            : producer.root->shape().ElementCount() != consumer.root->shape().ElementCount()) {
+            ? producer_count != consumer_count &&
+                  (producer_count != producer.row.rows || consumer_count % producer_count != 0)
+            : producer_count != consumer_count) {
       return false;
     }
     std::vector<const Instruction*> values = {producer.root};
@@ -98,6 +104,7 @@ class Fusion : KernelMerging {
     // The producer's values may include row reductions it stores, which K must read inside the
     // row it computes.
     RowPlan row = producer.row;
+    if (Iterations(row, consumer.root) > max_row_iterations_) return false;
     const std::set<const Instruction*> held(row.reductions.begin(), row.reductions.end());
     for (const Instruction* value : values) {
       std::set<std::pair<const Instruction*, At>> checked;
@@ -109,10 +116,22 @@ class Fusion : KernelMerging {
     return Commit(p, k, values, here, &row, producer.invocations, producer.local_size);
   }
 
-  // A map kernel P, or a single-pass reduction P over the trailing dims of K's rows, into the row
-  // kernel K. P's values are computed where K reads them: a value of K's shape at the element K
-  // computes (and in K's row reductions, at their elements of the row), a reduction as one more
-  // row reduction, first, stored once per row.
+  // One pass over each invocation's share of the row per reduction, one for the results.
+  static int64_t Iterations(const RowPlan& row, const Instruction* root) {
+    const auto share = [&](const Instruction* value) {
+      return (value->shape().ElementCount() / row.rows + row.lanes - 1) / row.lanes;
+    };
+    int64_t iterations = share(root);
+    for (const Instruction* reduce : row.reductions) iterations += share(reduce->operand(0));
+    return iterations;
+  }
+
+  // A map kernel P, a single-pass reduction P over the trailing dims of K's rows, or a row kernel
+  // P over the same rows, into the row kernel K. P's values are computed where K reads them: a
+  // value of K's shape at the element K computes (and in K's row reductions, at their elements of
+  // the row), a reduction as one more row reduction, first, stored once per row. A row kernel's
+  // reductions run before K's, which may read them (layer norm: the mean's kernel, storing the
+  // centred values, into the variance's).
   bool TryMergeIntoRows(size_t p, size_t k) {
     KernelPlan& producer = plan_.kernels[p];
     KernelPlan& consumer = plan_.kernels[k];
@@ -129,18 +148,18 @@ class Fusion : KernelMerging {
         return false;
       }
       row.reductions.insert(row.reductions.begin(), reduce);
+    } else if (producer.kind == KernelKind::kRows) {
+      if (producer.row.rows != row.rows || producer.root->shape().ElementCount() % row.rows != 0) {
+        return false;
+      }
+      values.insert(values.end(), producer.also_stores.begin(), producer.also_stores.end());
+      row.reductions.insert(row.reductions.begin(), producer.row.reductions.begin(),
+                            producer.row.reductions.end());
     } else {
       return false;
     }
     if (!BuffersMovable(producer.outputs(), p, k)) return false;
-    // Each invocation's loop iterations: one pass over its share of the row per reduction, one
-    // for the results.
-    const auto share = [&](const Instruction* value) {
-      return (value->shape().ElementCount() / row.rows + row.lanes - 1) / row.lanes;
-    };
-    int64_t iterations = share(consumer.root);
-    for (const Instruction* reduce : row.reductions) iterations += share(reduce->operand(0));
-    if (iterations > max_row_iterations_) return false;
+    if (Iterations(row, consumer.root) > max_row_iterations_) return false;
     std::set<const Instruction*> here(consumer.also_stores.begin(), consumer.also_stores.end());
     here.insert(values.begin(), values.end());
     const std::set<const Instruction*> held(row.reductions.begin(), row.reductions.end());

@@ -230,7 +230,8 @@ absl::StatusOr<std::string> RowsBody(const ProgramPlan& plan, const KernelPlan& 
     absl::StrAppend(&body, LaneReductionCode(reduction, writer));
   }
   // The root and the values multi-output fusion added (a row kernel folded into its map reader),
-  // each stored at the element it computes; a row reduction other kernels read, once per row.
+  // each stored at the element it computes; a value with one element per row (a row reduction,
+  // layer norm's rsqrt of it) other kernels read, once per row.
   const bool unrolled = use_caches(row.reductions.size());
   VKSPMD_ASSIGN_OR_RETURN(std::string value, writer.Value(kernel.root, /*compute=*/true));
   const int64_t row_length = kernel.root->shape().ElementCount() / row.rows;
@@ -238,10 +239,15 @@ absl::StatusOr<std::string> RowsBody(const ProgramPlan& plan, const KernelPlan& 
   for (size_t k = 0; k < kernel.also_stores.size(); ++k) {
     const Instruction* also = kernel.also_stores[k];
     VKSPMD_ASSIGN_OR_RETURN(std::string stored, writer.Value(also));
-    if (std::find(row.reductions.begin(), row.reductions.end(), also) != row.reductions.end()) {
+    const int64_t count = also->shape().ElementCount();
+    if (count == row.rows && row_length != 1) {
       absl::StrAppend(&body, "  if (", lane, " == 0u) store", k + 1, "(o, ", stored, "(o));\n");
-    } else {
+    } else if (count == row.rows * row_length) {
       absl::StrAppend(&stores, "    store", k + 1, "(e, ", stored, "(e));\n");
+    } else {
+      return absl::InternalError(absl::StrCat("row kernel ", kernel.root->name(), " of ", row.rows,
+                                              " rows cannot store ", also->name(), " (", count,
+                                              " elements)"));
     }
   }
   const std::string element = absl::StrCat("    uint e = o * ", row_length, "u + r;\n");

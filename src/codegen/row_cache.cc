@@ -47,6 +47,12 @@ class LoopWalk {
   std::set<std::pair<const Instruction*, bool>> seen_;
 };
 
+// Whether the row kernel stores `stored` once per row, apart from its per-element results.
+bool OnePerRow(const KernelPlan& kernel, const Instruction* stored) {
+  return stored->shape().ElementCount() == kernel.row.rows &&
+         kernel.root->shape().ElementCount() != kernel.row.rows;
+}
+
 // Operands before users, over everything the kernel's loops may compute.
 void PostOrder(const Instruction* node, std::set<const Instruction*>& seen,
                std::vector<const Instruction*>& order) {
@@ -74,7 +80,8 @@ std::vector<RowCache> PlanRowCaches(const ProgramPlan& plan, const KernelPlan& k
     } else {
       loop_walk.Walk(kernel.root, true, true);
       for (const Instruction* stored : kernel.also_stores) {
-        if (!held.count(stored)) loop_walk.Walk(stored, true, false);
+        // Values with one element per row are stored once per row, outside the loop.
+        if (!held.count(stored) && !OnePerRow(kernel, stored)) loop_walk.Walk(stored, true, false);
       }
     }
     return loop_walk;

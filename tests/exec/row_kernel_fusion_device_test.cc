@@ -221,6 +221,40 @@ TEST_F(RowKernelFusionDeviceTest, LayerNormKeepsItsValuesInRegistersBetweenItsLo
   }
 }
 
+TEST_F(RowKernelFusionDeviceTest, ATrainingStepsLayerNormIsOneDispatch) {
+  // What a training step keeps of a layer norm: the residual sum, the centred values, the per-row
+  // reciprocal deviation and the output, here reshaped to [42, LEN] for the next dot. The mean's
+  // row kernel (storing x and c), the variance's (one value per row) and the scaling were three
+  // dispatches; now the scaling's kernel absorbs both row kernels, runs the mean's loop before the
+  // variance's, and stores rs once per row. Rows shorter than the lanes, odd, prime, the default
+  // model's 64 and long ones.
+  for (int64_t length : {5, 37, 64, 67, 300}) {
+    SCOPED_TRACE(absl::StrCat("rows of ", length));
+    const std::string text = absl::StrReplaceAll(
+        absl::StrReplaceAll(
+            LayerNormOfRows(length),
+            {{absl::StrCat("  ROOT t = (f32[6,7,", length, "], f32[6,7,", length,
+                           "], f32[6,7], f32[6,7,", length, "]) tuple(x, xh, rs, y)"),
+              "  yr = f32[42,LEN] reshape(y)\n"
+              "  ROOT t = (f32[6,7,LEN], f32[6,7,LEN], f32[6,7], f32[42,LEN]) tuple(x, c, rs, "
+              "yr)"}}),
+        {{"LEN", absl::StrCat(length)}});
+    ASSERT_NE(text.find("reshape(y)"), std::string::npos);
+    const codegen::ProgramPlan* compiled = CompileAndCompare(text);
+    ASSERT_NE(compiled, nullptr);
+    ASSERT_EQ(compiled->kernels.size(), 1u);
+    const codegen::KernelPlan& kernel = compiled->kernels[0];
+    EXPECT_EQ(kernel.kind, codegen::KernelKind::kRows);
+    EXPECT_EQ(kernel.root->name(), "yr");
+    EXPECT_EQ(kernel.row.rows, 42);
+    ASSERT_EQ(kernel.row.reductions.size(), 2u);
+    EXPECT_EQ(kernel.row.reductions[0]->name(), "sum");  // The mean first: the variance reads it.
+    EXPECT_EQ(kernel.row.reductions[1]->name(), "ss");
+    EXPECT_EQ(Count(kernel.glsl, "== 0u) store"), 1) << kernel.glsl;  // rs, once per row.
+    EXPECT_EQ(DispatchesOfCompiling(device(0), text), 1);
+  }
+}
+
 TEST_F(RowKernelFusionDeviceTest, KeptAndRecomputedValuesAreTheSameBits) {
   // VKSPMD_ROW_CACHE_SLOTS=0 recomputes every value in each loop, as before row caches: the same
   // operations in the same order, so the same bits.
