@@ -36,6 +36,36 @@ absl::StatusOr<Instruction*> TransposeUnlessIdentity(GradientEmitter& emit, Inst
   return emit.builder().Transpose(operand, std::move(permutation));
 }
 
+// The adjoint g transposed by `permutation`. Where g is a dot the backward pass just emitted (a
+// weight's gradient reaching the weight through the transpose of x @ W^T) and the permutation
+// swaps its lhs-free and rhs-free dims, the dot of the operands in the other order is that
+// transpose: no transpose is emitted, and the optimizer's update can read the gradient at its own
+// index (one kernel with the dot on devices, as a dot epilogue).
+absl::StatusOr<Instruction*> TransposeAdjoint(GradientEmitter& emit, Instruction* g,
+                                              std::vector<int64_t> permutation) {
+  const Instruction& dot = *g;  // Read through the const accessors (no attribute storage made).
+  if (dot.opcode() == Opcode::kDot && !dot.sharding().has_value()) {
+    const ir::DotDimensions& dims = dot.attributes().dot;
+    const int64_t batch = static_cast<int64_t>(dims.lhs_batch.size());
+    const int64_t lhs_free =
+        g->operand(0)->shape().rank() - batch - static_cast<int64_t>(dims.lhs_contracting.size());
+    const int64_t rhs_free = g->shape().rank() - batch - lhs_free;
+    std::vector<int64_t> swapped(g->shape().rank());
+    std::iota(swapped.begin(), swapped.begin() + batch, 0);
+    std::iota(swapped.begin() + batch, swapped.begin() + batch + rhs_free, batch + lhs_free);
+    std::iota(swapped.begin() + batch + rhs_free, swapped.end(), batch);
+    if (lhs_free > 0 && rhs_free > 0 && permutation == swapped) {
+      ir::InstructionAttributes attributes = dot.attributes();
+      attributes.dot = {dims.rhs_batch, dims.lhs_batch, dims.rhs_contracting, dims.lhs_contracting};
+      std::vector<int64_t> dimensions;
+      for (int64_t from : permutation) dimensions.push_back(g->shape().dimensions()[from]);
+      return emit.Add(Opcode::kDot, {g->operand(1), g->operand(0)}, std::move(attributes),
+                      ir::Shape(g->shape().dtype(), std::move(dimensions)));
+    }
+  }
+  return TransposeUnlessIdentity(emit, g, std::move(permutation));
+}
+
 absl::StatusOr<Instruction*> Slice(GradientEmitter& emit, Instruction* operand,
                                    std::vector<ir::SliceDimension> slice) {
   ir::InstructionAttributes attributes;
@@ -303,7 +333,7 @@ absl::StatusOr<OperandAdjoints> StructuralGradient(const RuleInput& input, Gradi
       std::vector<int64_t> inverse(permutation.size());
       for (size_t i = 0; i < permutation.size(); ++i)
         inverse[permutation[i]] = static_cast<int64_t>(i);
-      VKSPMD_ASSIGN_OR_RETURN(result[0], TransposeUnlessIdentity(emit, g, inverse));
+      VKSPMD_ASSIGN_OR_RETURN(result[0], TransposeAdjoint(emit, g, inverse));
       return result;
     }
     case Opcode::kReverse: {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "src/codegen/dot_kernel_context.h"
 #include "src/codegen/dot_tiling.h"
 #include "src/codegen/kernel_writer.h"
@@ -233,6 +234,30 @@ std::string RegisterTiles(const DotContext& context, KernelWriter& writer) {
     }
   }
   absl::StrAppend(&body, "  }\n");
+  if (context.store != "store") {
+    // An epilogue (an optimizer's update, a GELU) is one call per element of the tile. Written
+    // out, each call is inlined: llvmpipe compiled a 16 x 4 tile of AdamW updates for seconds
+    // (4-5 s per kernel, at the first dispatch). A loop over the tile's elements compiles one
+    // copy; the elements come from arrays (run time: see docs/performance.md).
+    std::vector<std::string> us, ls, accs;
+    for (int64_t t = 0; t < rows; ++t) us.push_back(absl::StrCat("u", t));
+    for (int64_t c = 0; c < per_lane; ++c) ls.push_back(absl::StrCat("l", c));
+    for (int64_t t = 0; t < rows; ++t) {
+      for (int64_t c = 0; c < per_lane; ++c) accs.push_back(absl::StrCat("acc", t, "_", c));
+    }
+    const std::string lane_check =
+        tiling.lane_runs ? "lc >= start" : absl::StrCat("lc < ", lane_size, "u");
+    absl::StrAppend(&body, "  uint us[", rows, "] = uint[](", absl::StrJoin(us, ", "), ");\n");
+    absl::StrAppend(&body, "  uint ls[", per_lane, "] = uint[](", absl::StrJoin(ls, ", "), ");\n");
+    absl::StrAppend(&body, "  ", type, " accs[", rows * per_lane, "] = ", type, "[](",
+                    absl::StrJoin(accs, ", "), ");\n");
+    absl::StrAppend(&body, "  for (uint e = 0u; e < ", rows * per_lane, "u; ++e) {\n",
+                    "    uint ut = us[e / ", per_lane, "u];\n    uint lc = ls[e % ", per_lane,
+                    "u];\n    if (ut < ", uniform_size, "u && ", lane_check, ") ", context.store,
+                    "(out_base + ", swapped ? "lc" : "ut", " * ", tiling.columns, "u + ",
+                    swapped ? "ut" : "lc", ", accs[e]);\n  }\n");
+    return body;
+  }
   for (int64_t t = 0; t < rows; ++t) {
     for (int64_t c = 0; c < per_lane; ++c) {
       const std::string row = swapped ? absl::StrCat("l", c) : absl::StrCat("u", t);

@@ -138,7 +138,12 @@ class Fusion : KernelMerging {
     RowPlan row = consumer.row;
     std::vector<const Instruction*> values = {producer.root};
     if (producer.kind == KernelKind::kMap) {
-      if (producer.root->shape().dimensions() != consumer.root->shape().dimensions()) return false;
+      // Elements are indexed linearly, so a map producer of another shape with as many elements
+      // (the loss's exponentials, [8,32,86], in its gradient's [256,86] rows) is read through
+      // reshapes at K's own index; the walk below checks that.
+      if (producer.root->shape().ElementCount() != consumer.root->shape().ElementCount()) {
+        return false;
+      }
       values.insert(values.end(), producer.also_stores.begin(), producer.also_stores.end());
     } else if (producer.kind == KernelKind::kReduction) {
       const Instruction* reduce = producer.root;

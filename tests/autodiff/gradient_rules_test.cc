@@ -132,6 +132,19 @@ std::vector<RuleCase> AllCases() {
        "  %y = f64[2,3,5] dot(%a, %b), lhs_batch_dims={1}, lhs_contracting_dims={2}, "
        "rhs_batch_dims={1}, rhs_contracting_dims={0}\n",
        "f64[2,3,5]"},
+      // x @ w^T and q @ k^T per head: the weight's and k's gradients are dots of the operands in
+      // the other order instead of transposed dots (TransposeAdjoint).
+      {"dot_of_a_transposed_weight",
+       {{"x", "f64[5,3]"}, {"w", "f64[4,3]"}},
+       "  %wt = f64[3,4] transpose(%w), dimensions={1,0}\n"
+       "  %y = f64[5,4] dot(%x, %wt), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n",
+       "f64[5,4]"},
+      {"dot_batched_of_a_transposed_operand",
+       {{"q", "f64[2,3,4]"}, {"k", "f64[2,5,4]"}},
+       "  %kt = f64[2,4,5] transpose(%k), dimensions={0,2,1}\n"
+       "  %y = f64[2,3,5] dot(%q, %kt), lhs_batch_dims={0}, lhs_contracting_dims={2}, "
+       "rhs_batch_dims={0}, rhs_contracting_dims={1}\n",
+       "f64[2,3,5]"},
       {"dot_matrix_vector",
        {{"a", "f64[3,4]"}, {"b", "f64[4]"}},
        "  %y = f64[3] dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n",

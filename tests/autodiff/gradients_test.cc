@@ -113,6 +113,34 @@ ENTRY %main (x: f64[8,16], w: f64[16,4]) -> f64[] {
   EXPECT_EQ(Count(**gradients, ir::Opcode::kDot), 3);
 }
 
+TEST(GradientsTest, AWeightReadTransposedGetsItsGradientFromADotWithoutATranspose) {
+  // y = x @ w^T, as a linear layer stores its weight: w's adjoint is the transpose of the
+  // adjoint of w^T = x^T @ g, which is g^T @ x. The backward pass emits that dot (an optimizer
+  // then reads the gradient at its own index, in the dot's kernel on devices) and no transpose of
+  // a dot; the only transpose is the forward one.
+  std::unique_ptr<ir::Module> module = Parse(WithAdd("linear", R"(
+ENTRY %main (x: f64[8,16], w: f64[4,16]) -> f64[] {
+  %x = f64[8,16] parameter(0)
+  %w = f64[4,16] parameter(1)
+  %wt = f64[16,4] transpose(%w), dimensions={1,0}
+  %y = f64[8,4] dot(%x, %wt), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %s = f64[8,4] sine(%y)
+  %zero = f64[] constant(0)
+  ROOT %loss = f64[] reduce(%s, %zero), dimensions={0,1}, to_apply=%add
+}
+)"));
+  absl::StatusOr<std::unique_ptr<ir::Module>> gradients = Gradients(*module, std::nullopt, {0, 1});
+  ASSERT_TRUE(gradients.ok()) << gradients.status();
+  int transposed_dots = 0;
+  for (const auto& instruction : (*gradients)->entry()->instructions()) {
+    transposed_dots += instruction->opcode() == ir::Opcode::kTranspose &&
+                       instruction->operand(0)->opcode() == ir::Opcode::kDot;
+  }
+  EXPECT_EQ(transposed_dots, 0) << ir::PrintModule(**gradients);
+  EXPECT_EQ(Count(**gradients, ir::Opcode::kTranspose), 1) << ir::PrintModule(**gradients);
+  EXPECT_EQ(Count(**gradients, ir::Opcode::kDot), 3);
+}
+
 TEST(GradientsTest, StoppedPathsGiveExactZeros) {
   std::unique_ptr<ir::Module> module = Parse(WithAdd("stops", R"(
 ENTRY %main (x: f64[5], y: f64[5]) -> f64[] {

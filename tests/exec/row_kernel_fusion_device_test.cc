@@ -255,6 +255,53 @@ TEST_F(RowKernelFusionDeviceTest, ATrainingStepsLayerNormIsOneDispatch) {
   }
 }
 
+TEST_F(RowKernelFusionDeviceTest, ARowKernelAbsorbsARowKernelOfAnotherShapeReadThroughAReshape) {
+  // A loss's softmax: the row max, the shifted logits and their exponentials kept for the
+  // backward pass ([4,3,11]: a row kernel with the max inside), and the probabilities in the
+  // [12,11] rows the next dot reads (a row kernel with the sum inside). The rows are the same
+  // runs of 11 elements, so the probabilities' kernel computes the other's too, its max first:
+  // one dispatch, two before.
+  const std::string text = R"(HloModule loss_rows
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] maximum(a, b)
+}
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[4,3,11] parameter(0)
+  low = f32[] constant(-inf)
+  m = f32[4,3] reduce(x, low), dimensions={2}, to_apply=max
+  mb = f32[4,3,11] broadcast(m), dimensions={0,1}
+  s = f32[4,3,11] subtract(x, mb)
+  ex = f32[4,3,11] exponential(s)
+  zero = f32[] constant(0)
+  er = f32[12,11] reshape(ex)
+  sum = f32[12] reduce(er, zero), dimensions={1}, to_apply=add
+  sb = f32[12,11] broadcast(sum), dimensions={0}
+  p = f32[12,11] divide(er, sb)
+  ROOT t = (f32[4,3,11], f32[4,3,11], f32[12,11]) tuple(s, ex, p)
+}
+)";
+  const codegen::ProgramPlan* compiled = CompileAndCompare(text);
+  ASSERT_NE(compiled, nullptr);
+  std::string kernels;
+  for (const codegen::KernelPlan& kernel : compiled->kernels) {
+    absl::StrAppend(&kernels, kernel.name, " (", codegen::KernelKindName(kernel.kind), ") ");
+  }
+  ASSERT_EQ(compiled->kernels.size(), 1u) << kernels;
+  const codegen::KernelPlan& kernel = compiled->kernels[0];
+  EXPECT_EQ(kernel.kind, codegen::KernelKind::kRows);
+  EXPECT_EQ(kernel.root->name(), "p");
+  ASSERT_EQ(kernel.row.reductions.size(), 2u);
+  EXPECT_EQ(kernel.row.reductions[0]->name(), "m");
+  EXPECT_EQ(DispatchesOfCompiling(device(0), text), 1);
+}
+
 TEST_F(RowKernelFusionDeviceTest, KeptAndRecomputedValuesAreTheSameBits) {
   // VKSPMD_ROW_CACHE_SLOTS=0 recomputes every value in each loop, as before row caches: the same
   // operations in the same order, so the same bits.
