@@ -238,6 +238,16 @@ class Fusion : KernelMerging {
         dropped.push_back(values[v]);
       }
     }
+    // A row kernel stores values of its root's size in its last loop, and values of one element
+    // per row once per row (RowsBody): no other size (a layer norm's centred values in a kernel
+    // whose root is the per-row rsqrt, rows of another length).
+    if (row != nullptr) {
+      const int64_t root_count = consumer.root->shape().ElementCount();
+      for (const Instruction* value : stores) {
+        const int64_t count = value->shape().ElementCount();
+        if (count != root_count && (count != row->rows || root_count == row->rows)) return false;
+      }
+    }
     KernelReads reads(plan_.materialized);
     for (const Instruction* value : here) reads.ComputeHere(value);
     if (row != nullptr) {

@@ -80,8 +80,9 @@ std::vector<RowCache> PlanRowCaches(const ProgramPlan& plan, const KernelPlan& k
     } else {
       loop_walk.Walk(kernel.root, true, true);
       for (const Instruction* stored : kernel.also_stores) {
-        // Values with one element per row are stored once per row, outside the loop.
-        if (!held.count(stored) && !OnePerRow(kernel, stored)) loop_walk.Walk(stored, true, false);
+        // Values with one element per row are stored once per row, outside the loop, where no
+        // kept array has this element's slot: what they read counts as read elsewhere.
+        if (!held.count(stored)) loop_walk.Walk(stored, !OnePerRow(kernel, stored), false);
       }
     }
     return loop_walk;

@@ -302,6 +302,85 @@ ENTRY e {
   EXPECT_EQ(DispatchesOfCompiling(device(0), text), 1);
 }
 
+// Merges the row kernels may not make, found by review: each must still compile into kernels
+// that equal the reference.
+TEST_F(RowKernelFusionDeviceTest, StoresOfOtherSizesKeepTheirKernel) {
+  // A layer norm's statistics with nothing scaling them: the variance's row kernel (its root the
+  // per-row rsqrt) cannot also store the mean kernel's per-element x and c.
+  const std::string statistics = absl::StrReplaceAll(
+      LayerNormOfRows(64),
+      {{"  ROOT t = (f32[6,7,64], f32[6,7,64], f32[6,7], f32[6,7,64]) tuple(x, xh, rs, y)",
+        "  ROOT t = (f32[6,7,64], f32[6,7,64], f32[6,7]) tuple(x, c, rs)"}});
+  ASSERT_NE(statistics.find("tuple(x, c, rs)"), std::string::npos);
+  EXPECT_NE(CompileAndCompare(statistics), nullptr);
+  // Rows of 40 stored by a kernel whose rows are 24 long (the same 6 rows).
+  const std::string lengths = R"(HloModule rows_len
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[6,40] parameter(0)
+  z = f32[6,24] parameter(1)
+  zero = f32[] constant(0)
+  sum = f32[6] reduce(x, zero), dimensions={1}, to_apply=add
+  n = f32[] constant(40)
+  nb = f32[6] broadcast(n), dimensions={}
+  mean = f32[6] divide(sum, nb)
+  meanb = f32[6,40] broadcast(mean), dimensions={0}
+  p = f32[6,40] subtract(x, meanb)
+  pp = f32[6,40] multiply(p, p)
+  s1 = f32[6] reduce(pp, zero), dimensions={1}, to_apply=add
+  s1b = f32[6,24] broadcast(s1), dimensions={0}
+  y = f32[6,24] multiply(z, s1b)
+  ROOT t = (f32[6,40], f32[6,24]) tuple(p, y)
+})";
+  EXPECT_NE(CompileAndCompare(lengths), nullptr);
+}
+
+TEST_F(RowKernelFusionDeviceTest, AValueStoredOncePerRowReadsNoKeptArray) {
+  // r, one value per row stored from lane 0 outside the element loop, reads x at another element
+  // of the row (a slice): x must not be kept in a per-invocation array there, whose slot would be
+  // the last loop's (42 of 2730 elements were wrong).
+  const std::string text = R"(HloModule perrow_cache
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY e {
+  a = f32[6,7,64] parameter(0)
+  b = f32[6,7,64] parameter(1)
+  q = f32[6,7] parameter(2)
+  z = f32[6,7,64] parameter(3)
+  x = f32[6,7,64] add(a, b)
+  zero = f32[] constant(0)
+  sum = f32[6,7] reduce(x, zero), dimensions={2}, to_apply=add
+  n = f32[] constant(64)
+  nb = f32[6,7] broadcast(n), dimensions={}
+  mean = f32[6,7] divide(sum, nb)
+  meanb = f32[6,7,64] broadcast(mean), dimensions={0,1}
+  c = f32[6,7,64] subtract(x, meanb)
+  cc = f32[6,7,64] multiply(c, c)
+  ss = f32[6,7] reduce(cc, zero), dimensions={2}, to_apply=add
+  var = f32[6,7] divide(ss, nb)
+  eps = f32[] constant(1e-5)
+  epsb = f32[6,7] broadcast(eps), dimensions={}
+  ve = f32[6,7] add(var, epsb)
+  rs = f32[6,7] rsqrt(ve)
+  x0 = f32[6,7,1] slice(x), slice={[0:6], [0:7], [5:6]}
+  x0r = f32[6,7] reshape(x0)
+  t1 = f32[6,7] add(rs, x0r)
+  w = f32[6,7] exponential(q)
+  r = f32[6,7] add(t1, w)
+  wb = f32[6,7,64] broadcast(w), dimensions={0,1}
+  y = f32[6,7,64] multiply(z, wb)
+  ROOT t = (f32[6,7], f32[6,7,64]) tuple(r, y)
+})";
+  EXPECT_NE(CompileAndCompare(text), nullptr);
+}
+
 TEST_F(RowKernelFusionDeviceTest, KeptAndRecomputedValuesAreTheSameBits) {
   // VKSPMD_ROW_CACHE_SLOTS=0 recomputes every value in each loop, as before row caches: the same
   // operations in the same order, so the same bits.
