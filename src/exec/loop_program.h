@@ -1,9 +1,9 @@
-// A module with while loops of unknown trip count, run with each loop driven from the host: the
-// code before a loop, its condition, its body and the code after it are partitioned and compiled
-// as mesh programs of their own (ir/loop_split.h); the host runs the condition, reads the
-// predicate back, and runs the body, while the loop state stays in device buffers. A conditional
-// with such a loop in a branch is driven the same way: the host reads its selector back and runs
-// the chosen branch's programs only.
+// A module with while loops of unknown trip count (or too long to unroll), run with each loop
+// driven from the host: the code before a loop, its condition, its body and the code after it are
+// partitioned and compiled as mesh programs of their own (ir/loop_split.h); the host runs the
+// condition, reads the predicate back, and runs the body, while the loop state stays in device
+// buffers. A conditional with such a loop in a branch is driven the same way: the host reads its
+// selector back and runs the chosen branch's programs only.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +22,8 @@ namespace vkspmd::exec {
 class LoopProgram {
  public:
   // Whether `module` has a loop only the host can drive: a while whose trip count is neither in
-  // its backend_config nor proved (ir::LowerControlFlow unrolls the others), in the entry, in a
-  // loop's body or in a conditional's branch.
+  // its backend_config nor proved, or is but too long to unroll (ir::LowerControlFlow unrolls
+  // the others), in the entry, in a loop's body or in a conditional's branch.
   static absl::StatusOr<bool> NeedsHostLoop(const ir::Module& module);
 
   // Splits `module` at its loops and at conditionals holding one (nested ones in a body,

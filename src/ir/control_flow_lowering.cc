@@ -20,6 +20,10 @@ struct Target {
   UniqueNames names;
 };
 
+// Ends the errors of loops too long to unroll, where the host could drive them instead.
+constexpr const char* kHostLoopHint =
+    "; exec::LoopProgram (`vkspmd run`) drives such a loop from the host instead";
+
 bool IsControlFlow(Opcode opcode) {
   return opcode == Opcode::kWhile || opcode == Opcode::kConditional;
 }
@@ -196,7 +200,7 @@ class Lowerer {
       if (branch_depth_ > 0) {
         // If-conversion runs every branch: the loop would run (maybe forever) untaken too. The
         // outermost conditional being if-converted is kept instead (EmitConditional).
-        unknown_loop_in_branch_ = true;
+        host_loop_in_branch_ = true;
         return absl::UnimplementedError(fmt::format(
             "while {}: its trip count is unknown and it is inside a conditional's branch; "
             "branches are if-converted (every branch runs), so only a loop whose trip count is "
@@ -208,22 +212,46 @@ class Lowerer {
     VKSPMD_ASSIGN_OR_RETURN(const int64_t trips, std::move(counted));
     const int64_t body_size = static_cast<int64_t>(body.instructions().size());
     if (trips > 0 && (options_.max_instructions - added_) / trips < body_size) {
-      return absl::ResourceExhaustedError(fmt::format(
-          "while {}: unrolling its {} iterations of %{} ({} instructions) would exceed {} "
-          "instructions in all",
-          loop.Describe(), trips, body.name(), body_size, options_.max_instructions));
+      return KeepTooLong(
+          target, loop, state, added_,
+          absl::ResourceExhaustedError(fmt::format(
+              "while {}: unrolling its {} iterations of %{} ({} instructions) would exceed {} "
+              "instructions in all{}",
+              loop.Describe(), trips, body.name(), body_size, options_.max_instructions,
+              kHostLoopHint)));
     }
+    Instruction* const initial = state;
+    const int64_t added_before = added_;
     if (loop.sharding().has_value()) ShardLeaves(state, *loop.sharding());
     for (int64_t k = 0; k < trips; ++k) {
       if (added_ > options_.max_instructions) {
-        return absl::ResourceExhaustedError(
-            fmt::format("while {}: unrolling it exceeds {} instructions in all", loop.Describe(),
-                        options_.max_instructions));
+        // What the iterations so far emitted is unreachable once the loop is kept, and goes with
+        // RemoveUnreachable.
+        return KeepTooLong(target, loop, initial, added_before,
+                           absl::ResourceExhaustedError(fmt::format(
+                               "while {}: unrolling it exceeds {} instructions in all{}",
+                               loop.Describe(), options_.max_instructions, kHostLoopHint)));
       }
       VKSPMD_ASSIGN_OR_RETURN(state, Emit(body, {state}, target));
       if (loop.sharding().has_value()) ShardLeaves(state, *loop.sharding());
     }
     return state;
+  }
+
+  // A loop whose trip count is known but whose unrolling exceeds max_instructions: with
+  // keep_unknown_loops it stays a while for the host to drive, as one of unknown trip count does
+  // (in a branch being if-converted, the outermost such conditional is kept instead), and the
+  // instructions count is back at `added_before`; without it, `too_long` is the error.
+  absl::StatusOr<Instruction*> KeepTooLong(Target& target, const Instruction& loop,
+                                           Instruction* state, int64_t added_before,
+                                           absl::Status too_long) {
+    if (!options_.keep_unknown_loops) return too_long;
+    added_ = added_before;
+    if (branch_depth_ > 0) {
+      host_loop_in_branch_ = true;
+      return too_long;
+    }
+    return KeepCalling(target, loop, {state});
   }
 
   // `instruction` itself (a while, a conditional) over lowered copies of what it calls.
@@ -241,16 +269,17 @@ class Lowerer {
                                                Target& target) {
     const std::vector<Computation*>& branches = conditional.attributes().called;
     std::vector<Instruction*> results;
-    if (branch_depth_ == 0) unknown_loop_in_branch_ = false;
+    if (branch_depth_ == 0) host_loop_in_branch_ = false;
     ++branch_depth_;
     for (size_t i = 0; i < branches.size(); ++i) {
       absl::StatusOr<Instruction*> result = Emit(*branches[i], {operands[i + 1]}, target);
       if (!result.ok()) {
         --branch_depth_;
-        // A loop of unknown trip count in a branch: the host picks the branch (exec::LoopProgram)
-        // and this conditional stays one over lowered copies of its branches. What the attempt
-        // emitted is unreachable and goes with RemoveUnreachable.
-        if (branch_depth_ == 0 && unknown_loop_in_branch_ && options_.keep_unknown_loops) {
+        // A loop the host drives (its trip count unknown, or too long to unroll) in a branch: the
+        // host picks the branch (exec::LoopProgram) and this conditional stays one over lowered
+        // copies of its branches. What the attempt emitted is unreachable and goes with
+        // RemoveUnreachable.
+        if (branch_depth_ == 0 && host_loop_in_branch_ && options_.keep_unknown_loops) {
           return KeepCalling(target, conditional, operands);
         }
         return result.status();
@@ -306,8 +335,9 @@ class Lowerer {
   absl::flat_hash_map<const Computation*, Computation*> lowered_;
   int64_t added_ = 0;
   int64_t branch_depth_ = 0;  // Conditionals being if-converted around the current instruction.
-  // Set when a loop of unknown trip count was found inside a conditional being if-converted.
-  bool unknown_loop_in_branch_ = false;
+  // Set when a loop the host must drive (trip count unknown, or too long to unroll) was found
+  // inside a conditional being if-converted.
+  bool host_loop_in_branch_ = false;
 };
 
 }  // namespace

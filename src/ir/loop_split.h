@@ -46,7 +46,7 @@ struct ConditionalSplit {
 
 // The first while or conditional of `module`'s entry in instruction order, or null. Run it on a
 // module lowered with keep_unknown_loops, whose entry's whiles are the loops of unknown trip
-// count and whose conditionals are those with such a loop in a branch.
+// count or too long to unroll, and whose conditionals are those with such a loop in a branch.
 const Instruction* FirstHostControlFlow(const Module& module);
 
 // Splits `module` at `loop` (a while of its entry).

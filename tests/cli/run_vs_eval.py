@@ -77,6 +77,20 @@ def loop_in_branch(x, limit, k):
     return {"output.0": count, "output.1": count2, "output.2": w + magnitude}
 
 
+def long_loop(x):
+    # tests/testdata/control_flow/long_loop.hlo: 12,000 steps of v = 0.9999 v + 0.0001 in float32,
+    # checked against the closed form h^n x + c (1 - h^n) / (1 - h) (h, c rounded to float32).
+    h, c, n = np.float32(0.9999), np.float32(0.0001), 12000
+    v = x.copy()
+    for _ in range(n):
+        v = v * h + c
+    hn = np.float64(h) ** n
+    closed = hn * x + np.float64(c) * (1 - hn) / (1 - np.float64(h))
+    if not np.allclose(v, closed, rtol=1e-3, atol=1e-4):
+        sys.exit(f"long_loop: the float32 loop {v.tolist()} is not the closed form {closed.tolist()}")
+    return {"output": v}
+
+
 def loop_in_branch_case(k):
     return (CONTROL_FLOW + "loop_in_branch.hlo",
             lambda rng: [floats(rng, 6), np.array(0.05, np.float32), np.array(k, np.int32)],
@@ -111,6 +125,7 @@ CASES = {
     "nested_state": (CONTROL_FLOW + "nested_state.hlo",
                      lambda rng: [floats(rng, 6), np.array(0.05, np.float32), floats(rng, 6)],
                      nested_state),
+    "long_loop": (CONTROL_FLOW + "long_loop.hlo", lambda rng: [floats(rng, 6)], long_loop),
     "loop_in_branch_0": loop_in_branch_case(0),
     "loop_in_branch_1": loop_in_branch_case(1),
     "loop_in_branch_2": loop_in_branch_case(2),

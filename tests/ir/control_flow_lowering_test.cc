@@ -8,6 +8,7 @@
 #include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "src/interp/evaluator.h"
+#include "src/ir/loop_split.h"
 #include "src/ir/parser.h"
 #include "src/ir/printer.h"
 #include "src/ir/trip_count.h"
@@ -333,6 +334,105 @@ TEST(ControlFlowLoweringTest, LoopsThatCannotBeUnrolledAreErrorsNamingThem) {
                 "backend_config says the loop runs 4 times, but its counter runs it 5 times"),
             std::string::npos)
       << disagreeing.status();
+}
+
+// Lowers `module` keeping for the host what is too long to unroll within `max_instructions`;
+// checks it verifies and evaluates to what the original does for `arguments`.
+std::unique_ptr<Module> LowerKeepingLoops(const Module& module, int64_t max_instructions,
+                                          const std::vector<Literal>& arguments) {
+  absl::StatusOr<std::unique_ptr<Module>> lowered =
+      LowerControlFlow(module, {.max_instructions = max_instructions, .keep_unknown_loops = true});
+  EXPECT_TRUE(lowered.ok()) << lowered.status();
+  if (!lowered.ok()) return nullptr;
+  EXPECT_TRUE(VerifyModule(**lowered).ok()) << PrintModule(**lowered);
+  EXPECT_NE(Parse(PrintModule(**lowered)), nullptr);
+  absl::StatusOr<Literal> expected = interp::Evaluate(module, arguments);
+  absl::StatusOr<Literal> actual = interp::Evaluate(**lowered, arguments);
+  EXPECT_TRUE(expected.ok()) << expected.status();
+  EXPECT_TRUE(actual.ok()) << actual.status();
+  if (expected.ok() && actual.ok()) {
+    EXPECT_EQ(*actual, *expected) << PrintModule(**lowered);
+  }
+  return std::move(*lowered);
+}
+
+int64_t CountInEntry(const Module& module, Opcode opcode) {
+  int64_t count = 0;
+  for (const auto& instruction : module.entry()->instructions()) {
+    count += instruction->opcode() == opcode ? 1 : 0;
+  }
+  return count;
+}
+
+TEST(ControlFlowLoweringTest, LoopsTooLongToUnrollStayLoopsForTheHost) {
+  // scan.hlo: 5 iterations of a 17-instruction body, 85 > 60. With keep_unknown_loops the loop
+  // stays a while (backend_config and all) over its body, as one of unknown trip count does.
+  std::unique_ptr<Module> scan = Parse(ReadProgram("scan"));
+  ASSERT_NE(scan, nullptr);
+  std::vector<float> carry(8), xs(40);
+  for (int i = 0; i < 8; ++i) carry[i] = 0.25f * i - 1.0f;
+  for (int i = 0; i < 40; ++i) xs[i] = static_cast<float>((i * 7) % 11) - 5.0f;
+  const std::vector<Literal> scan_arguments = {Literal::Create(DType::kF32, {8}, carry),
+                                               Literal::Create(DType::kF32, {5, 8}, xs)};
+  std::unique_ptr<Module> kept = LowerKeepingLoops(*scan, 60, scan_arguments);
+  ASSERT_NE(kept, nullptr);
+  const Instruction* loop = FirstHostControlFlow(*kept);
+  ASSERT_NE(loop, nullptr) << PrintModule(*kept);
+  EXPECT_EQ(loop->opcode(), Opcode::kWhile);
+  EXPECT_EQ(loop->attributes().known_trip_count, 5);
+  EXPECT_EQ(CountInEntry(*kept, Opcode::kWhile), 1);
+  // Where it fits, it is still unrolled.
+  std::unique_ptr<Module> unrolled = LowerKeepingLoops(*scan, 100'000, scan_arguments);
+  ASSERT_NE(unrolled, nullptr);
+  EXPECT_EQ(Find(*unrolled, Opcode::kWhile), nullptr) << PrintModule(*unrolled);
+
+  // nested.hlo (4 counted iterations of an 11-instruction body whose conditional runs a counted
+  // loop of 3 in one branch) over every budget from 1 to 400: the outer loop kept before
+  // unrolling (4 x 11 > budget), kept when the iterations it unrolled outgrow the budget, or a
+  // conditional kept when the loop in its branch is too long (if-conversion cannot keep a loop);
+  // always what the original computes, and all unrolled where it fits.
+  std::unique_ptr<Module> nested = Parse(ReadProgram("nested"));
+  ASSERT_NE(nested, nullptr);
+  const std::vector<Literal> nested_arguments = {
+      Literal::Create(DType::kF32, {3}, std::vector<float>{0.5f, -1.0f, 1.25f})};
+  bool kept_before = false, kept_midway = false, kept_conditional = false;
+  int64_t smallest_unrolled = 0;
+  for (int64_t budget = 400; budget >= 1; --budget) {
+    SCOPED_TRACE(budget);
+    std::unique_ptr<Module> lowered = LowerKeepingLoops(*nested, budget, nested_arguments);
+    ASSERT_NE(lowered, nullptr);
+    const bool outer_kept = CountInEntry(*lowered, Opcode::kWhile) == 1;
+    const bool has_control_flow = Find(*lowered, Opcode::kWhile) != nullptr ||
+                                  Find(*lowered, Opcode::kConditional) != nullptr;
+    if (!has_control_flow && smallest_unrolled == budget + 1) smallest_unrolled = budget;
+    if (budget == 400) {
+      EXPECT_FALSE(has_control_flow) << PrintModule(*lowered);
+      smallest_unrolled = budget;
+    }
+    if (budget < 44) {
+      EXPECT_TRUE(outer_kept) << PrintModule(*lowered);
+      kept_before = true;
+    } else if (outer_kept) {
+      kept_midway = true;
+    }
+    if (!outer_kept && CountInEntry(*lowered, Opcode::kConditional) > 0) kept_conditional = true;
+  }
+  EXPECT_TRUE(kept_before);
+  EXPECT_TRUE(kept_midway);
+  EXPECT_TRUE(kept_conditional);
+  EXPECT_GT(smallest_unrolled, 44);
+  EXPECT_LT(smallest_unrolled, 400);
+
+  // Without keep_unknown_loops (the device compiler and the partitioner alone) it is the error
+  // naming the loop, pointing at the host loop.
+  absl::StatusOr<std::unique_ptr<Module>> too_big =
+      LowerControlFlow(*nested, {.max_instructions = 30});
+  EXPECT_EQ(too_big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(too_big.status().message().find("%loop: unrolling its 4 iterations of %body (11 "
+                                            "instructions) would exceed 30 instructions in all; "
+                                            "exec::LoopProgram (`vkspmd run`) drives"),
+            std::string::npos)
+      << too_big.status();
 }
 
 TEST(ControlFlowLoweringTest, MalformedKnownTripCountsAreParseErrors) {
