@@ -18,8 +18,10 @@ struct AutoShardOptions {
   // Bytes per device that the step's live values (state included) may hold at its fullest
   // points; none: no limit. A limit no plan meets is an error.
   std::optional<int64_t> memory_limit_bytes;
-  // The solver's limit; the best plan found by then is taken (AutoShardPlan::optimal says whether
-  // it was proven optimal). No plan by then is an error.
+  // The limit of the whole solve (every ILP of it together); the cheapest plan found by then is
+  // taken (AutoShardPlan::stopped_at_time_limit says so). Where no ILP found a plan by then, the
+  // step's choices left are made greedily (a valid plan, not a good one); with a memory limit,
+  // which that ignores, no plan by then is an error.
   double time_limit_seconds = 30;
   // A cost model file (`vkspmd partition --cost-model`'s format: α/β per collective and mesh
   // axis, the compute rate); empty: the built-in defaults (docs/auto_sharding.md), or the
@@ -51,7 +53,8 @@ struct AutoShardPlan {
   int64_t instructions = 0;       // of the step's graph with a choice
   int64_t variables = 0;          // of the ILP after its reductions
   double solve_seconds = 0;
-  bool optimal = false;
+  bool optimal = false;  // proven optimal (not: solved in windows, or stopped at the time limit)
+  bool stopped_at_time_limit = false;  // the time limit ended the search at this plan
   // Every instruction's sharding and the modelled costs, as `vkspmd partition --auto` prints.
   std::string report;
   // Where the costs came from: "defaults", "file PATH", "measured in S s on DEVICE (cached in
@@ -75,9 +78,10 @@ struct AutoShardPlan {
 // Calling it again for the same mesh replaces the options and plans the next step afresh.
 // Errors (vkspmd::Error; the state tensors keep their values and shardings from before the call,
 // host-side effects of step() such as an optimizer's step counts stay): a memory limit no plan
-// meets (kFailedPrecondition, naming the limit), no plan within the time limit (kDeadlineExceeded),
-// an op without a sharding rule, a state tensor marked on another mesh, an unreadable cost model,
-// a measured one asked for with a file or in a job of several processes.
+// meets (kFailedPrecondition, naming the limit), under a memory limit no plan within the time
+// limit (kDeadlineExceeded, naming it), an op without a sharding rule, a state tensor marked on
+// another mesh, an unreadable cost model, a measured one asked for with a file or in a job of
+// several processes.
 AutoShardPlan auto_shard(const std::function<void()>& step, const Mesh& mesh,
                          const std::vector<Tensor>& state, const AutoShardOptions& options = {});
 

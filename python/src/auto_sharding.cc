@@ -31,6 +31,8 @@ void BindAutoSharding(py::module_& module) {
       .def_readonly("variables", &AutoShardPlan::variables)
       .def_readonly("solve_seconds", &AutoShardPlan::solve_seconds)
       .def_readonly("optimal", &AutoShardPlan::optimal)
+      .def_readonly("stopped_at_time_limit", &AutoShardPlan::stopped_at_time_limit,
+                    "Whether the time limit ended the search at this plan (the cheapest found).")
       .def_readonly("report", &AutoShardPlan::report,
                     "Every instruction's sharding and the modelled costs, as `vkspmd partition "
                     "--auto` prints them.")
@@ -71,7 +73,8 @@ void BindAutoSharding(py::module_& module) {
       "chooses. auto_shard runs what is pending, calls step() once and mark_step() (that step "
       "is the first training step, not a rehearsal), and marks each state tensor where the plan "
       "put it; later graphs on `mesh` are auto-sharded too. memory_limit: bytes per device the "
-      "step may hold (None: no limit); time_limit: the solver's seconds; cost_model: 'defaults' "
+      "step may hold (None: no limit); time_limit: seconds for the whole solve (the cheapest plan "
+      "found by then is taken); cost_model: 'defaults' "
       "(or None), 'measured' (timed on the mesh's devices, cached on disk) or a cost model file "
       "path. Returns an AutoShardPlan. A memory limit no plan meets is "
       "a vkspmd.Error naming it, and the state keeps its values and shardings.");

@@ -250,6 +250,7 @@ class AutoShardPlan:
     variables: int
     solve_seconds: float
     optimal: bool
+    stopped_at_time_limit: bool
     report: str
     cost_model: str
 

@@ -199,6 +199,7 @@ AutoShardPlan auto_shard(const std::function<void()>& step, const Mesh& mesh,
   plan.variables = chosen.variables;
   plan.solve_seconds = chosen.solve_seconds;
   plan.optimal = chosen.optimal;
+  plan.stopped_at_time_limit = chosen.stopped_at_time_limit;
   plan.report = std::move(record->report);
   plan.cost_model = std::move(cost_model_source);
   return plan;

@@ -48,6 +48,8 @@ AutoShardingPlan Plan(const AutoShardingChoices& choices, const std::vector<int6
   plan.rows = figures.rows;
   plan.solve_seconds = figures.solve_seconds;
   plan.optimal = figures.optimal;
+  plan.stopped_at_time_limit = figures.stopped_at_time_limit;
+  plan.greedy_groups = figures.greedy_groups;
   plan.windows = figures.windows;
   return plan;
 }
@@ -59,12 +61,14 @@ class Builder {
   // `fixed` pins each instruction's result (CostOfShardings: any strategy giving it) or, with
   // `restrict` (CostInChoiceSpace), restricts the choice groups built as AutoShard builds them.
   Builder(const ir::Module& module, const Mesh& mesh, const CostModel& model,
-          const AutoShardingOptions& options, const ShardingMap* fixed,
-          std::optional<Round> round = std::nullopt, bool restrict = false)
+          const AutoShardingOptions& options, const SolveDeadline& deadline,
+          const ShardingMap* fixed, std::optional<Round> round = std::nullopt,
+          bool restrict = false)
       : module_(module),
         mesh_(mesh),
         model_(model),
         options_(options),
+        deadline_(deadline),
         fixed_(restrict ? nullptr : fixed),
         restrict_(restrict ? fixed : nullptr),
         round_(round) {}
@@ -74,9 +78,8 @@ class Builder {
         AutoShardingChoices choices,
         AutoShardingChoices::Build(module_, mesh_, model_, fixed_, restrict_, round_));
     SolveFigures figures;
-    VKSPMD_ASSIGN_OR_RETURN(
-        std::vector<int64_t> chosen,
-        SolveChoices(choices, options_.memory_limit_bytes, options_.time_limit_seconds, figures));
+    VKSPMD_ASSIGN_OR_RETURN(std::vector<int64_t> chosen,
+                            SolveChoices(choices, options_.memory_limit_bytes, deadline_, figures));
     const std::vector<ChoiceNode>& nodes = choices.nodes();
     for (size_t j = 0; j < nodes.size(); ++j) {
       chosen_factors_[nodes[j].instruction] = choices.StrategyOf(j, chosen[nodes[j].group]).factors;
@@ -93,6 +96,7 @@ class Builder {
   const Mesh& mesh_;
   const CostModel& model_;
   const AutoShardingOptions& options_;
+  const SolveDeadline& deadline_;
   const ShardingMap* fixed_;
   const ShardingMap* restrict_;
   std::optional<Round> round_;
@@ -128,32 +132,59 @@ namespace {
 // One round per split axis in `order`, each keeping the axes decided before it where the previous
 // round put them; then, while a pass lowers the cost, each axis again with the others fixed
 // (coordinate descent: the best plan so far is a point of every such round). A program solved in
-// windows (not jointly optimal anyway) skips the descent, within the solve time. Returns the
-// cheapest plan seen, with the solve figures of all the rounds.
+// windows (not jointly optimal anyway) skips the descent, within the solve time. Every round
+// shares `deadline`: after a first plan, the rounds stop once a round ran out of time or less
+// time is left than building a round's choices took (what GLPK cannot stop: the 64-layer step's
+// take 1.5 s). A plan of the first rounds is a valid plan (the axes not decided yet unsplit).
+// Returns the cheapest plan seen, with the solve figures of all the rounds.
 absl::StatusOr<AutoShardingPlan> SolveInRounds(const ir::Module& module, const Mesh& mesh,
                                                const CostModel& model,
                                                const AutoShardingOptions& options,
+                                               const SolveDeadline& deadline,
                                                const std::vector<int64_t>& order) {
   ChosenFactors chosen;
   AutoShardingPlan best;
-  double seconds = 0;
+  bool found = false, stopped = false;
+  double seconds = 0, building = 0;  // the most seconds a round took besides GLPK's
   int64_t variables = 0;
   std::vector<bool> decided(mesh.axis_count(), false);
+  // Whether to start another round: false once the time is up after a first plan.
+  auto time_left = [&] {
+    if (found && !stopped && deadline.SecondsLeft() <= building) stopped = true;
+    return !stopped;
+  };
   auto round = [&](int64_t axis, bool first_pass) -> absl::StatusOr<bool> {
-    Builder builder(module, mesh, model, options, nullptr, Round{axis, decided, &chosen});
-    VKSPMD_ASSIGN_OR_RETURN(AutoShardingPlan plan, builder.Run());
+    Builder builder(module, mesh, model, options, deadline, nullptr, Round{axis, decided, &chosen});
+    const double left_before = deadline.SecondsLeft();
+    absl::StatusOr<AutoShardingPlan> run = builder.Run();
+    if (run.ok()) {
+      building = std::max(building, left_before - deadline.SecondsLeft() - run->solve_seconds);
+    }
+    if (found && run.status().code() == absl::StatusCode::kDeadlineExceeded) {
+      stopped = true;  // under a memory limit: the plan so far stands
+      return false;
+    }
+    VKSPMD_ASSIGN_OR_RETURN(AutoShardingPlan plan, std::move(run));
     decided[axis] = true;
     seconds += plan.solve_seconds;
     variables = std::max(variables, plan.variables);
-    if (!first_pass && plan.cost() >= best.cost() * (1 - 1e-9)) return false;
+    stopped = stopped || plan.stopped_at_time_limit;
+    // A round cut short may be worse than the plan it started from: taken only when cheaper.
+    const bool must_beat = found && (!first_pass || plan.stopped_at_time_limit);
+    if (must_beat && plan.cost() >= best.cost() * (1 - 1e-9)) return false;
     best = std::move(plan);
+    found = true;
     chosen = builder.chosen_factors();
     return true;
   };
-  for (int64_t axis : order) VKSPMD_RETURN_IF_ERROR(round(axis, true).status());
-  for (size_t pass = 0; pass < kMaxDescentPasses && best.windows == 1; ++pass) {
+  for (int64_t axis : order) {
+    if (!time_left()) break;
+    VKSPMD_RETURN_IF_ERROR(round(axis, true).status());
+  }
+  for (size_t pass = 0; pass < kMaxDescentPasses && best.windows == 1 && time_left(); ++pass) {
     bool improved = false;
     for (int64_t axis : order) {
+      if (!time_left()) break;
       VKSPMD_ASSIGN_OR_RETURN(bool lower, round(axis, false));
       improved = improved || lower;
     }
@@ -161,6 +192,10 @@ absl::StatusOr<AutoShardingPlan> SolveInRounds(const ir::Module& module, const M
   }
   best.solve_seconds = seconds;
   best.variables = variables;
+  if (stopped) {
+    best.stopped_at_time_limit = true;
+    best.optimal = false;
+  }
   return best;
 }
 
@@ -189,43 +224,65 @@ absl::Status CheckNoManualSubgroups(const ir::Module& module) {
 absl::StatusOr<AutoShardingPlan> AutoShard(const ir::Module& module, const Mesh& mesh,
                                            const CostModel& model,
                                            const AutoShardingOptions& options) {
+  const SolveDeadline deadline = SolveDeadline::After(options.time_limit_seconds);
   VKSPMD_RETURN_IF_ERROR(CheckNoManualSubgroups(module));
   std::vector<int64_t> split;
   for (int64_t axis = 0; axis < mesh.axis_count(); ++axis) {
     if (mesh.shape()[axis] > 1) split.push_back(axis);
   }
-  if (split.size() < 2) return Builder(module, mesh, model, options, nullptr).Run();
+  if (split.size() < 2) return Builder(module, mesh, model, options, deadline, nullptr).Run();
   // On a mesh of several axes the strategies multiply (each axis to any factor; the transformer's
   // step on 2x2 needs 78,000 variables, whose LP relaxation GLPK does not solve in 30 s): rounds
   // of one axis each, in mesh order and in reverse (so that the axis decided first is either
   // one: a plan splitting the batch over one axis and Megatron's factors over the other is found
   // from either end), each refined by coordinate descent. A program solved in windows (not
-  // jointly optimal anyway) takes the mesh order alone, within the solve time.
+  // jointly optimal anyway) takes the mesh order alone, within the solve time. Both orders share
+  // the deadline; the reverse one is skipped when it has passed.
   VKSPMD_ASSIGN_OR_RETURN(AutoShardingPlan plan,
-                          SolveInRounds(module, mesh, model, options, split));
-  if (plan.windows > 1) return plan;
+                          SolveInRounds(module, mesh, model, options, deadline, split));
+  if (plan.windows > 1 || plan.stopped_at_time_limit) return plan;
+  if (deadline.SecondsLeft() <= 0) {
+    plan.stopped_at_time_limit = true;
+    plan.optimal = false;
+    return plan;
+  }
   std::vector<int64_t> reversed(split.rbegin(), split.rend());
-  VKSPMD_ASSIGN_OR_RETURN(AutoShardingPlan other,
-                          SolveInRounds(module, mesh, model, options, reversed));
-  const double seconds = plan.solve_seconds + other.solve_seconds;
-  const int64_t variables = std::max(plan.variables, other.variables);
-  if (other.cost() < plan.cost()) plan = std::move(other);
+  absl::StatusOr<AutoShardingPlan> other =
+      SolveInRounds(module, mesh, model, options, deadline, reversed);
+  if (other.status().code() == absl::StatusCode::kDeadlineExceeded) {
+    plan.stopped_at_time_limit = true;  // under a memory limit: the first order's plan stands
+    plan.optimal = false;
+    return plan;
+  }
+  VKSPMD_RETURN_IF_ERROR(other.status());
+  const double seconds = plan.solve_seconds + other->solve_seconds;
+  const int64_t variables = std::max(plan.variables, other->variables);
+  const bool stopped = other->stopped_at_time_limit;
+  if (other->cost() < plan.cost()) plan = *std::move(other);
   plan.solve_seconds = seconds;
   plan.variables = variables;
+  if (stopped) {
+    plan.stopped_at_time_limit = true;
+    plan.optimal = false;
+  }
   return plan;
 }
 
 absl::StatusOr<AutoShardingPlan> CostOfShardings(const ir::Module& module, const Mesh& mesh,
                                                  const CostModel& model, const ShardingMap& fixed,
                                                  const AutoShardingOptions& options) {
-  return Builder(module, mesh, model, options, &fixed).Run();
+  const SolveDeadline deadline = SolveDeadline::After(options.time_limit_seconds);
+  return Builder(module, mesh, model, options, deadline, &fixed).Run();
 }
 
 absl::StatusOr<AutoShardingPlan> CostInChoiceSpace(const ir::Module& module, const Mesh& mesh,
                                                    const CostModel& model,
                                                    const ShardingMap& shardings,
                                                    const AutoShardingOptions& options) {
-  return Builder(module, mesh, model, options, &shardings, std::nullopt, /*restrict=*/true).Run();
+  const SolveDeadline deadline = SolveDeadline::After(options.time_limit_seconds);
+  return Builder(module, mesh, model, options, deadline, &shardings, std::nullopt,
+                 /*restrict=*/true)
+      .Run();
 }
 
 }  // namespace vkspmd::spmd

@@ -17,7 +17,11 @@ namespace vkspmd::spmd {
 struct AutoShardingOptions {
   // Bytes per device the live values may hold at the program's fullest points (none: no limit).
   std::optional<int64_t> memory_limit_bytes;
-  double time_limit_seconds = 30;  // the solver's; the best plan found by then is taken
+  // The whole solve's, every ILP of it together (rounds, orders, descent passes, windows): when it
+  // ends, the cheapest plan found so far is taken (stopped_at_time_limit says so). Where no ILP
+  // found a plan by then, the groups left are chosen greedily (a valid plan, not a good one);
+  // under a memory limit, which the greedy choice ignores, that is DEADLINE_EXCEEDED instead.
+  double time_limit_seconds = 30;
 };
 
 struct AutoShardingPlan {
@@ -38,9 +42,13 @@ struct AutoShardingPlan {
   int64_t variables = 0, rows = 0;
   double solve_seconds = 0;
   // false: solved in several windows (a program too large for one ILP: not proven optimal) or
-  // stopped by the time limit at a feasible plan.
+  // stopped by the time limit.
   bool optimal = false;
-  int64_t windows = 1;  // ILPs solved one after the other (program order), in the last round
+  // The time limit ended the search: an ILP stopped at its best integer plan, or rounds, orders
+  // or windows were left out (a plan may still be optimal-looking; it is the best found by then).
+  bool stopped_at_time_limit = false;
+  int64_t greedy_groups = 0;  // of the plan's round, chosen one by one when time ran out
+  int64_t windows = 1;        // ILPs solved one after the other (program order), in the last round
   // "%dot.3  [{dp}, {}]" per instruction in entry order, then the costs; what `vkspmd partition
   // --auto` prints and the golden files hold.
   std::string Report(const ir::Module& module, const Mesh& mesh) const;
@@ -50,7 +58,8 @@ struct AutoShardingPlan {
 
 // Chooses every instruction's sharding. Instructions with sharding= in the input keep it (the
 // ILP costs the rest around them). Errors: an op without a rule (as the partitioner's), a memory
-// limit no plan meets (FAILED_PRECONDITION), or no plan within the time limit.
+// limit no plan meets (FAILED_PRECONDITION), or, under a memory limit, no plan within the time
+// limit (DEADLINE_EXCEEDED naming it).
 absl::StatusOr<AutoShardingPlan> AutoShard(const ir::Module& module, const Mesh& mesh,
                                            const CostModel& model,
                                            const AutoShardingOptions& options = {});

@@ -9,6 +9,7 @@
 #include <set>
 #include <utility>
 
+#include "fmt/format.h"
 #include "src/base/status_macros.h"
 #include "src/spmd/auto_sharding_graph.h"
 #include "src/spmd/auto_sharding_memory.h"
@@ -26,15 +27,31 @@ constexpr int64_t kWindowVariables = 8000;
 // hair more than one it could have chosen.
 constexpr double kObjectiveScale = 1e6;
 
+// Less time than this left: GLPK is not started (it would stop before a first plan).
+constexpr double kMinimumIlpSeconds = 0.005;
+
+// Choice `a` of one end of an edge's `matrix` (`first`: the row end) against the group `other` at
+// the other end: at other's choice where made, else at its cheapest.
+double CostAgainst(const ChoiceGraph& graph, const ChoiceGraph::Matrix& matrix, bool first,
+                   int64_t other, size_t a, const std::map<int64_t, int64_t>& choices) {
+  auto fixed = choices.find(other);
+  double cost = std::numeric_limits<double>::infinity();
+  for (size_t b = 0; b < graph.linear().at(other).size(); ++b) {
+    if (fixed != choices.end() && static_cast<int64_t>(b) != fixed->second) continue;
+    cost = std::min(cost, first ? matrix[a][b] : matrix[b][a]);
+  }
+  return cost;
+}
+
 class Solver {
  public:
-  Solver(const AutoShardingChoices& choices, std::optional<int64_t> memory_limit, double time_limit,
-         SolveFigures& figures)
+  Solver(const AutoShardingChoices& choices, std::optional<int64_t> memory_limit,
+         const SolveDeadline& deadline, SolveFigures& figures)
       : choices_(choices),
         nodes_(choices.nodes()),
         edges_(choices.edges()),
         memory_limit_(memory_limit),
-        time_limit_(time_limit),
+        deadline_(deadline),
         figures_(figures) {}
 
   absl::StatusOr<std::vector<int64_t>> Solve() {
@@ -102,13 +119,32 @@ class Solver {
       current.insert(group);
     }
     std::map<int64_t, int64_t> choices;
-    const auto start = std::chrono::steady_clock::now();
     figures_.optimal = windows.size() == 1;
     figures_.windows = static_cast<int64_t>(windows.size());
+    figures_.choice_groups += static_cast<int64_t>(graph.linear().size());
+    bool out_of_time = false;
     for (const std::vector<int64_t>& window : windows) {
-      const double elapsed =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      VKSPMD_RETURN_IF_ERROR(SolveWindow(graph, window, choices, time_limit_ - elapsed));
+      const double left = deadline_.SecondsLeft();
+      absl::Status solved = absl::DeadlineExceededError(
+          fmt::format("the time limit was reached before the ILP of {} choice groups was started",
+                      window.size()));
+      if (!out_of_time && left >= kMinimumIlpSeconds) {
+        solved = SolveWindow(graph, window, choices, left);
+        if (solved.ok()) continue;
+        if (solved.code() != absl::StatusCode::kDeadlineExceeded) return solved;
+      }
+      out_of_time = true;
+      if (memory_limit_.has_value()) {
+        return absl::DeadlineExceededError(fmt::format(
+            "no auto-sharding plan within the {:g} s time limit under the memory limit ({}); "
+            "raise the time limit",
+            deadline_.limit_seconds, std::string(solved.message())));
+      }
+      ChooseGreedily(graph, window, choices);
+    }
+    if (out_of_time) {
+      figures_.stopped_at_time_limit = true;
+      figures_.optimal = false;
     }
     graph.BackSubstitute(choices);
     std::vector<int64_t> chosen(nodes_.size(), 0);
@@ -135,15 +171,9 @@ class Solver {
       }
       if (has_first == has_second) continue;
       const int64_t own = has_first ? first : second, other = has_first ? second : first;
-      auto fixed = choices.find(other);
       std::vector<double>& own_costs = costs[own];
       for (size_t a = 0; a < own_costs.size(); ++a) {
-        double cost = std::numeric_limits<double>::infinity();
-        for (size_t b = 0; b < graph.linear().at(other).size(); ++b) {
-          if (fixed != choices.end() && static_cast<int64_t>(b) != fixed->second) continue;
-          cost = std::min(cost, has_first ? matrix[a][b] : matrix[b][a]);
-        }
-        own_costs[a] += cost;
+        own_costs[a] += CostAgainst(graph, matrix, has_first, other, a, choices);
       }
     }
     IlpProblem problem;
@@ -155,7 +185,6 @@ class Solver {
         one.push_back({problem.AddVariable(cost * kObjectiveScale, /*binary=*/true), 1.0});
       }
       problem.AddRow(std::move(one), 1, 1);
-      ++figures_.choice_groups;
     }
     for (const std::pair<int64_t, int64_t>& groups : internal) {
       // e(p,q) = s_first(p)·s_second(q), linearised with the transportation rows (a tight
@@ -186,6 +215,8 @@ class Solver {
     VKSPMD_ASSIGN_OR_RETURN(IlpProblem::Solution solution, problem.Solve(time_limit));
     figures_.solve_seconds += solution.seconds;
     figures_.optimal = figures_.optimal && solution.optimal;
+    figures_.stopped_at_time_limit =
+        figures_.stopped_at_time_limit || solution.stopped_at_time_limit;
     for (const auto& [group, first] : first_variable) {
       int64_t best = 0;
       for (size_t p = 1; p < costs.at(group).size(); ++p) {
@@ -196,22 +227,62 @@ class Solver {
     return absl::OkStatus();
   }
 
+  // `window`'s groups one by one in order, each the cheapest choice given the groups chosen
+  // (edges to groups not chosen yet at their cheapest): what is left when the time limit ends
+  // before the window's ILP found a plan. No memory rows: only without a memory limit.
+  void ChooseGreedily(const ChoiceGraph& graph, const std::vector<int64_t>& window,
+                      std::map<int64_t, int64_t>& choices) {
+    if (neighbours_.empty()) {
+      for (const auto& [groups, matrix] : graph.edges()) {
+        neighbours_[groups.first].push_back(groups);
+        neighbours_[groups.second].push_back(groups);
+      }
+    }
+    for (int64_t group : window) {
+      std::vector<double> costs = graph.linear().at(group);
+      for (const std::pair<int64_t, int64_t>& groups : neighbours_[group]) {
+        const ChoiceGraph::Matrix& matrix = graph.edges().at(groups);
+        const bool first = groups.first == group;
+        const int64_t other = first ? groups.second : groups.first;
+        for (size_t a = 0; a < costs.size(); ++a) {
+          costs[a] += CostAgainst(graph, matrix, first, other, a, choices);
+        }
+      }
+      choices[group] = std::min_element(costs.begin(), costs.end()) - costs.begin();
+      ++figures_.greedy_groups;
+    }
+  }
+
  private:
   const AutoShardingChoices& choices_;
   const std::vector<ChoiceNode>& nodes_;
   const std::vector<ChoiceEdge>& edges_;
   std::optional<int64_t> memory_limit_;
-  double time_limit_;
+  const SolveDeadline& deadline_;
   SolveFigures& figures_;
+  std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> neighbours_;  // edges per group
 };
 
 }  // namespace
 
+SolveDeadline SolveDeadline::After(double seconds) {
+  const auto now = std::chrono::steady_clock::now();
+  // Clamped so that a huge limit does not overflow the clock's range.
+  const double clamped = std::clamp(seconds, 0.0, 1e9);
+  return {now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::chrono::duration<double>(clamped)),
+          seconds};
+}
+
+double SolveDeadline::SecondsLeft() const {
+  return std::chrono::duration<double>(end - std::chrono::steady_clock::now()).count();
+}
+
 absl::StatusOr<std::vector<int64_t>> SolveChoices(const AutoShardingChoices& choices,
                                                   std::optional<int64_t> memory_limit_bytes,
-                                                  double time_limit_seconds,
+                                                  const SolveDeadline& deadline,
                                                   SolveFigures& figures) {
-  return Solver(choices, memory_limit_bytes, time_limit_seconds, figures).Solve();
+  return Solver(choices, memory_limit_bytes, deadline, figures).Solve();
 }
 
 }  // namespace vkspmd::spmd

@@ -90,9 +90,9 @@ absl::StatusOr<IlpProblem::Solution> IlpProblem::Solve(double time_limit_seconds
         row_count(), " rows): the memory limit is below every plan's memory"));
   }
   if (relaxed != 0 || glp_get_status(lp) != GLP_OPT) {
-    return absl::DeadlineExceededError(
-        absl::StrCat("GLPK did not solve the auto-sharding LP relaxation in ", time_limit_seconds,
-                     " s (glp_simplex code ", relaxed, ", ", variable_count(), " variables)"));
+    return absl::DeadlineExceededError(absl::StrCat(
+        "GLPK did not solve the auto-sharding LP relaxation in the ", time_limit_seconds,
+        " s it was given (glp_simplex code ", relaxed, ", ", variable_count(), " variables)"));
   }
   glp_iocp branch;
   glp_init_iocp(&branch);
@@ -109,14 +109,15 @@ absl::StatusOr<IlpProblem::Solution> IlpProblem::Solve(double time_limit_seconds
   }
   if (status != GLP_OPT && status != GLP_FEAS) {
     return absl::DeadlineExceededError(absl::StrCat(
-        "GLPK found no integer solution of the auto-sharding ILP in ", time_limit_seconds,
-        " s (glp_intopt code ", searched, ", ", variable_count(), " variables)"));
+        "GLPK found no integer solution of the auto-sharding ILP in the ", time_limit_seconds,
+        " s it was given (glp_intopt code ", searched, ", ", variable_count(), " variables)"));
   }
   Solution solution;
   solution.values.resize(columns);
   for (int v = 0; v < columns; ++v) solution.values[v] = glp_mip_col_val(lp, v + 1);
   solution.objective = glp_mip_obj_val(lp);
   solution.optimal = searched == 0 && status == GLP_OPT;
+  solution.stopped_at_time_limit = searched == GLP_ETMLIM;
   solution.seconds = elapsed();
   return solution;
 }

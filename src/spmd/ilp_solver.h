@@ -30,11 +30,13 @@ class IlpProblem {
   struct Solution {
     std::vector<double> values;  // per variable
     double objective = 0;
-    bool optimal = false;  // false: the time limit stopped the search at a feasible solution
-    double seconds = 0;    // solver wall time
+    bool optimal = false;                // proven optimal
+    bool stopped_at_time_limit = false;  // the time limit stopped the search at this solution
+    double seconds = 0;                  // solver wall time
   };
   // Solves within `time_limit_seconds`. Errors: INFEASIBLE program (FAILED_PRECONDITION naming
-  // it), or DEADLINE_EXCEEDED when no integer solution was found in time.
+  // it), or DEADLINE_EXCEEDED when no integer solution was found in time (callers holding a
+  // deadline pass what is left of it).
   absl::StatusOr<Solution> Solve(double time_limit_seconds) const;
 
  private:

@@ -94,6 +94,26 @@ absl::StatusOr<spmd::CostModel> ChosenCostModel(const spmd::Mesh& mesh,
   return calibration->model;
 }
 
+// Why a plan is not proven optimal: the time limit stopped the search (and how much of the plan
+// was chosen greedily), or the program was solved in windows (or several ILPs that are not
+// jointly optimal) well within it.
+std::string PlanNote(const spmd::AutoShardingPlan& plan, double time_limit_s) {
+  if (plan.stopped_at_time_limit) {
+    if (plan.greedy_groups > 0) {
+      return fmt::format(
+          " (stopped at the {:g} s time limit before the ILP found a plan for {} of {} choice "
+          "groups: those chosen greedily; raise --time-limit for a better plan)",
+          time_limit_s, plan.greedy_groups, plan.choice_groups);
+    }
+    return fmt::format(" (stopped at the {:g} s time limit: best plan found)", time_limit_s);
+  }
+  if (plan.optimal) return "";
+  if (plan.windows > 1) {
+    return fmt::format(" (solved in {} windows: not proven optimal)", plan.windows);
+  }
+  return " (not proven optimal)";
+}
+
 // Chooses every instruction's sharding by auto-sharding's ILP, writes them as sharding= and
 // prints the plan and its modelled cost on stderr.
 absl::Status AutoShardModule(ir::Module& module, const spmd::Mesh& mesh,
@@ -110,7 +130,7 @@ absl::Status AutoShardModule(ir::Module& module, const spmd::Mesh& mesh,
              "auto-sharding on {}: {} instructions in {} choice groups, {} variables, {} "
              "rows, solved in {:.3f} s{}\n{}",
              mesh.ToString(), plan->instructions, plan->choice_groups, plan->variables, plan->rows,
-             plan->solve_seconds, plan->optimal ? "" : " (time limit: best plan found)",
+             plan->solve_seconds, PlanNote(*plan, options.time_limit_s),
              plan->Report(module, mesh));
   fmt::print(stderr, "{}", plan->ComputeByKind());
   return absl::OkStatus();
@@ -217,7 +237,9 @@ void RegisterPartitionCommand(CLI::App& app) {
                     "partitioning; the plan and its modelled cost go to stderr");
   command->add_option("--memory-limit-mib", options->memory_limit_mib,
                       "--auto: bytes per device the live values may hold, in MiB");
-  command->add_option("--time-limit", options->time_limit_s, "--auto: solver time limit, s")
+  command
+      ->add_option("--time-limit", options->time_limit_s,
+                   "--auto: time limit of the whole solve, s")
       ->capture_default_str();
   command
       ->add_option("--cost-model", options->cost_model,

@@ -182,7 +182,10 @@ void PrintAutoPlan(const AutoShardPlan& plan, const nn::Module& model, size_t st
       "({})\n",
       1e3 * plan.modelled_seconds(), 1e3 * plan.compute_seconds, 1e3 * plan.communication_seconds,
       1e3 * plan.resharding_seconds, MemoryText(plan.peak_memory_bytes), plan.instructions,
-      plan.variables, plan.solve_seconds, plan.optimal ? "optimal" : "best found");
+      plan.variables, plan.solve_seconds,
+      plan.optimal                 ? "optimal"
+      : plan.stopped_at_time_limit ? "stopped at the time limit: best plan found"
+                                   : "not proven optimal");
   fmt::print("    cost model: {}\n", plan.cost_model);
   for (size_t i = 0; i < named.size() && i < plan.shardings.size(); ++i) {
     fmt::print("    {} {} {}\n", named[i].first, plan.shardings[i], plan.axes[i]);
