@@ -8,13 +8,20 @@
 
 namespace vkspmd::codegen {
 
-// The expression reinterpreting the bits of `x` (of type `from`) as `to`; "" when the pair is
-// not supported on devices (only 32-bit types are: f32, s32, u32).
+// The expression reinterpreting the bits of `x` (of type `from`, in its compute type, see
+// glsl_types.h) as `to`; "" when the pair is not supported on devices. Supported: any pair of
+// f32, s32, u32, and any pair of f16, bf16, s16, u16. A 16-bit float result is exactly the
+// value of those bits (xla_f16_value / xla_bf16_value), NaN payloads and signaling NaNs included,
+// so it needs no rounding (WrapToWidth) after it; a 16-bit float operand's bits are those its
+// store would write (xla_f16_store / xla_bf16_store), so every bit pattern round-trips.
 std::string BitcastConvertCode(ir::DType from, ir::DType to, const std::string& x);
 
-// Statements computing XLA's reduce-precision of the f32 local `x` into the float local
-// `result`, bit for bit as the CPU reference (interp/bit_ops.h).
-std::string ReducePrecisionCode(const std::string& x, const std::string& result,
+// Statements computing XLA's reduce-precision of the local `x` (of the float type `type`: f32,
+// f16 or bf16) into the float local `result`, on the element's own bits, bit for bit as the CPU
+// reference (interp/bit_ops.h): a NaN stays the input NaN, payload included (or is +inf when no
+// mantissa bit is left). For f16 and bf16 the result is exactly a value of the type (no
+// WrapToWidth after it). "" for other types.
+std::string ReducePrecisionCode(ir::DType type, const std::string& x, const std::string& result,
                                 int64_t exponent_bits, int64_t mantissa_bits);
 
 }  // namespace vkspmd::codegen

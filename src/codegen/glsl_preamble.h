@@ -260,6 +260,12 @@ uint64_t xla_f2ul(double x) {
 // reference's ir::FloatToHalfBits / FloatToBFloat16Bits (NaN stays a quiet NaN of the same sign,
 // overflow gives infinity). Arithmetic in float then one rounding equals the reference's double
 // then float then half for + - * / sqrt, whose f32 results round innocuously twice.
+// NaN payloads: a loaded f16 or bf16 keeps every bit in its float (an f16 NaN's 10 mantissa bits
+// in a signaling float NaN, see xla_f16_value; a bf16 is the float's top 16 bits), and a store
+// writes the bits of a float that is exactly such a value unchanged (xla_*_store), so data moved
+// without arithmetic and bitcast-convert keep signaling NaNs and payloads as the reference does.
+// Arithmetic quiets a float NaN, and its rounding gives the reference's NaN: f16 sign|0x7e00,
+// bf16 the float's top bits with the quiet bit.
 inline constexpr char kGlslPreambleHalf[] = R"(
 uint xla_f16_bits(float value) {
   uint bits = floatBitsToUint(value);
@@ -275,13 +281,30 @@ float xla_f16_value(uint h) {
   uint exponent = (h >> 10) & 0x1fu;
   uint mantissa = h & 0x3ffu;
   float magnitude = float(mantissa) * uintBitsToFloat(0x33800000u);  // Subnormal: m * 2^-24.
-  if (exponent == 31u) magnitude = uintBitsToFloat(mantissa == 0u ? 0x7f800000u : 0x7fc00000u);
+  // An f16 NaN is a signaling float NaN carrying the f16 mantissa (bits 12-21, bit 22 clear):
+  // kept by moves, while arithmetic sets the quiet bit, which xla_f16_store then rounds to the
+  // reference's quiet NaN.
+  if (exponent == 31u) magnitude = uintBitsToFloat(0x7f800000u | (mantissa << 12));
   if (exponent != 0u && exponent != 31u) {
     magnitude = uintBitsToFloat(((exponent + 112u) << 23) | (mantissa << 13));
   }
   return uintBitsToFloat(floatBitsToUint(magnitude) | ((h & 0x8000u) << 16));
 }
 float xla_round_f16(float x) { return xla_f16_value(xla_f16_bits(x)); }
+// The bits of an exact f16 value (NaN payload included) unchanged; else xla_f16_bits.
+uint xla_f16_store(float value) {
+  uint bits = floatBitsToUint(value);
+  if ((bits & 0x7fc00fffu) == 0x7f800000u && (bits & 0x3ff000u) != 0u) {
+    return ((bits >> 16) & 0x8000u) | 0x7c00u | ((bits >> 12) & 0x3ffu);
+  }
+  return xla_f16_bits(value);
+}
+// An f16 as the reference widens it (ir::HalfBitsToFloat): a NaN is the quiet NaN of its sign.
+float xla_f16_quiet(float x) {
+  uint bits = floatBitsToUint(x);
+  return (bits & 0x7fffffffu) > 0x7f800000u ? uintBitsToFloat((bits & 0x80000000u) | 0x7fc00000u)
+                                            : x;
+}
 uint xla_bf16_bits(float value) {
   uint bits = floatBitsToUint(value);
   if (isnan(value)) return (bits >> 16) | 0x40u;
@@ -289,6 +312,11 @@ uint xla_bf16_bits(float value) {
 }
 float xla_bf16_value(uint b) { return uintBitsToFloat(b << 16); }
 float xla_round_bf16(float x) { return xla_bf16_value(xla_bf16_bits(x)); }
+// The top bits of an exact bf16 value (NaN payload included) unchanged; else xla_bf16_bits.
+uint xla_bf16_store(float value) {
+  uint bits = floatBitsToUint(value);
+  return (bits & 0xffffu) == 0u ? bits >> 16 : xla_bf16_bits(value);
+}
 )";
 
 }  // namespace vkspmd::codegen

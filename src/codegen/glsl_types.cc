@@ -53,6 +53,17 @@ std::string WrapToWidth(ir::DType type, const std::string& value) {
   }
 }
 
+std::string WrapToWidthKeepingBits(ir::DType type, const std::string& value) {
+  switch (type) {
+    case ir::DType::kF16:
+      return absl::StrCat("xla_f16_value(xla_f16_store(", value, "))");
+    case ir::DType::kBF16:
+      return absl::StrCat("xla_bf16_value(xla_bf16_store(", value, "))");
+    default:
+      return WrapToWidth(type, value);
+  }
+}
+
 std::string StorageType(ir::DType type, uint32_t element_bytes) {
   const bool is_signed = ir::IsSignedInteger(type);
   if (element_bytes == 1) return is_signed ? "int8_t" : "uint8_t";
@@ -70,7 +81,7 @@ std::string LoadFromStorage(ir::DType type, uint32_t element_bytes, const std::s
 
 std::string StoreToStorage(ir::DType type, uint32_t element_bytes, const std::string& value) {
   if (IsHalfFloat(type) && element_bytes == 2) {
-    return absl::StrCat("uint16_t(", type == ir::DType::kF16 ? "xla_f16_bits" : "xla_bf16_bits",
+    return absl::StrCat("uint16_t(", type == ir::DType::kF16 ? "xla_f16_store" : "xla_bf16_store",
                         "(", value, "))");
   }
   return absl::StrCat(StorageType(type, element_bytes), "(", value, ")");

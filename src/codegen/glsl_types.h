@@ -24,6 +24,10 @@ bool IsHalfFloat(ir::DType type);
 // precision (exactly as the CPU reference's ir::FloatToHalfBits / FloatToBFloat16Bits, NaN and
 // overflow to infinity included); unchanged for other types.
 std::string WrapToWidth(ir::DType type, const std::string& value);
+// WrapToWidth, except that a float which is already exactly an f16/bf16 value, a NaN with any
+// payload included, is kept bit for bit (for values that may be moved unchanged: a bitcast's
+// result keeps a signaling NaN the reference keeps).
+std::string WrapToWidthKeepingBits(ir::DType type, const std::string& value);
 
 // The element type of a buffer of `type` whose elements take `element_bytes` in memory: the
 // compute type, or the narrow type its elements have in memory. 16-bit floats live in memory as

@@ -113,8 +113,12 @@ std::string Convert(DType from, DType to, const std::string& x) {
   if (to == DType::kPred) {
     return absl::StrCat("((", x, ") != ", *GlslType(from), "(0) ? 1u : 0u)");
   }
-  // To f16/bf16: a float here, rounded to the type by the caller's WrapToWidth.
-  if (ir::IsFloat(to)) return absl::StrCat(*GlslType(to), "(", x, ")");
+  // To f16/bf16: a float here, rounded to the type by the caller's WrapToWidth. An f16 NaN is
+  // the reference's quiet NaN of its sign (ir::HalfBitsToFloat), whatever its payload.
+  if (ir::IsFloat(to)) {
+    return absl::StrCat(*GlslType(to), "(", from == DType::kF16 ? "xla_f16_quiet(" + x + ")" : x,
+                        ")");
+  }
   const int bits = static_cast<int>(ir::DTypeByteSize(to)) * 8;
   if (bits == 64) {
     if (from_float) return absl::StrCat(to == DType::kS64 ? "xla_f2l(" : "xla_f2ul(", x, ")");
@@ -403,7 +407,7 @@ absl::StatusOr<std::string> KernelWriter::DeclareRowValue(const Instruction* ins
   std::string name = absl::StrCat("v", next_function_++);
   absl::StrAppend(&functions_, "// ", instruction->name(), " of the current row\n", type, " ",
                   variable, ";\n", type, " ", name, "(uint i) { return ",
-                  WrapToWidth(instruction->shape().dtype(), variable), "; }\n");
+                  WrapToWidthKeepingBits(instruction->shape().dtype(), variable), "; }\n");
   row_values_[instruction] = name;
   return variable;
 }
@@ -520,21 +524,28 @@ absl::StatusOr<std::string> KernelWriter::Elementwise(const Instruction& instruc
       result = BitcastConvertCode(type, instruction.shape().dtype(), a);
       if (result.empty()) {
         return absl::UnimplementedError(Unsupported(
-            instruction, absl::StrCat("bitcast-convert from ", std::string(ir::DTypeName(type)),
-                                      " (32-bit types only)")));
+            instruction,
+            absl::StrCat("bitcast-convert from ", std::string(ir::DTypeName(type)), " to ",
+                         std::string(ir::DTypeName(result_type)),
+                         " (only between f32, s32, u32 or between f16, bf16, s16, u16)")));
       }
+      // Exactly the value of the operand's bits: rounding a 16-bit float again would quiet a
+      // signaling NaN the reference keeps.
+      if (IsHalfFloat(result_type)) return absl::StrCat(code, "  return ", result, ";\n");
       break;
     }
-    case Opcode::kReducePrecision:
-      if (type != DType::kF32) {
-        return absl::UnimplementedError(
-            Unsupported(instruction, "reduce-precision other than f32"));
+    case Opcode::kReducePrecision: {
+      const std::string reduced =
+          ReducePrecisionCode(type, a, "reduced", instruction.attributes().exponent_bits,
+                              instruction.attributes().mantissa_bits);
+      if (reduced.empty()) {
+        return absl::UnimplementedError(Unsupported(
+            instruction, absl::StrCat("reduce-precision of ", std::string(ir::DTypeName(type)),
+                                      " (f32, f16 and bf16 only)")));
       }
-      absl::StrAppend(&code,
-                      ReducePrecisionCode(a, "reduced", instruction.attributes().exponent_bits,
-                                          instruction.attributes().mantissa_bits));
-      result = "reduced";
-      break;
+      // Already a value of the type, its NaN kept as the reference keeps it.
+      return absl::StrCat(code, reduced, "  return reduced;\n");
+    }
     default:
       return absl::UnimplementedError(
           Unsupported(instruction, std::string(ir::OpcodeName(opcode))));

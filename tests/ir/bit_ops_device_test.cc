@@ -1,11 +1,22 @@
 // bitcast-convert and reduce-precision on a device (lavapipe in CI) against the CPU reference,
-// bit for bit: every result is read back through bitcast-convert to u32, over a 7x13 array of
-// magnitudes from 1e-6 to 1e6 with NaN, infinities and signed zeros.
+// bit for bit: f32 results read back through bitcast-convert to u32, over a 7x13 array of
+// magnitudes from 1e-6 to 1e6 with NaN, infinities and signed zeros; the 16-bit types (f16, bf16,
+// s16, u16) over every one of the 65536 bit patterns (NaNs with every payload, signaling ones
+// included, infinities, subnormals, -0), in an odd-sized array, every result's bytes compared.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "src/ir/parser.h"
 #include "tests/exec/device_reference.h"
 #include "tests/support/device_test.h"
@@ -57,6 +68,224 @@ TEST_F(BitOpsDeviceTest, MatchesTheReferenceBitForBit) {
   const std::vector<ir::Literal> arguments = {
       ir::Literal::Create<float>(ir::DType::kF32, {7, 13}, values)};
   EXPECT_EQ(DeviceDiffersFromReference(**module, arguments, device(0)), "");
+}
+
+// Every 16-bit pattern, then one more (0x7c01, a signaling f16 NaN) for an odd, prime size.
+constexpr int64_t kPatterns = 65537;
+
+std::vector<uint16_t> AllPatterns() {
+  std::vector<uint16_t> bits(kPatterns);
+  for (int64_t i = 0; i < kPatterns; ++i) bits[i] = static_cast<uint16_t>(i);
+  bits[65536] = 0x7c01;
+  return bits;
+}
+
+// "" when every (tuple element's) byte of `got` equals `want`'s, else the first difference.
+std::string CompareBits(const ir::Literal& got, const ir::Literal& want, const std::string& label) {
+  if (got.shape() != want.shape()) {
+    return absl::StrCat(label, ": shape ", got.shape().ToString(), ", reference ",
+                        want.shape().ToString());
+  }
+  if (want.shape().IsTuple()) {
+    for (size_t k = 0; k < want.tuple_elements().size(); ++k) {
+      std::string difference = CompareBits(got.tuple_elements()[k], want.tuple_elements()[k],
+                                           absl::StrCat(label, " element ", k));
+      if (!difference.empty()) return difference;
+    }
+    return "";
+  }
+  const int64_t width = ir::DTypeByteSize(want.dtype());
+  for (int64_t i = 0; i < want.ElementCount(); ++i) {
+    uint64_t a = 0, b = 0;
+    std::memcpy(&a, got.bytes().data() + i * width, width);
+    std::memcpy(&b, want.bytes().data() + i * width, width);
+    if (a != b) {
+      return absl::StrFormat("%s (%s) index %d: device bits 0x%x, reference 0x%x", label,
+                             want.shape().ToString(), i, a, b);
+    }
+  }
+  return "";
+}
+
+std::string DeviceBitsDifferFromReference(const std::string& text,
+                                          const std::vector<ir::Literal>& arguments,
+                                          runtime::MeshDevice& device) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
+  if (!module.ok()) return std::string(module.status().message());
+  absl::StatusOr<DeviceAndReference> results = RunOnDeviceAndReference(**module, arguments, device);
+  if (!results.ok()) return std::string(results.status().message());
+  return CompareBits(results->device, results->reference, "result");
+}
+
+// From each 16-bit type (a parameter holding every pattern) to every other, directly and
+// through index mappings (reverse), and back to u16: each pair both ways, bit for bit.
+constexpr char kBitcast16[] = R"(HloModule bitcast16
+ENTRY main {
+  u = u16[65537]{0} parameter(0)
+  s = s16[65537]{0} parameter(1)
+  h = f16[65537]{0} parameter(2)
+  b = bf16[65537]{0} parameter(3)
+  u_s = s16[65537]{0} bitcast-convert(u)
+  u_h = f16[65537]{0} bitcast-convert(u)
+  u_b = bf16[65537]{0} bitcast-convert(u)
+  s_u = u16[65537]{0} bitcast-convert(s)
+  s_h = f16[65537]{0} bitcast-convert(s)
+  s_b = bf16[65537]{0} bitcast-convert(s)
+  h_u = u16[65537]{0} bitcast-convert(h)
+  h_s = s16[65537]{0} bitcast-convert(h)
+  h_b = bf16[65537]{0} bitcast-convert(h)
+  b_u = u16[65537]{0} bitcast-convert(b)
+  b_s = s16[65537]{0} bitcast-convert(b)
+  b_h = f16[65537]{0} bitcast-convert(b)
+  u_h_rev = f16[65537]{0} reverse(u_h), dimensions={0}
+  u_b_rev = bf16[65537]{0} reverse(u_b), dimensions={0}
+  u_h_b_u = u16[65537]{0} bitcast-convert(h_b)
+  round_h = u16[65537]{0} bitcast-convert(u_h)
+  round_b = u16[65537]{0} bitcast-convert(u_b)
+  round_hb = u16[65537]{0} bitcast-convert(b_h)
+  round_bh = s16[65537]{0} bitcast-convert(h_b)
+  ROOT out = (s16[65537]{0}, f16[65537]{0}, bf16[65537]{0}, u16[65537]{0}, f16[65537]{0}, bf16[65537]{0}, u16[65537]{0}, s16[65537]{0}, bf16[65537]{0}, u16[65537]{0}, s16[65537]{0}, f16[65537]{0}, f16[65537]{0}, bf16[65537]{0}, u16[65537]{0}, u16[65537]{0}, u16[65537]{0}, u16[65537]{0}, s16[65537]{0}) tuple(u_s, u_h, u_b, s_u, s_h, s_b, h_u, h_s, h_b, b_u, b_s, b_h, u_h_rev, u_b_rev, u_h_b_u, round_h, round_b, round_hb, round_bh)
+}
+)";
+
+TEST_F(BitOpsDeviceTest, SixteenBitBitcastsKeepEveryBitPattern) {
+  const std::vector<uint16_t> bits = AllPatterns();
+  std::vector<ir::Literal> arguments;
+  for (ir::DType type : {ir::DType::kU16, ir::DType::kS16, ir::DType::kF16, ir::DType::kBF16}) {
+    arguments.push_back(ir::Literal::Create<uint16_t>(type, {kPatterns}, bits));
+  }
+  EXPECT_EQ(DeviceBitsDifferFromReference(kBitcast16, arguments, device(0)), "");
+}
+
+// After a bitcast the 16-bit floats compute as any other value: arithmetic gives the
+// reference's quiet NaN (f16: sign|0x7e00; bf16: the payload with the quiet bit), converts an
+// f16 NaN to the quiet NaN of its sign. Also JAX's uniform bf16 pattern (issue 19).
+constexpr char kBitcast16Arithmetic[] = R"(HloModule bitcast16_arithmetic
+ENTRY main {
+  u = u16[65537]{0} parameter(0)
+  h = f16[65537]{0} bitcast-convert(u)
+  b = bf16[65537]{0} bitcast-convert(u)
+  neg_h = f16[65537]{0} negate(h)
+  neg_b = bf16[65537]{0} negate(b)
+  h_one = f16[] constant(1)
+  h_ones = f16[65537]{0} broadcast(h_one), dimensions={}
+  sum_h = f16[65537]{0} add(h, h_ones)
+  wide_h = f32[65537]{0} convert(h)
+  wide_h_bits = u32[65537]{0} bitcast-convert(wide_h)
+  h_to_b = bf16[65537]{0} convert(h)
+  seven = u16[] constant(7)
+  sevens = u16[65537]{0} broadcast(seven), dimensions={}
+  shifted = u16[65537]{0} shift-right-logical(u, sevens)
+  exponent = u16[] constant(16256)
+  exponents = u16[65537]{0} broadcast(exponent), dimensions={}
+  mantissa = u16[65537]{0} or(shifted, exponents)
+  in_one_two = bf16[65537]{0} bitcast-convert(mantissa)
+  b_one = bf16[] constant(1)
+  b_ones = bf16[65537]{0} broadcast(b_one), dimensions={}
+  uniform = bf16[65537]{0} subtract(in_one_two, b_ones)
+  ROOT out = (f16[65537]{0}, bf16[65537]{0}, f16[65537]{0}, u32[65537]{0}, bf16[65537]{0}, bf16[65537]{0}) tuple(neg_h, neg_b, sum_h, wide_h_bits, h_to_b, uniform)
+}
+)";
+
+TEST_F(BitOpsDeviceTest, SixteenBitBitcastResultsComputeAsTheReference) {
+  const std::vector<ir::Literal> arguments = {
+      ir::Literal::Create<uint16_t>(ir::DType::kU16, {kPatterns}, AllPatterns())};
+  EXPECT_EQ(DeviceBitsDifferFromReference(kBitcast16Arithmetic, arguments, device(0)), "");
+}
+
+// Reductions and dots accumulate 16-bit floats in f32 without a rounding per step: a NaN operand
+// of any payload (signaling ones included) still gives the reference's NaN bits.
+std::string AccumulationModule(const std::string& type) {
+  return absl::StrReplaceAll(R"(HloModule accumulation16
+add {
+  a = $T[] parameter(0)
+  b = $T[] parameter(1)
+  ROOT s = $T[] add(a, b)
+}
+ENTRY main {
+  p = $T[65537]{0} parameter(0)
+  rows = $T[65537,3]{1,0} broadcast(p), dimensions={0}
+  zero = $T[] constant(-0)
+  sum = $T[65537]{0} reduce(rows, zero), dimensions={1}, to_apply=add
+  sum_bits = u16[65537]{0} bitcast-convert(sum)
+  one = $T[] constant(1)
+  ones = $T[3,1]{1,0} broadcast(one), dimensions={}
+  product = $T[65537,1]{1,0} dot(rows, ones), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  product_bits = u16[65537,1]{1,0} bitcast-convert(product)
+  ROOT out = ($T[65537]{0}, u16[65537]{0}, $T[65537,1]{1,0}, u16[65537,1]{1,0}) tuple(sum, sum_bits, product, product_bits)
+}
+)",
+                             {{"$T", type}});
+}
+
+TEST_F(BitOpsDeviceTest, SixteenBitAccumulationsGiveTheReferenceNaN) {
+  for (ir::DType type : {ir::DType::kF16, ir::DType::kBF16}) {
+    const std::string name(ir::DTypeName(type));
+    // Without -0: the device's dot sums -0 products to -0, the reference's (from +0) to +0.
+    std::vector<uint16_t> bits = AllPatterns();
+    bits[0x8000] = 0;
+    const std::vector<ir::Literal> arguments = {
+        ir::Literal::Create<uint16_t>(type, {kPatterns}, bits)};
+    EXPECT_EQ(DeviceBitsDifferFromReference(AccumulationModule(name), arguments, device(0)), "")
+        << name;
+  }
+}
+
+// reduce-precision of f16 and bf16 over every pattern, with formats that keep the type, that
+// round mantissas (ties included), that overflow to infinity, that flush to zero, and with no
+// mantissa bit (NaN becomes +inf); the results directly and as u16 bits.
+std::string ReducePrecisionModule(const std::string& type) {
+  const std::vector<std::pair<int, int>> formats = {{5, 10},  {8, 7}, {5, 2}, {3, 2},
+                                                    {4, 0},   {8, 3}, {2, 1}, {5, 0},
+                                                    {11, 52}, {6, 4}, {1, 1}, {4, 9}};
+  const std::string shape = absl::StrCat(type, "[65537]{0}");
+  std::string body = absl::StrCat("  p = ", shape, " parameter(0)\n");
+  std::vector<std::string> names, shapes;
+  for (size_t k = 0; k < formats.size(); ++k) {
+    absl::StrAppend(&body, "  r", k, " = ", shape,
+                    " reduce-precision(p), exponent_bits=", formats[k].first,
+                    ", mantissa_bits=", formats[k].second, "\n");
+    names.push_back(absl::StrCat("r", k));
+    shapes.push_back(shape);
+    if (k % 3 == 0) {  // Some also read back as bits in the same kernel.
+      absl::StrAppend(&body, "  u", k, " = u16[65537]{0} bitcast-convert(r", k, ")\n");
+      names.push_back(absl::StrCat("u", k));
+      shapes.push_back("u16[65537]{0}");
+    }
+  }
+  return absl::StrCat("HloModule reduce_precision16\nENTRY main {\n", body, "  ROOT out = (",
+                      absl::StrJoin(shapes, ", "), ") tuple(", absl::StrJoin(names, ", "),
+                      ")\n}\n");
+}
+
+TEST_F(BitOpsDeviceTest, SixteenBitReducePrecisionMatchesTheReferenceBitForBit) {
+  for (ir::DType type : {ir::DType::kF16, ir::DType::kBF16}) {
+    const std::string name(ir::DTypeName(type));
+    const std::vector<ir::Literal> arguments = {
+        ir::Literal::Create<uint16_t>(type, {kPatterns}, AllPatterns())};
+    EXPECT_EQ(DeviceBitsDifferFromReference(ReducePrecisionModule(name), arguments, device(0)), "")
+        << name;
+  }
+}
+
+// A same-width bitcast-convert the device compiler lacks (64-bit types) is refused, naming the
+// op, both types and its line:column (width-changing ones fail verification before this).
+TEST_F(BitOpsDeviceTest, SixtyFourBitBitcastIsRefused) {
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"(HloModule w
+ENTRY main {
+  p = u64[3]{0} parameter(0)
+  ROOT b = s64[3]{0} bitcast-convert(p)
+}
+)");
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<std::unique_ptr<exec::Executable>> executable =
+      exec::Executable::Compile(**module, device(0));
+  ASSERT_FALSE(executable.ok());
+  EXPECT_EQ(executable.status().code(), absl::StatusCode::kUnimplemented) << executable.status();
+  EXPECT_NE(executable.status().message().find("bitcast-convert from u64 to s64"),
+            std::string::npos)
+      << executable.status();
+  EXPECT_NE(executable.status().message().find("4:"), std::string::npos) << executable.status();
 }
 
 }  // namespace
