@@ -374,7 +374,7 @@ absl::StatusOr<std::string> KernelWriter::ShareValues(
     }
     // Its operands' variables are set already: `order` has them first.
     VKSPMD_ASSIGN_OR_RETURN(std::string function, Value(value, /*compute=*/true));
-    VKSPMD_ASSIGN_OR_RETURN(std::string variable, DeclareRowValue(value));
+    VKSPMD_ASSIGN_OR_RETURN(std::string variable, DeclareRowValue(value, /*keep_bits=*/true));
     absl::StrAppend(&code, "  ", variable, " = ", function, "(i);\n");
     shared_.push_back(value);
   }
@@ -400,14 +400,17 @@ void KernelWriter::UseRowCaches(std::map<const Instruction*, RowCacheUse> caches
   names_.clear();
 }
 
-absl::StatusOr<std::string> KernelWriter::DeclareRowValue(const Instruction* instruction) {
+absl::StatusOr<std::string> KernelWriter::DeclareRowValue(const Instruction* instruction,
+                                                          bool keep_bits) {
   VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(instruction->shape().dtype()));
   UseType(instruction->shape().dtype());
   std::string variable = absl::StrCat("row", next_variable_++);
   std::string name = absl::StrCat("v", next_function_++);
   absl::StrAppend(&functions_, "// ", instruction->name(), " of the current row\n", type, " ",
                   variable, ";\n", type, " ", name, "(uint i) { return ",
-                  WrapToWidthKeepingBits(instruction->shape().dtype(), variable), "; }\n");
+                  keep_bits ? WrapToWidthKeepingBits(instruction->shape().dtype(), variable)
+                            : WrapToWidth(instruction->shape().dtype(), variable),
+                  "; }\n");
   row_values_[instruction] = name;
   return variable;
 }
@@ -549,6 +552,11 @@ absl::StatusOr<std::string> KernelWriter::Elementwise(const Instruction& instruc
     default:
       return absl::UnimplementedError(
           Unsupported(instruction, std::string(ir::OpcodeName(opcode))));
+  }
+  // A select or copy of 16-bit floats moves an operand's value, which is already one of the
+  // type: rounding it again would turn a NaN payload the reference keeps into the canonical NaN.
+  if (IsHalfFloat(result_type) && (opcode == Opcode::kSelect || opcode == Opcode::kCopy)) {
+    return absl::StrCat(code, "  return ", result, ";\n");
   }
   return absl::StrCat(code, "  return ", WrapToWidth(result_type, result), ";\n");
 }

@@ -47,7 +47,11 @@ class KernelWriter {
 
   // Declares a private variable that main() sets to `instruction`'s value for the row the
   // invocation computes, and makes Value(instruction) read it (row fusion). Returns its name.
-  absl::StatusOr<std::string> DeclareRowValue(const ir::Instruction* instruction);
+  // A narrow result is wrapped to its type when read (a reduction's or a dot's accumulator:
+  // 16-bit float NaNs become the reference's), unless `keep_bits` (a value already of the type,
+  // as ShareValues stores: a moved NaN payload stays as the reference keeps it).
+  absl::StatusOr<std::string> DeclareRowValue(const ir::Instruction* instruction,
+                                              bool keep_bits = false);
 
   // Computes once per invocation, into private variables that Value() then reads, the values
   // that `roots` (computed at the invocation's own index i) read at i from several readers: the

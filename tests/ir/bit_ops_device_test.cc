@@ -231,6 +231,46 @@ TEST_F(BitOpsDeviceTest, SixteenBitAccumulationsGiveTheReferenceNaN) {
   }
 }
 
+// Found by review: a select or copy moves a NaN payload as the reference does (it was rounded to
+// the canonical NaN), and a product reduction whose multiply by 1 the compiler folds away still
+// gives the reference's NaN (its accumulator kept a signaling payload).
+std::string MovesAndFoldedProductsModule(const std::string& type) {
+  return absl::StrReplaceAll(R"(HloModule moves16
+mul {
+  a = $T[] parameter(0)
+  b = $T[] parameter(1)
+  ROOT m = $T[] multiply(a, b)
+}
+ENTRY main {
+  p = $T[65537]{0} parameter(0)
+  zero = $T[] constant(0)
+  zeros = $T[65537]{0} broadcast(zero), dimensions={}
+  i = u16[65537]{0} bitcast-convert(p)
+  t = pred[65537]{0} compare(i, i), direction=EQ
+  s = $T[65537]{0} select(t, p, zeros)
+  c = $T[65537]{0} copy(s)
+  moved = u16[65537]{0} bitcast-convert(c)
+  column = $T[65537,1]{1,0} reshape(p)
+  one = $T[] constant(1)
+  r = $T[65537]{0} reduce(column, one), dimensions={1}, to_apply=mul
+  product = u16[65537]{0} bitcast-convert(r)
+  ROOT out = (u16[65537]{0}, u16[65537]{0}) tuple(moved, product)
+}
+)",
+                             {{"$T", type}});
+}
+
+TEST_F(BitOpsDeviceTest, SixteenBitMovesKeepPayloadsAndFoldedProductsDoNot) {
+  for (ir::DType type : {ir::DType::kF16, ir::DType::kBF16}) {
+    const std::string name(ir::DTypeName(type));
+    const std::vector<ir::Literal> arguments = {
+        ir::Literal::Create<uint16_t>(type, {kPatterns}, AllPatterns())};
+    EXPECT_EQ(
+        DeviceBitsDifferFromReference(MovesAndFoldedProductsModule(name), arguments, device(0)), "")
+        << name;
+  }
+}
+
 // reduce-precision of f16 and bf16 over every pattern, with formats that keep the type, that
 // round mantissas (ties included), that overflow to infinity, that flush to zero, and with no
 // mantissa bit (NaN becomes +inf); the results directly and as u16 bits.
