@@ -5,6 +5,8 @@
 // propagated or partitioned module, then the collectives (kind, mesh axes, elements, bytes sent per
 // device), the total bytes per device and every fallback to replication.
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -240,7 +242,16 @@ void RegisterPartitionCommand(CLI::App& app) {
   command
       ->add_option("--time-limit", options->time_limit_s,
                    "--auto: time limit of the whole solve, s")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check([](const std::string& text) -> std::string {
+        // Not CLI::PositiveNumber, which lets "nan" through.
+        char* end = nullptr;
+        const double seconds = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0' || !std::isfinite(seconds) || !(seconds > 0)) {
+          return text + ": expected a positive number of seconds";
+        }
+        return "";
+      });
   command
       ->add_option("--cost-model", options->cost_model,
                    "--auto, --cost: defaults (analytic, deterministic), measured (timed on the "
