@@ -70,10 +70,10 @@ class Fusion : KernelMerging {
     KernelPlan& consumer = plan_.kernels[k];
     // Map kernels index their elements linearly: a producer of another shape with as many
     // elements, read through reshapes (the GELU's output reshaped for the next dot), is stored
-    // at the index the consumer computes. A row kernel's rows need its dimensions.
-    // A row kernel's rows are runs of consecutive elements, so K keeps them when it has as many
-    // elements (a reshape of them), or reads one value per row (layer norm's rsqrt) through
-    // broadcasts along its rows; the walk below checks that K reads them only there.
+    // at the index the consumer computes. A row kernel's rows are runs of consecutive elements,
+    // so K keeps them when it has as many elements (a reshape of them), or reads one value per
+    // row (layer norm's rsqrt) through broadcasts along its rows; the walk below checks that K
+    // reads them only there.
     const int64_t producer_count = producer.root->shape().ElementCount();
     const int64_t consumer_count = consumer.root->shape().ElementCount();
     if (producer.kind == KernelKind::kRows
