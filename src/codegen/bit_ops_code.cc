@@ -12,6 +12,10 @@ namespace {
 bool Is32Bit(DType type) {
   return type == DType::kF32 || type == DType::kS32 || type == DType::kU32;
 }
+bool Is8Bit(DType type) { return type == DType::kS8 || type == DType::kU8; }
+bool Is64Bit(DType type) {
+  return type == DType::kF64 || type == DType::kS64 || type == DType::kU64;
+}
 bool Is16Bit(DType type) {
   return type == DType::kF16 || type == DType::kBF16 || type == DType::kS16 || type == DType::kU16;
 }
@@ -48,6 +52,22 @@ std::string BitcastConvertCode(DType from, DType to, const std::string& x) {
   if (Is16Bit(from) && Is16Bit(to)) {
     if (from == to) return x;
     return From16Bits(to, Bits16(from, x));
+  }
+  if (Is8Bit(from) && Is8Bit(to)) {
+    if (from == to) return x;
+    return to == DType::kS8 ? absl::StrCat("bitfieldExtract(int(", x, "), 0, 8)")
+                            : absl::StrCat("(uint(", x, ") & 0xffu)");
+  }
+  if (Is64Bit(from) && Is64Bit(to)) {
+    if (from == to) return x;
+    if (from == DType::kF64) {
+      return absl::StrCat(to == DType::kS64 ? "doubleBitsToInt64(" : "doubleBitsToUint64(", x, ")");
+    }
+    if (to == DType::kF64) {
+      return absl::StrCat(from == DType::kS64 ? "int64BitsToDouble(" : "uint64BitsToDouble(", x,
+                          ")");
+    }
+    return absl::StrCat(to == DType::kS64 ? "int64_t(" : "uint64_t(", x, ")");
   }
   if (!Is32Bit(from) || !Is32Bit(to)) return "";
   if (from == to) return x;

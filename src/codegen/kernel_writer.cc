@@ -89,12 +89,13 @@ const std::map<Opcode, const char*> kFunctionCalls = {
 
 // The elementwise ops (besides infix arithmetic) that have f64 forms in GLSL or the preamble.
 const std::set<Opcode> kFloat64Ops = {
-    Opcode::kSign,      Opcode::kSqrt,    Opcode::kRsqrt,
-    Opcode::kFloor,     Opcode::kCeil,    Opcode::kRoundNearestEven,
-    Opcode::kRemainder, Opcode::kMaximum, Opcode::kMinimum,
-    Opcode::kNegate,    Opcode::kAbs,     Opcode::kIsFinite,
-    Opcode::kCopy,      Opcode::kDivide,  Opcode::kCompare,
-    Opcode::kSelect,    Opcode::kClamp,   Opcode::kConvert};
+    Opcode::kSign,          Opcode::kSqrt,    Opcode::kRsqrt,
+    Opcode::kFloor,         Opcode::kCeil,    Opcode::kRoundNearestEven,
+    Opcode::kRemainder,     Opcode::kMaximum, Opcode::kMinimum,
+    Opcode::kNegate,        Opcode::kAbs,     Opcode::kIsFinite,
+    Opcode::kCopy,          Opcode::kDivide,  Opcode::kCompare,
+    Opcode::kSelect,        Opcode::kClamp,   Opcode::kConvert,
+    Opcode::kBitcastConvert};
 
 // Elementwise ops that are one GLSL infix operator.
 const std::map<Opcode, const char*> kInfixOperators = {
@@ -449,8 +450,11 @@ absl::StatusOr<std::string> KernelWriter::Elementwise(const Instruction& instruc
   const bool is_float = ir::IsFloat(type);
   if (type == DType::kF64 && !kFloat64Ops.count(opcode) && !kInfixOperators.count(opcode)) {
     return absl::UnimplementedError(Unsupported(
-        instruction, absl::StrCat(std::string(ir::OpcodeName(opcode)),
-                                  " on f64 (GLSL has no double exp, log, pow or trigonometry)")));
+        instruction,
+        absl::StrCat(std::string(ir::OpcodeName(opcode)),
+                     opcode == Opcode::kReducePrecision
+                         ? " on f64 (devices round f32, f16 and bf16)"
+                         : " on f64 (GLSL has no double exp, log, pow or trigonometry)")));
   }
   const bool is_unsigned = ir::IsUnsignedInteger(type);
   // Narrow integers are computed in 32 bits; every result is wrapped back to its width.
@@ -527,10 +531,9 @@ absl::StatusOr<std::string> KernelWriter::Elementwise(const Instruction& instruc
       result = BitcastConvertCode(type, instruction.shape().dtype(), a);
       if (result.empty()) {
         return absl::UnimplementedError(Unsupported(
-            instruction,
-            absl::StrCat("bitcast-convert from ", std::string(ir::DTypeName(type)), " to ",
-                         std::string(ir::DTypeName(result_type)),
-                         " (only between f32, s32, u32 or between f16, bf16, s16, u16)")));
+            instruction, absl::StrCat("bitcast-convert from ", std::string(ir::DTypeName(type)),
+                                      " to ", std::string(ir::DTypeName(result_type)),
+                                      " (only between types of one width other than pred)")));
       }
       // Exactly the value of the operand's bits: rounding a 16-bit float again would quiet a
       // signaling NaN the reference keeps.

@@ -5,6 +5,7 @@
 #include "src/codegen/planner.h"
 #include "src/codegen/program_writer.h"
 #include "src/codegen/sort_code.h"
+#include "src/ir/bitcast_expansion.h"
 #include "src/ir/control_flow_lowering.h"
 #include "src/ir/rng_expansion.h"
 #include "src/ir/sort_expansion.h"
@@ -23,6 +24,12 @@ absl::StatusOr<ProgramPlan> PlanProgram(const ir::Module& module, const TargetIn
   if (ir::HasRngBitGenerator(lowered != nullptr ? *lowered : module)) {
     VKSPMD_ASSIGN_OR_RETURN(lowered,
                             ir::ExpandRngBitGenerators(lowered != nullptr ? *lowered : module));
+  }
+  // A bitcast-convert that changes the element width is not elementwise: shifts and ors of
+  // same-width bitcasts are, and fuse.
+  if (ir::HasWidthChangingBitcast(lowered != nullptr ? *lowered : module)) {
+    VKSPMD_ASSIGN_OR_RETURN(
+        lowered, ir::ExpandWidthChangingBitcasts(lowered != nullptr ? *lowered : module));
   }
   // Nor a kernel for long sorts: rows longer than the ranking kernel takes go through a bitonic
   // network of plain ops (log2(P) (log2(P) + 1) / 2 stages for rows padded to P).

@@ -3,11 +3,14 @@
 #include "src/interp/bit_ops.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 
 #include "fmt/format.h"
+#include "src/base/status_macros.h"
+#include "src/ir/shape_inference.h"
 
 namespace vkspmd::interp {
 namespace {
@@ -72,13 +75,18 @@ double ReducePrecision(double value, int exponent_bits, int mantissa_bits) {
 }
 
 absl::StatusOr<ir::Literal> BitcastConvert(const ir::Literal& operand, ir::DType type) {
-  if (ir::DTypeByteSize(operand.dtype()) != ir::DTypeByteSize(type) ||
-      operand.dtype() == ir::DType::kPred || type == ir::DType::kPred) {
+  if (operand.dtype() == ir::DType::kPred || type == ir::DType::kPred) {
     return absl::InvalidArgumentError(
-        fmt::format("bitcast-convert from {} to {} changes the element width",
+        fmt::format("bitcast-convert from {} to {}: pred has no width",
                     ir::DTypeName(operand.dtype()), ir::DTypeName(type)));
   }
-  ir::Literal result(ir::Shape(type, operand.shape().dimensions()));
+  // XLA's bitcast-convert is a memory cast; literals hold elements in the host's order, so on a
+  // little-endian host a width change is the same bytes with the narrow elements lowest first,
+  // as XLA's CPU backend gives them.
+  static_assert(std::endian::native == std::endian::little,
+                "bitcast-convert's byte order is defined for little-endian hosts");
+  VKSPMD_ASSIGN_OR_RETURN(ir::Shape shape, ir::BitcastConvertShape(operand.shape(), type));
+  ir::Literal result(shape);
   result.bytes() = operand.bytes();
   return result;
 }

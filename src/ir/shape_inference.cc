@@ -238,14 +238,11 @@ absl::StatusOr<Shape> InferShape(const Instruction& instruction,
       if (instruction.shape().IsTuple()) return Invalid("bitcast-convert result must be an array");
       const DType from = instruction.operand(0)->shape().dtype();
       const DType to = instruction.shape().dtype();
-      // XLA also allows widths that differ (adding or dropping a last dimension): not yet.
-      if (DTypeByteSize(from) != DTypeByteSize(to) || from == DType::kPred || to == DType::kPred) {
-        return Invalid(
-            fmt::format("bitcast-convert from {} to {}: only same-width types other "
-                        "than pred are supported",
-                        DTypeName(from), DTypeName(to)));
+      if (from == DType::kPred || to == DType::kPred) {
+        return Invalid(fmt::format("bitcast-convert from {} to {}: pred has no bit width to read",
+                                   DTypeName(from), DTypeName(to)));
       }
-      return Shape(to, instruction.operand(0)->shape().dimensions());
+      return BitcastConvertShape(instruction.operand(0)->shape(), to);
     }
     case Opcode::kReducePrecision: {
       VKSPMD_RETURN_IF_ERROR(CheckOperandCount(instruction, 1));
@@ -334,6 +331,24 @@ absl::StatusOr<Shape> InferShape(const Instruction& instruction,
     default:
       return Invalid("internal: op without shape inference");
   }
+}
+
+absl::StatusOr<Shape> BitcastConvertShape(const Shape& operand, DType to) {
+  const DType from = operand.dtype();
+  const int64_t from_bytes = DTypeByteSize(from), to_bytes = DTypeByteSize(to);
+  std::vector<int64_t> dims = operand.dimensions();
+  if (from_bytes > to_bytes) {
+    dims.push_back(from_bytes / to_bytes);
+  } else if (from_bytes < to_bytes) {
+    const int64_t ratio = to_bytes / from_bytes;
+    if (dims.empty() || dims.back() != ratio) {
+      return absl::InvalidArgumentError(fmt::format(
+          "bitcast-convert from {} to {} needs a last dim of {} (the width ratio), got {}",
+          DTypeName(from), DTypeName(to), ratio, operand.ToString()));
+    }
+    dims.pop_back();
+  }
+  return Shape(to, std::move(dims));
 }
 
 }  // namespace vkspmd::ir

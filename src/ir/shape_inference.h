@@ -20,4 +20,11 @@ struct ShapeInferenceContext {
 absl::StatusOr<Shape> InferShape(const Instruction& instruction,
                                  const ShapeInferenceContext& context = {});
 
+// bitcast-convert's result as XLA defines it: the same dims between types of one width; to a
+// narrower type a last dim of the width ratio is added (f32[3] -> u8[3,4]); to a wider one the
+// operand's last dim must be that ratio and is dropped (u16[3,2] -> f32[3]). Element k of the
+// added or dropped dim is the k-th narrow element in memory order (little-endian: the lowest
+// bits first).
+absl::StatusOr<Shape> BitcastConvertShape(const Shape& operand, DType to);
+
 }  // namespace vkspmd::ir

@@ -2,6 +2,7 @@
 // dim which factors they span. Dims an op cannot split get kNeedReplication factors of their own.
 #include "src/spmd/op_rules.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "absl/strings/str_join.h"
@@ -82,6 +83,31 @@ int64_t Unsplittable(RuleBuilder& rule, int64_t size) {
 // the rest, and an all-reduce sums, as GSPMD does for a vocabulary-sharded gather) and whose result
 // dim is whole.
 enum class WindowDim { kUnchanged, kShifted, kMasked, kWhole };
+
+// bitcast-convert: between types of one width elementwise; a width change adds or drops a last
+// dim of narrow elements (ir::BitcastConvertShape), which is whole (each device needs all the
+// bytes of its wide elements); the dims before it pass through.
+OpRule BitcastConvertRule(const Instruction& instruction) {
+  const ir::Shape& operand = instruction.operand(0)->shape();
+  const ir::Shape& result = instruction.shape();
+  if (operand.rank() == result.rank()) return ElementwiseRule(instruction);
+  RuleBuilder rule(instruction);
+  const int64_t common = std::min(operand.rank(), result.rank());
+  std::vector<int64_t> operand_factors, result_factors;
+  for (int64_t d = 0; d < common; ++d) {
+    const int64_t factor = rule.AddFactor(result.dimension(d));
+    operand_factors.push_back(factor);
+    result_factors.push_back(factor);
+  }
+  if (operand.rank() > common) {
+    operand_factors.push_back(Unsplittable(rule, operand.dimension(common)));
+  } else {
+    result_factors.push_back(Unsplittable(rule, result.dimension(common)));
+  }
+  rule.AddOperand(0, operand_factors);
+  rule.AddResult(result_factors);
+  return rule.Take();
+}
 
 // Dims left alone by a window-like op pass through; dims it only moves elements along (slices of
 // any stride, padding of any kind, reversal, constant dynamic-slice starts) share a window factor
@@ -481,9 +507,10 @@ absl::StatusOr<std::vector<OpRule>> RulesFor(const Instruction& instruction) {
     case Opcode::kClamp:
     case Opcode::kConvert:
     case Opcode::kCopy:
-    case Opcode::kBitcastConvert:
     case Opcode::kReducePrecision:
       return std::vector<OpRule>{ElementwiseRule(instruction)};
+    case Opcode::kBitcastConvert:
+      return std::vector<OpRule>{BitcastConvertRule(instruction)};
     case Opcode::kCustomCall:
       // The manual-region boundaries relate a sharded value to per-device values: no factors.
       if (attributes.custom_call_target != "Sharding") return std::vector<OpRule>{};

@@ -308,24 +308,65 @@ TEST_F(BitOpsDeviceTest, SixteenBitReducePrecisionMatchesTheReferenceBitForBit) 
   }
 }
 
-// A same-width bitcast-convert the device compiler lacks (64-bit types) is refused, naming the
-// op, both types and its line:column (width-changing ones fail verification before this).
-TEST_F(BitOpsDeviceTest, SixtyFourBitBitcastIsRefused) {
+// Every 16-bit pattern bitcast to bytes (s8 and u8, both ways between them) and back, pairs of
+// them read as f32 and u32 and those back as f16 halves; 8-bit patterns widened to 64-bit words
+// (f64, s64, u64 and between them) and back to bytes: each result's bits as the reference's.
+constexpr char kBitcastWidths[] = R"(HloModule bitcast_widths
+ENTRY main {
+  h = f16[65537]{0} parameter(0)
+  w = u8[4097,8]{1,0} parameter(1)
+  h_bytes = u8[65537,2]{1,0} bitcast-convert(h)
+  h_signed = s8[65537,2]{1,0} bitcast-convert(h_bytes)
+  h_unsigned = u8[65537,2]{1,0} bitcast-convert(h_signed)
+  h_back = f16[65537]{0} bitcast-convert(h_signed)
+  even = f16[65536]{0} slice(h), slice={[0:65536]}
+  pairs = f16[32768,2]{1,0} reshape(even)
+  pair_floats = f32[32768]{0} bitcast-convert(pairs)
+  pair_words = u32[32768]{0} bitcast-convert(pairs)
+  pair_halves = bf16[32768,2]{1,0} bitcast-convert(pair_floats)
+  doubles = f64[4097]{0} bitcast-convert(w)
+  longs = s64[4097]{0} bitcast-convert(doubles)
+  ulongs = u64[4097]{0} bitcast-convert(longs)
+  doubles_again = f64[4097]{0} bitcast-convert(ulongs)
+  w_back = u8[4097,8]{1,0} bitcast-convert(doubles_again)
+  w_halves = s16[4097,4]{1,0} bitcast-convert(longs)
+  ROOT out = (s8[65537,2]{1,0}, u8[65537,2]{1,0}, f16[65537]{0}, f32[32768]{0}, u32[32768]{0}, bf16[32768,2]{1,0}, f64[4097]{0}, s64[4097]{0}, u64[4097]{0}, u8[4097,8]{1,0}, s16[4097,4]{1,0}) tuple(h_signed, h_unsigned, h_back, pair_floats, pair_words, pair_halves, doubles, longs, ulongs, w_back, w_halves)
+}
+)";
+
+TEST_F(BitOpsDeviceTest, WidthChangingBitcastsKeepEveryBit) {
+  std::vector<uint8_t> words(4097 * 8);
+  uint64_t state = 0x9e3779b97f4a7c15u;
+  for (uint8_t& byte : words) {
+    state = state * 6364136223846793005u + 1442695040888963407u;
+    byte = static_cast<uint8_t>(state >> 56);
+  }
+  // Doubles whose bits are NaNs with payloads, infinities and -0 among the random ones.
+  const std::vector<uint64_t> special = {0x7ff0000000000001u, 0xfff8000000000123u,
+                                         0x7ff0000000000000u, 0x8000000000000000u};
+  for (size_t k = 0; k < special.size(); ++k) std::memcpy(&words[8 * k], &special[k], 8);
+  const std::vector<ir::Literal> arguments = {
+      ir::Literal::Create<uint16_t>(ir::DType::kF16, {kPatterns}, AllPatterns()),
+      ir::Literal::Create<uint8_t>(ir::DType::kU8, {4097, 8}, words)};
+  EXPECT_EQ(DeviceBitsDifferFromReference(kBitcastWidths, arguments, device(0)), "");
+}
+
+// The device against NumPy's bytes, so that the comparison above cannot pass with both sides
+// wrong (f32 1.0 is 0x3f800000, its lowest byte first).
+TEST_F(BitOpsDeviceTest, WidthChangingBitcastOnTheDeviceMatchesNumpy) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"(HloModule w
 ENTRY main {
-  p = u64[3]{0} parameter(0)
-  ROOT b = s64[3]{0} bitcast-convert(p)
+  p = f32[2]{0} parameter(0)
+  ROOT b = u8[2,4]{1,0} bitcast-convert(p)
 }
 )");
   ASSERT_TRUE(module.ok()) << module.status();
-  absl::StatusOr<std::unique_ptr<exec::Executable>> executable =
-      exec::Executable::Compile(**module, device(0));
-  ASSERT_FALSE(executable.ok());
-  EXPECT_EQ(executable.status().code(), absl::StatusCode::kUnimplemented) << executable.status();
-  EXPECT_NE(executable.status().message().find("bitcast-convert from u64 to s64"),
-            std::string::npos)
-      << executable.status();
-  EXPECT_NE(executable.status().message().find("4:"), std::string::npos) << executable.status();
+  absl::StatusOr<DeviceAndReference> results = RunOnDeviceAndReference(
+      **module, {ir::Literal::Create<float>(ir::DType::kF32, {2}, {1.0f, -2.0f})}, device(0));
+  ASSERT_TRUE(results.ok()) << results.status();
+  // NumPy: np.float32([1, -2]).view(np.uint8) == [0, 0, 128, 63, 0, 0, 0, 192].
+  const std::vector<uint8_t> want = {0, 0, 128, 63, 0, 0, 0, 192};
+  for (int64_t i = 0; i < 8; ++i) EXPECT_EQ(results->device.Get<uint8_t>(i), want[i]) << i;
 }
 
 }  // namespace

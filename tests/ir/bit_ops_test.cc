@@ -131,6 +131,68 @@ ENTRY e {
   EXPECT_EQ(wide->Get<uint64_t>(0), 0x3ff0000000000000u);
 }
 
+// XLA's width-changing forms: to a narrower type a last dim of the width ratio is added, element
+// k holding the k-th narrow element in memory (little-endian: the lowest bits first); to a wider
+// one that dim is dropped.
+TEST(BitOpsTest, BitcastConvertChangingTheWidthAddsOrDropsTheLastDim) {
+  absl::StatusOr<Literal> bytes =
+      EvaluateText(R"(HloModule m
+ENTRY e {
+  p = f32[2]{0} parameter(0)
+  ROOT b = u8[2,4]{1,0} bitcast-convert(p)
+}
+)",
+                   Literal::Create<float>(DType::kF32, {2}, {1.0f, -2.0f}));
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  // NumPy: np.float32([1, -2]).view(np.uint8) == [0, 0, 128, 63, 0, 0, 0, 192].
+  EXPECT_EQ(bytes->shape(), Shape(DType::kU8, {2, 4}));
+  const std::vector<uint8_t> want_bytes = {0, 0, 128, 63, 0, 0, 0, 192};
+  for (int64_t i = 0; i < 8; ++i) EXPECT_EQ(bytes->Get<uint8_t>(i), want_bytes[i]) << i;
+
+  absl::StatusOr<Literal> words = EvaluateText(
+      R"(HloModule m
+ENTRY e {
+  p = u16[2,4]{1,0} parameter(0)
+  ROOT d = f64[2]{0} bitcast-convert(p)
+}
+)",
+      Literal::Create<uint16_t>(DType::kU16, {2, 4}, {0, 0, 0, 0x3ff0, 0, 0, 0, 0xc008}));
+  ASSERT_TRUE(words.ok()) << words.status();
+  // NumPy: np.uint16([0, 0, 0, 0x3ff0, 0, 0, 0, 0xc008]).view(np.float64) == [1, -3].
+  EXPECT_EQ(words->shape(), Shape(DType::kF64, {2}));
+  EXPECT_EQ(words->Get<double>(0), 1.0);
+  EXPECT_EQ(words->Get<double>(1), -3.0);
+
+  absl::StatusOr<Literal> signed_bytes =
+      EvaluateText(R"(HloModule m
+ENTRY e {
+  p = s32[] parameter(0)
+  ROOT b = s8[4]{0} bitcast-convert(p)
+}
+)",
+                   Literal::Create<int32_t>(DType::kS32, {}, {-2}));
+  ASSERT_TRUE(signed_bytes.ok()) << signed_bytes.status();
+  // NumPy: np.int32(-2).view(np.int8) is not allowed on a scalar; np.int32([-2]).view(np.int8)
+  // == [-2, -1, -1, -1].
+  const std::vector<int8_t> want_signed = {-2, -1, -1, -1};
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(signed_bytes->Get<int8_t>(i), want_signed[i]) << i;
+}
+
+TEST(BitOpsTest, BitcastConvertToAWiderTypeNeedsTheRatioAsTheLastDim) {
+  auto error = [](const std::string& text) {
+    absl::StatusOr<std::unique_ptr<Module>> module = ParseAndVerifyModule(text);
+    return module.ok() ? std::string("ok") : std::string(module.status().message());
+  };
+  EXPECT_EQ(error("HloModule m\nENTRY e {\n  p = u8[2,3]{1,0} parameter(0)\n"
+                  "  ROOT b = f32[2]{0} bitcast-convert(p)\n}\n"),
+            "4:8: %b: bitcast-convert from u8 to f32 needs a last dim of 4 (the width ratio), got "
+            "u8[2,3]");
+  EXPECT_EQ(error("HloModule m\nENTRY e {\n  p = u8[] parameter(0)\n"
+                  "  ROOT b = u16[] bitcast-convert(p)\n}\n"),
+            "4:8: %b: bitcast-convert from u8 to u16 needs a last dim of 2 (the width ratio), got "
+            "u8[]");
+}
+
 TEST(BitOpsTest, PrintsAndReadsBack) {
   const std::string text = ReducePrecisionModule(4, 5, 10);
   absl::StatusOr<std::unique_ptr<Module>> module = ParseAndVerifyModule(text);
@@ -151,8 +213,7 @@ TEST(BitOpsTest, ErrorsNameTheOpAndThePosition) {
   };
   EXPECT_EQ(error("HloModule m\nENTRY e {\n  p = f32[2]{0} parameter(0)\n"
                   "  ROOT b = s16[2]{0} bitcast-convert(p)\n}\n"),
-            "4:8: %b: bitcast-convert from f32 to s16: only same-width types other than pred are "
-            "supported");
+            "4:8: %b: shape s16[2] does not match the inferred shape s16[2,2]");
   EXPECT_EQ(
       error("HloModule m\nENTRY e {\n  p = s32[2]{0} parameter(0)\n"
             "  ROOT r = s32[2]{0} reduce-precision(p), exponent_bits=5, mantissa_bits=2\n}\n"),
