@@ -136,16 +136,18 @@ namespace {
 // shares `deadline`: after a first plan, the rounds stop once a round ran out of time or less
 // time is left than building a round's choices took (what GLPK cannot stop: the 64-layer step's
 // take 1.5 s). A plan of the first rounds is a valid plan (the axes not decided yet unsplit).
-// Returns the cheapest plan seen, with the solve figures of all the rounds.
+// Returns the cheapest plan seen, with the solve figures of all the rounds; `building` is the
+// most seconds one of its rounds took besides GLPK's (at least its value on entry).
 absl::StatusOr<AutoShardingPlan> SolveInRounds(const ir::Module& module, const Mesh& mesh,
                                                const CostModel& model,
                                                const AutoShardingOptions& options,
                                                const SolveDeadline& deadline,
-                                               const std::vector<int64_t>& order) {
+                                               const std::vector<int64_t>& order,
+                                               double& building) {
   ChosenFactors chosen;
   AutoShardingPlan best;
   bool found = false, stopped = false;
-  double seconds = 0, building = 0;  // the most seconds a round took besides GLPK's
+  double seconds = 0;
   int64_t variables = 0;
   std::vector<bool> decided(mesh.axis_count(), false);
   // Whether to start another round: false once the time is up after a first plan.
@@ -237,18 +239,21 @@ absl::StatusOr<AutoShardingPlan> AutoShard(const ir::Module& module, const Mesh&
   // one: a plan splitting the batch over one axis and Megatron's factors over the other is found
   // from either end), each refined by coordinate descent. A program solved in windows (not
   // jointly optimal anyway) takes the mesh order alone, within the solve time. Both orders share
-  // the deadline; the reverse one is skipped when it has passed.
+  // the deadline; the reverse one is skipped when less time is left than building a round's
+  // choices took (its first round cannot stop before it has built them: the 64-layer step's
+  // took 1.5 s, which it ran past the limit).
+  double building = 0;
   VKSPMD_ASSIGN_OR_RETURN(AutoShardingPlan plan,
-                          SolveInRounds(module, mesh, model, options, deadline, split));
+                          SolveInRounds(module, mesh, model, options, deadline, split, building));
   if (plan.windows > 1 || plan.stopped_at_time_limit) return plan;
-  if (deadline.SecondsLeft() <= 0) {
+  if (deadline.SecondsLeft() <= building) {
     plan.stopped_at_time_limit = true;
     plan.optimal = false;
     return plan;
   }
   std::vector<int64_t> reversed(split.rbegin(), split.rend());
   absl::StatusOr<AutoShardingPlan> other =
-      SolveInRounds(module, mesh, model, options, deadline, reversed);
+      SolveInRounds(module, mesh, model, options, deadline, reversed, building);
   if (other.status().code() == absl::StatusCode::kDeadlineExceeded) {
     plan.stopped_at_time_limit = true;  // under a memory limit: the first order's plan stands
     plan.optimal = false;

@@ -428,6 +428,57 @@ TEST(AutoShardingTest, TimeLimitBoundsTheWholeSolve) {
   EXPECT_EQ(plan->shardings.size(), unlimited->shardings.size());
 }
 
+// A chain of `layers` dots with a weight each, then tanh: thousands of instructions whose choices
+// take a measurable time to build while the exact reduction leaves GLPK nothing to solve.
+std::unique_ptr<ir::Module> DotChain(int64_t layers) {
+  std::string text = "HloModule chain\n\nENTRY main {\n  %x = f32[8,16] parameter(0)\n";
+  std::string h = "%x";
+  for (int64_t i = 0; i < layers; ++i) {
+    text += fmt::format(
+        "  %w{0} = f32[16,16] parameter({1})\n  %d{0} = f32[8,16] dot({2}, %w{0}), "
+        "lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}\n  %t{0} = f32[8,16] "
+        "tanh(%d{0})\n",
+        i, i + 1, h);
+    h = fmt::format("%t{}", i);
+  }
+  text += fmt::format("  ROOT %r = f32[8,16] copy({})\n}}\n", h);
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
+  EXPECT_TRUE(module.ok()) << module.status();
+  return std::move(module).value();
+}
+
+// A round cannot stop while it builds its choices, so none may start with less time left than
+// a round's building took. The reverse order's first round did (it checked only that the limit
+// had not passed) and ran up to one build past the limit (1.5 s on the 64-layer step). On the
+// chain each order is 4 rounds of about the same time (2 axes, then one descent pass that lowers
+// nothing), so an unlimited solve is 8 rounds of T/8. Under limits of 4.3-4.9 rounds the first
+// order may end with less than a round left (the rounds vary by ~25% on the shared machine):
+// the reverse order's round then ran past the limit. Measured on the shared 2-core machine: a
+// round 0.35 s; walls 1.3-1.7 s under limits of 1.5-1.9 s; before the fix, walls 0.1-0.3 s past
+// the limit in 2 of 3 runs (so this check catches a regression most of the time, not always).
+TEST(AutoShardingTest, NoRoundStartsWithLessTimeLeftThanItsBuilding) {
+  const Mesh mesh = MeshOf("2x2");
+  const CostModel model = CostModel::Default(mesh);
+  std::unique_ptr<ir::Module> chain = DotChain(4000);
+  auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<AutoShardingPlan> unlimited = AutoShard(*chain, mesh, model);
+  const double round = WallSeconds(start) / 8;
+  ASSERT_TRUE(unlimited.ok()) << unlimited.status();
+  ASSERT_FALSE(unlimited->stopped_at_time_limit);
+  for (double rounds : {4.3, 4.6, 4.9}) {
+    AutoShardingOptions options;
+    options.time_limit_seconds = rounds * round;
+    start = std::chrono::steady_clock::now();
+    absl::StatusOr<AutoShardingPlan> plan = AutoShard(*chain, mesh, model, options);
+    const double wall = WallSeconds(start);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    std::printf("4000-layer chain on 2x2: a round %.3f s; %.3f s wall under a %.3f s limit\n",
+                round, wall, options.time_limit_seconds);
+    EXPECT_TRUE(plan->stopped_at_time_limit) << rounds;
+    EXPECT_LE(wall, options.time_limit_seconds + 0.25 * round) << rounds;
+  }
+}
+
 // A limit too small for any ILP: every group chosen greedily, a valid plan (the partitioned step
 // equals the unsharded one), said so; under a memory limit, which the greedy choice ignores, an
 // error naming the time limit.
