@@ -111,7 +111,8 @@ class DTensor {
   // moves the data with the cheapest collectives it knows (all-gather, all-to-all,
   // all-reduce / reduce-scatter for a Partial, a slice where data is already there).
   // Replicate -> Partial(sum) divides the value by the axis size on every device (PyTorch's
-  // contract); -> Partial(avg/max/min) keeps it.
+  // contract; an integer value goes to the axis's first device, zeros to the others, keeping
+  // its dtype); -> Partial(avg/max/min) keeps it.
   DTensor redistribute(const DeviceMesh& mesh, const Placements& placements) const;
   DTensor redistribute(const Placements& placements) const {
     return redistribute(mesh_, placements);
@@ -140,7 +141,8 @@ class DTensor {
 };
 
 // `tensor` (the global value) laid out over `mesh` by `placements` (one per mesh axis). Partial
-// placements give Replicate -> Partial's layout. The tensor itself is left as it is.
+// placements give Replicate -> Partial's layout (an integer Partial(sum): the value on the axis's
+// first device, zeros on the others). The tensor itself is left as it is.
 DTensor distribute_tensor(const Tensor& tensor, const DeviceMesh& mesh,
                           const Placements& placements);
 // A DTensor from each mesh device's local tensor (`locals` in the mesh's row-major order): Shard
@@ -151,9 +153,11 @@ DTensor distribute_tensor(const Tensor& tensor, const DeviceMesh& mesh,
 DTensor from_local(const std::vector<Tensor>& locals, const DeviceMesh& mesh,
                    const Placements& placements);
 
-// Ops on DTensors of one mesh: the operands' values (Partial ones reduced first), and the
-// placements the sharding propagation gives the result (an op never returns a pending Partial:
-// a contraction's partial sums are all-reduced or reduce-scattered inside the op).
+// Ops on DTensors of one mesh, placements propagated as PyTorch's DTensor rules do
+// (docs/dtensor.md): matmul of a Shard(1) by a Shard(0) matrix over the same mesh axes, + and -
+// of two Partial(sum), and * of a Partial(sum) by a Replicate give a pending Partial(sum) on that
+// axis (each device computes its own addend, no collective); any other Partial operand is
+// reduced first, and the result's other placements are what sharding propagation gives it.
 DTensor operator+(const DTensor& a, const DTensor& b);
 DTensor operator-(const DTensor& a, const DTensor& b);
 DTensor operator*(const DTensor& a, const DTensor& b);

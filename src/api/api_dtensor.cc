@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <mutex>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -112,22 +113,29 @@ Tensor Place(const Tensor& value, const DeviceMesh& mesh, const spmd::AxisShardi
   return result;
 }
 
-// The value of a stacked tensor: its leading (Partial) dims reduced in mesh-axis order.
-Tensor Resolve(const Tensor& stacked, const std::vector<PlacementSpec>& specs) {
+// A stacked tensor with the leading dims of the Partial axes not in `keep` reduced (in mesh-axis
+// order); the kept axes' leading dims stay, in mesh order. No `keep`: the value itself.
+Tensor Resolve(const Tensor& stacked, const std::vector<PlacementSpec>& specs,
+               const std::vector<bool>& keep = {}) {
   Tensor value = stacked;
+  int64_t leading = 0;  // The leading dim of the next Partial axis.
   for (int64_t axis : dtensor::PartialAxes(specs)) {
+    if (!keep.empty() && keep[axis]) {
+      ++leading;
+      continue;
+    }
     switch (specs[axis].reduce) {
       case ReduceKind::kSum:
-        value = sum(value, {0});
+        value = sum(value, {leading});
         break;
       case ReduceKind::kAvg:
-        value = mean(value, {0});
+        value = mean(value, {leading});
         break;
       case ReduceKind::kMax:
-        value = amax(value, {0});
+        value = amax(value, {leading});
         break;
       case ReduceKind::kMin:
-        value = amin(value, {0});
+        value = amin(value, {leading});
         break;
     }
   }
@@ -135,15 +143,28 @@ Tensor Resolve(const Tensor& stacked, const std::vector<PlacementSpec>& specs) {
 }
 
 // The stacked form of a full `value` under placements with Partial axes (PyTorch's Replicate ->
-// Partial): every device's addend is the value, divided by the axis size for a sum.
+// Partial): every device's addend is the value, divided by the axis size for a sum. An integer
+// sum keeps its dtype: the axis's first device holds the value and the others zeros (a division
+// would round, or, as PyTorch's true division does, make it float).
 Tensor Partition(const Tensor& value, const std::vector<PlacementSpec>& specs,
                  const DeviceMesh& mesh) {
   const std::vector<int64_t> partial_axes = dtensor::PartialAxes(specs);
+  const bool integer = !is_floating_point(value.dtype());
   Tensor stacked = value;
   int64_t divisor = 1;
   for (auto axis = partial_axes.rbegin(); axis != partial_axes.rend(); ++axis) {
     std::vector<int64_t> shape = stacked.shape();
     shape.insert(shape.begin(), mesh.size(*axis));
+    if (integer && specs[*axis].reduce == ReduceKind::kSum) {
+      if (shape[0] == 1) {
+        stacked = unsqueeze(stacked, 0);
+        continue;
+      }
+      std::vector<int64_t> rest = shape;
+      rest[0] -= 1;
+      stacked = cat({unsqueeze(stacked, 0), zeros(rest, stacked.dtype())}, 0);
+      continue;
+    }
     stacked = expand(unsqueeze(stacked, 0), shape);
     if (specs[*axis].reduce == ReduceKind::kSum) divisor *= mesh.size(*axis);
   }
@@ -373,50 +394,156 @@ std::vector<std::string> DTensor::redistribute_collectives(const DeviceMesh& mes
 
 namespace {
 
-// The placements sharding propagation gives `result` on `mesh` (all Replicate where its sharding
-// has no placements, e.g. a device order other than the mesh's).
-std::vector<PlacementSpec> PropagatedPlacements(const Tensor& result, const DeviceMesh& mesh) {
-  const NodePtr node = lazy::NodeOf(result, "DTensor op");
+// The placements sharding propagation gives `stacked` on `mesh`, whose leading dims are the
+// pending sums of `partial_axes` (in mesh order): Partial(sum) there, and the Shard placements
+// its other dims get (all Replicate where its sharding has no placements, e.g. a device order
+// other than the mesh's).
+std::vector<PlacementSpec> PropagatedPlacements(const Tensor& stacked, const DeviceMesh& mesh,
+                                                const std::vector<int64_t>& partial_axes) {
+  const NodePtr node = lazy::NodeOf(stacked, "DTensor op");
   const lazy::PlacementPtr placement = lazy::PlacementOf(mesh.mesh());
   std::lock_guard<std::mutex> lock(lazy::Context::Get().mutex());
   const lazy::LoweredGraph graph = Unwrap(lazy::Lower({node}, placement));
   const spmd::PropagationResult propagation =
       Unwrap(spmd::PropagateShardings(*graph.module, placement->local_mesh));
-  const spmd::AxisSharding& sharding =
-      propagation.shardings.at(graph.instructions.at(node.get())).at(0);
-  absl::StatusOr<std::vector<PlacementSpec>> specs =
-      dtensor::PlacementsOf(sharding, placement->local_mesh);
-  if (!specs.ok()) return std::vector<PlacementSpec>(mesh.ndim());
-  return *std::move(specs);
+  spmd::AxisSharding sharding = propagation.shardings.at(graph.instructions.at(node.get())).at(0);
+  std::vector<PlacementSpec> specs(mesh.ndim());
+  if (!sharding.IsSpecial()) {
+    sharding.dims.erase(sharding.dims.begin(), sharding.dims.begin() + partial_axes.size());
+    for (std::vector<int64_t>& axes : sharding.dims) {
+      std::erase_if(axes, [&](int64_t axis) {
+        return std::find(partial_axes.begin(), partial_axes.end(), axis) != partial_axes.end();
+      });
+    }
+    absl::StatusOr<std::vector<PlacementSpec>> found =
+        dtensor::PlacementsOf(sharding, placement->local_mesh);
+    if (found.ok()) specs = *std::move(found);
+  }
+  for (int64_t axis : partial_axes) specs[axis] = {PlacementKind::kPartial, 0, ReduceKind::kSum};
+  return specs;
 }
 
-// An op on the values of two DTensors of one mesh (Partial ones reduced), as a DTensor.
-DTensor OpResult(const char* op, const DTensor& a, const DTensor& b,
-                 const std::function<Tensor(const Tensor&, const Tensor&)>& apply) {
+void RequireOneMesh(const char* op, const DTensor& a, const DTensor& b) {
   if (!(a.device_mesh() == b.device_mesh())) {
     throw Error(
         ErrorCode::kInvalidArgument,
         absl::StrCat(op, ": the operands live on different meshes, ", a.device_mesh().to_string(),
                      " and ", b.device_mesh().to_string(), "; redistribute one first"));
   }
-  const Tensor result = apply(Resolve(DTensorAccess::Stacked(a), SpecsOf(a)),
-                              Resolve(DTensorAccess::Stacked(b), SpecsOf(b)));
-  return MakeDTensor(result, a.device_mesh(), PropagatedPlacements(result, a.device_mesh()));
+}
+
+bool IsPartialSum(const PlacementSpec& spec) {
+  return spec.kind == PlacementKind::kPartial && spec.reduce == ReduceKind::kSum;
+}
+
+// How a binary elementwise op carries pending sums (PyTorch's pointwise rules): additive (add,
+// sub: P(sum) op P(sum) stays P(sum)), multiplicative (mul: P(sum) * R and R * P(sum) stay
+// P(sum)); any other Partial operand is reduced first.
+enum class Linearity { kAdditive, kMultiplicative };
+
+bool KeepsPartial(Linearity linearity, const PlacementSpec& a, const PlacementSpec& b) {
+  if (linearity == Linearity::kAdditive) return IsPartialSum(a) && IsPartialSum(b);
+  return (IsPartialSum(a) && b.kind == PlacementKind::kReplicate) ||
+         (a.kind == PlacementKind::kReplicate && IsPartialSum(b));
+}
+
+// `stacked` (whose leading dims are those of `kept`'s true entries among `own`'s) with a size-1
+// leading dim for each axis in `axes` it lacks, and size-1 dims after the leading ones up to
+// `rank` value dims, so that two operands broadcast addend by addend.
+Tensor Aligned(Tensor stacked, const std::vector<bool>& own, const std::vector<int64_t>& axes,
+               int64_t rank) {
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (!own[axes[i]]) stacked = unsqueeze(stacked, static_cast<int64_t>(i));
+  }
+  const int64_t leading = static_cast<int64_t>(axes.size());
+  while (stacked.dim() < leading + rank) stacked = unsqueeze(stacked, leading);
+  return stacked;
+}
+
+// A binary elementwise op on DTensors of one mesh. Pending sums the op is linear in stay pending
+// (computed addend by addend, no collective); the other Partial axes are reduced first.
+DTensor Pointwise(const char* op, Linearity linearity, const DTensor& a, const DTensor& b,
+                  const std::function<Tensor(const Tensor&, const Tensor&)>& apply) {
+  RequireOneMesh(op, a, b);
+  const std::vector<PlacementSpec> specs_a = SpecsOf(a), specs_b = SpecsOf(b);
+  std::vector<int64_t> kept;
+  std::vector<bool> keep_a(specs_a.size()), keep_b(specs_b.size());
+  for (size_t axis = 0; axis < specs_a.size(); ++axis) {
+    if (!KeepsPartial(linearity, specs_a[axis], specs_b[axis])) continue;
+    kept.push_back(static_cast<int64_t>(axis));
+    keep_a[axis] = IsPartialSum(specs_a[axis]);
+    keep_b[axis] = IsPartialSum(specs_b[axis]);
+  }
+  const int64_t rank = static_cast<int64_t>(std::max(a.shape().size(), b.shape().size()));
+  const Tensor x = Aligned(Resolve(DTensorAccess::Stacked(a), specs_a, keep_a), keep_a, kept, rank);
+  const Tensor y = Aligned(Resolve(DTensorAccess::Stacked(b), specs_b, keep_b), keep_b, kept, rank);
+  const Tensor result = apply(x, y);
+  return MakeDTensor(result, a.device_mesh(), PropagatedPlacements(result, a.device_mesh(), kept));
+}
+
+// matmul of two matrices whose contracted dim is split alike over some mesh axes (a Shard(1) and
+// b Shard(0) on exactly the same axes): PyTorch's Partial(sum) over those axes, pending. Each
+// device's addend is the product of its own blocks: the contracted dim, padded with zeros to a
+// multiple of the axes' product (torch.chunk's chunks), is split into one block per addend and
+// the blocks multiplied as a batch, [addends..., m, n]. nullopt where the rule does not apply.
+std::optional<DTensor> PendingContraction(const DTensor& a, const DTensor& b) {
+  if (a.shape().size() != 2 || b.shape().size() != 2) return std::nullopt;
+  const std::vector<PlacementSpec> specs_a = SpecsOf(a), specs_b = SpecsOf(b);
+  std::vector<int64_t> axes, counts;
+  int64_t blocks = 1;
+  for (size_t axis = 0; axis < specs_a.size(); ++axis) {
+    const bool split_a = specs_a[axis].kind == PlacementKind::kShard && specs_a[axis].dim == 1;
+    const bool split_b = specs_b[axis].kind == PlacementKind::kShard && specs_b[axis].dim == 0;
+    if (split_a != split_b) return std::nullopt;
+    if (!split_a) continue;
+    axes.push_back(static_cast<int64_t>(axis));
+    counts.push_back(a.device_mesh().size(static_cast<int64_t>(axis)));
+    blocks *= counts.back();
+  }
+  if (axes.empty()) return std::nullopt;
+  const int64_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
+  if (b.shape()[0] != k) return std::nullopt;  // matmul's own shape error, below.
+  Tensor x = Resolve(DTensorAccess::Stacked(a), specs_a);
+  Tensor y = Resolve(DTensorAccess::Stacked(b), specs_b);
+  const int64_t chunk = (k + blocks - 1) / blocks;
+  if (chunk * blocks != k) {
+    x = cat({x, zeros({m, chunk * blocks - k}, x.dtype())}, 1);
+    y = cat({y, zeros({chunk * blocks - k, n}, y.dtype())}, 0);
+  }
+  const int64_t count = static_cast<int64_t>(counts.size());
+  std::vector<int64_t> x_shape = {m}, y_shape = counts, order;
+  x_shape.insert(x_shape.end(), counts.begin(), counts.end());
+  x_shape.push_back(chunk);
+  y_shape.push_back(chunk);
+  y_shape.push_back(n);
+  for (int64_t i = 0; i < count; ++i) order.push_back(i + 1);
+  order.push_back(0);
+  order.push_back(count + 1);
+  const Tensor stacked = matmul(permute(reshape(x, x_shape), order), reshape(y, y_shape));
+  return MakeDTensor(stacked, a.device_mesh(),
+                     PropagatedPlacements(stacked, a.device_mesh(), axes));
 }
 
 }  // namespace
 
 DTensor operator+(const DTensor& a, const DTensor& b) {
-  return OpResult("add", a, b, [](const Tensor& x, const Tensor& y) { return x + y; });
+  return Pointwise("add", Linearity::kAdditive, a, b,
+                   [](const Tensor& x, const Tensor& y) { return x + y; });
 }
 DTensor operator-(const DTensor& a, const DTensor& b) {
-  return OpResult("subtract", a, b, [](const Tensor& x, const Tensor& y) { return x - y; });
+  return Pointwise("subtract", Linearity::kAdditive, a, b,
+                   [](const Tensor& x, const Tensor& y) { return x - y; });
 }
 DTensor operator*(const DTensor& a, const DTensor& b) {
-  return OpResult("multiply", a, b, [](const Tensor& x, const Tensor& y) { return x * y; });
+  return Pointwise("multiply", Linearity::kMultiplicative, a, b,
+                   [](const Tensor& x, const Tensor& y) { return x * y; });
 }
 DTensor matmul(const DTensor& a, const DTensor& b) {
-  return OpResult("matmul", a, b, [](const Tensor& x, const Tensor& y) { return x.matmul(y); });
+  RequireOneMesh("matmul", a, b);
+  if (std::optional<DTensor> pending = PendingContraction(a, b)) return *std::move(pending);
+  const Tensor result = Resolve(DTensorAccess::Stacked(a), SpecsOf(a))
+                            .matmul(Resolve(DTensorAccess::Stacked(b), SpecsOf(b)));
+  return MakeDTensor(result, a.device_mesh(), PropagatedPlacements(result, a.device_mesh(), {}));
 }
 
 }  // namespace vkspmd

@@ -397,3 +397,57 @@ def test_fully_shard_on_a_submodule_dims_and_errors():
         parallelize_module(TanhNet(), mesh, {"fc1": FullyShard(1)}, data_axis="fsdp")
     with pytest.raises(TypeError, match="FullyShard"):
         parallelize_module(TanhNet(), mesh, {"fc1": Shard(0)}, data_axis="fsdp")
+
+
+def test_ops_propagate_partial_as_pytorch():
+    # A contraction over a sharded dim returns a pending Partial(sum): each device holds the
+    # product of its own blocks (to_local), and only resolving it runs the all-reduce.
+    mesh = DeviceMesh("vulkan", [2, 0, 3, 1], mesh_dim_names=("x",))
+    rng = np.random.default_rng(21)
+    a = rng.integers(-4, 5, (3, 7)).astype(np.float32)  # 7 over 4: blocks 2, 2, 2, 1.
+    b = rng.integers(-4, 5, (7, 2)).astype(np.float32)
+    product = distribute_tensor(vkspmd.tensor(a), mesh, [Shard(1)]) @ distribute_tensor(
+        vkspmd.tensor(b), mesh, [Shard(0)])
+    assert product.placements == (Partial(),) and product.shape == (3, 2)
+    check_locals(product, [x @ y for x, y in zip(chunk(a, 4, 1), chunk(b, 4, 0))])
+    assert not any("all-reduce" in c for c in product.redistribute_collectives(
+        placements=[Partial()]))
+    assert product.redistribute_collectives(placements=[Replicate()])[-1] == "all-reduce along x"
+    np.testing.assert_array_equal(product.full_tensor().numpy(), a @ b)
+    # add / sub of two Partial(sum) stay pending; mul by a Replicate too; + Replicate reduces.
+    r = distribute_tensor(vkspmd.tensor(np.full((3, 2), 2.0, np.float32)), mesh, [Replicate()])
+    for result, expected, partial in [(product + product, 2 * (a @ b), True),
+                                      (product - product, 0 * (a @ b), True),
+                                      (product * r, 2 * (a @ b), True),
+                                      (r * product, 2 * (a @ b), True),
+                                      (product + r, a @ b + 2, False)]:
+        assert result.placements[0].is_partial() == partial, result
+        np.testing.assert_array_equal(result.full_tensor().numpy(), expected)
+    # On a 2x2 mesh: rows over dp, the contraction over tp.
+    square = DeviceMesh("vulkan", [[3, 1], [0, 2]], mesh_dim_names=("dp", "tp"))
+    c = rng.integers(-4, 5, (5, 5)).astype(np.float32)
+    rows = distribute_tensor(vkspmd.tensor(c), square, [Shard(0), Shard(1)])
+    blocks = distribute_tensor(vkspmd.tensor(c), square, [Replicate(), Shard(0)])
+    square_product = rows @ blocks
+    assert square_product.placements == (Shard(0), Partial())
+    addends = [x @ y for x, y in zip(chunk(c, 2, 1), chunk(c, 2, 0))]
+    check_locals(square_product, [chunk(addends[j], 2, 0)[i] for i in range(2) for j in range(2)])
+    np.testing.assert_array_equal(square_product.full_tensor().numpy(), c @ c)
+
+
+def test_integer_partial_keeps_its_dtype():
+    mesh = DeviceMesh("vulkan", [1, 0, 3, 2], mesh_dim_names=("x",))
+    x = np.array([[7, -3], [10, 4]], np.int32)
+    for d in (distribute_tensor(vkspmd.tensor(x), mesh, [Partial()]),
+              distribute_tensor(vkspmd.tensor(x), mesh, [Replicate()]).redistribute(
+                  placements=[Partial()])):
+        assert d.dtype == vkspmd.int32
+        # The first device of the dim holds the value, the others zeros: an exact sum.
+        check_locals(d, [x] + [np.zeros_like(x)] * 3)
+        assert d.full_tensor().dtype == vkspmd.int32
+        np.testing.assert_array_equal(d.full_tensor().numpy(), x)
+    a = np.arange(8, dtype=np.int32).reshape(1, 8)
+    product = distribute_tensor(vkspmd.tensor(a), mesh, [Shard(1)]) @ distribute_tensor(
+        vkspmd.tensor(a.T.copy()), mesh, [Shard(0)])
+    assert product.placements == (Partial(),) and product.dtype == vkspmd.int32
+    np.testing.assert_array_equal(product.full_tensor().numpy(), a @ a.T)
