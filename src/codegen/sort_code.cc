@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/base/status_macros.h"
+#include "src/codegen/bit_ops_code.h"
 #include "src/codegen/glsl_types.h"
 #include "src/ir/module.h"
 
@@ -24,10 +25,15 @@ absl::Status Unsupported(const Instruction& sort, const std::string& what) {
                                                ")"));
 }
 
-// XLA's total order of an f32 as an int.
-std::string TotalOrderKey(const std::string& x) {
-  return absl::StrCat("(floatBitsToInt(", x, ") < 0 ? floatBitsToInt(", x,
-                      ") ^ 0x7fffffff : floatBitsToInt(", x, "))");
+// XLA's total order of a float as an int: its bits as a signed integer, the magnitude bits of
+// negative ones flipped (for f16/bf16 the 16 bits sign-extended).
+std::string TotalOrderKey(ir::DType type, const std::string& x) {
+  if (type == ir::DType::kF32) {
+    return absl::StrCat("(floatBitsToInt(", x, ") < 0 ? floatBitsToInt(", x,
+                        ") ^ 0x7fffffff : floatBitsToInt(", x, "))");
+  }
+  const std::string bits = BitcastConvertCode(type, ir::DType::kS16, x);
+  return absl::StrCat("(", bits, " < 0 ? ", bits, " ^ 0x7fff : ", bits, ")");
 }
 
 // The comparator as statements declaring one local per instruction; returns the root's local
@@ -57,7 +63,8 @@ absl::StatusOr<std::string> ComparatorCode(const Instruction& sort,
         const ir::Literal& literal = *instruction.attributes().literal;
         if (pred) {
           value = literal.GetAsInt64(0) != 0 ? "true" : "false";
-        } else if (type == ir::DType::kF32) {
+        } else if (type == ir::DType::kF32 || IsHalfFloat(type)) {
+          // 16-bit floats compute as floats; a constant holds its value exactly.
           value = absl::StrCat("float(", literal.GetAsDouble(0), ")");
         } else if (ir::IsInteger(type) && ir::DTypeByteSize(type) <= 4) {
           value = absl::StrCat(glsl_type, "(", literal.GetAsInt64(0), ")");
@@ -71,11 +78,11 @@ absl::StatusOr<std::string> ComparatorCode(const Instruction& sort,
         const ir::DType compared = instruction.operand(0)->shape().dtype();
         std::string a = operand(0), b = operand(1);
         if (instruction.attributes().total_order && ir::IsFloat(compared)) {
-          if (compared != ir::DType::kF32) {
-            return Unsupported(sort, "compare type=TOTALORDER on floats other than f32");
+          if (compared != ir::DType::kF32 && !IsHalfFloat(compared)) {
+            return Unsupported(sort, "compare type=TOTALORDER on floats other than f32, f16, bf16");
           }
-          a = TotalOrderKey(a);
-          b = TotalOrderKey(b);
+          a = TotalOrderKey(compared, a);
+          b = TotalOrderKey(compared, b);
         }
         value = absl::StrCat("(", a, " ",
                              kOperators[static_cast<int>(instruction.attributes().direction)], " ",
@@ -100,29 +107,27 @@ absl::StatusOr<std::string> ComparatorCode(const Instruction& sort,
         value = absl::StrCat("(", operand(0), " ? ", operand(1), " : ", operand(2), ")");
         break;
       // XLA's comparison expander writes a TOTALORDER compare as integer ops on the float's
-      // bits (compiled dumps): bitcast-convert between 32-bit types and integer add/subtract.
+      // bits (compiled dumps): bitcast-convert between types of 16 or 32 bits and integer
+      // add/subtract, which wrap at the type's width (32767 - x of a negative s16 does).
       case Opcode::kAdd:
       case Opcode::kSubtract: {
-        if (!ir::IsInteger(type) || ir::DTypeByteSize(type) != 4) {
+        const int64_t bytes = ir::DTypeByteSize(type);
+        if (!ir::IsInteger(type) || (bytes != 2 && bytes != 4)) {
           return Unsupported(sort, "comparator arithmetic on " + instruction.shape().ToString());
         }
         const char* op = instruction.opcode() == Opcode::kAdd ? " + " : " - ";
-        value = absl::StrCat("(", operand(0), op, operand(1), ")");
+        value = WrapToWidth(type, absl::StrCat("(", operand(0), op, operand(1), ")"));
         break;
       }
       case Opcode::kBitcastConvert: {
         const ir::DType from = instruction.operand(0)->shape().dtype();
-        const bool from_float = from == ir::DType::kF32, to_float = type == ir::DType::kF32;
-        if (ir::DTypeByteSize(from) != 4 || ir::DTypeByteSize(type) != 4 ||
-            (!from_float && !ir::IsInteger(from)) || (!to_float && !ir::IsInteger(type))) {
-          return Unsupported(sort,
-                             "comparator bitcast-convert to " + instruction.shape().ToString());
+        const int64_t bytes = ir::DTypeByteSize(type);
+        if (bytes == 2 || bytes == 4) value = BitcastConvertCode(from, type, operand(0));
+        if (value.empty()) {
+          return Unsupported(sort, absl::StrCat("comparator bitcast-convert from ",
+                                                std::string(ir::DTypeName(from)), " to ",
+                                                instruction.shape().ToString()));
         }
-        const bool to_signed = type == ir::DType::kS32, from_signed = from == ir::DType::kS32;
-        const char* function = from_float ? (to_signed ? "floatBitsToInt" : "floatBitsToUint")
-                               : to_float ? (from_signed ? "intBitsToFloat" : "uintBitsToFloat")
-                                          : (to_signed ? "int" : "uint");
-        value = absl::StrCat(function, "(", operand(0), ")");
         break;
       }
       default:

@@ -5,6 +5,7 @@
 // be equal bit for bit, floats included.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -237,6 +238,80 @@ ENTRY %main (x: f32[5,61]) -> (f32[5,61], s32[5,61]) {
   ExpectExact(text, {keys});
   // Past the kernel's bound the sort is a bitonic network (long_sort_device_test.cc), as exact.
   ExpectExact(absl::StrReplaceAll(text, {{"61", "65"}}), {Values(ir::DType::kF32, {5, 65}, 10)});
+}
+
+// Argsort of 16-bit float keys in XLA's total order, both as written before optimisation
+// (compare type=TOTALORDER) and as XLA's comparison expander leaves it in compiled dumps (the
+// keys' bits as s16, negative ones flipped by a u16 subtract that wraps): random bit patterns,
+// so NaNs of both signs and payloads, infinities, subnormals and both zeros, in rows of a prime
+// length. The order (s32) and the keys' bits must be the reference's.
+TEST_F(GatherScatterDeviceTest, ArgsortOfHalfFloatKeysInTotalOrder) {
+  const std::string direct = R"(HloModule argsort16
+%less (a: $T[], b: $T[], i: s32[], j: s32[]) -> pred[] {
+  %a = $T[] parameter(0)
+  %b = $T[] parameter(1)
+  %i = s32[] parameter(2)
+  %j = s32[] parameter(3)
+  ROOT %lt = pred[] compare(%a, %b), direction=LT, type=TOTALORDER
+}
+ENTRY %main (x: $T[5,61]) -> (u16[5,61], s32[5,61]) {
+  %x = $T[5,61] parameter(0)
+  %iota = s32[5,61] iota(), iota_dimension=1
+  %sort = ($T[5,61], s32[5,61]) sort(%x, %iota), dimensions={1}, is_stable=true, to_apply=%less
+  %keys = $T[5,61] get-tuple-element(%sort), index=0
+  %bits = u16[5,61] bitcast-convert(%keys)
+  %order = s32[5,61] get-tuple-element(%sort), index=1
+  ROOT %both = (u16[5,61], s32[5,61]) tuple(%bits, %order)
+})";
+  const std::string expanded = R"(HloModule argsort16_expanded
+%less (a: $T[], b: $T[], i: s32[], j: s32[]) -> pred[] {
+  %a = $T[] parameter(0)
+  %b = $T[] parameter(1)
+  %i = s32[] parameter(2)
+  %j = s32[] parameter(3)
+  %a_bits = s16[] bitcast-convert(%a)
+  %a_zero = s16[] constant(0)
+  %a_negative = pred[] compare(%a_bits, %a_zero), direction=LT
+  %a_max = u16[] constant(32767)
+  %a_unsigned = u16[] bitcast-convert(%a)
+  %a_flipped = u16[] subtract(%a_max, %a_unsigned)
+  %a_flipped_signed = s16[] bitcast-convert(%a_flipped)
+  %a_key = s16[] select(%a_negative, %a_flipped_signed, %a_bits)
+  %b_bits = s16[] bitcast-convert(%b)
+  %b_zero = s16[] constant(0)
+  %b_negative = pred[] compare(%b_bits, %b_zero), direction=LT
+  %b_max = u16[] constant(32767)
+  %b_unsigned = u16[] bitcast-convert(%b)
+  %b_flipped = u16[] subtract(%b_max, %b_unsigned)
+  %b_flipped_signed = s16[] bitcast-convert(%b_flipped)
+  %b_key = s16[] select(%b_negative, %b_flipped_signed, %b_bits)
+  ROOT %lt = pred[] compare(%a_key, %b_key), direction=LT
+}
+ENTRY %main (x: $T[5,61]) -> (u16[5,61], s32[5,61]) {
+  %x = $T[5,61] parameter(0)
+  %iota = s32[5,61] iota(), iota_dimension=1
+  %sort = ($T[5,61], s32[5,61]) sort(%x, %iota), dimensions={1}, is_stable=true, to_apply=%less
+  %keys = $T[5,61] get-tuple-element(%sort), index=0
+  %bits = u16[5,61] bitcast-convert(%keys)
+  %order = s32[5,61] get-tuple-element(%sort), index=1
+  ROOT %both = (u16[5,61], s32[5,61]) tuple(%bits, %order)
+})";
+  std::mt19937 random(11);
+  std::vector<uint16_t> bits(5 * 61);
+  for (uint16_t& b : bits) b = static_cast<uint16_t>(random());
+  // Both zeros, repeats (stability) and the largest magnitudes of each sign.
+  bits[0] = 0x0000, bits[1] = 0x8000, bits[2] = 0x0000, bits[3] = 0x7fff, bits[4] = 0xffff;
+  // Negative neighbours in the low bits (normal, subnormal, NaN): their order is reversed.
+  const std::vector<uint16_t> neighbours = {0xbf81, 0xbf80, 0xbf83, 0xbf82, 0x8001,
+                                            0x8002, 0xffc2, 0xffc1, 0xfe01, 0xfe02};
+  std::copy(neighbours.begin(), neighbours.end(), bits.begin() + 5);
+  for (const char* type : {"bf16", "f16"}) {
+    const ir::DType dtype = std::string(type) == "bf16" ? ir::DType::kBF16 : ir::DType::kF16;
+    const ir::Literal keys = ir::Literal::Create<uint16_t>(dtype, {5, 61}, bits);
+    SCOPED_TRACE(type);
+    ExpectExact(absl::StrReplaceAll(direct, {{"$T", type}}), {keys});
+    ExpectExact(absl::StrReplaceAll(expanded, {{"$T", type}}), {keys});
+  }
 }
 
 }  // namespace
