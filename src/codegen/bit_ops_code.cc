@@ -80,6 +80,16 @@ std::string BitcastConvertCode(DType from, DType to, const std::string& x) {
   return absl::StrCat(to == DType::kS32 ? "int(" : "uint(", x, ")");
 }
 
+std::string TotalOrderKeyCode(DType type, const std::string& x) {
+  if (type == DType::kF32) {
+    return absl::StrCat("(floatBitsToInt(", x, ") < 0 ? floatBitsToInt(", x,
+                        ") ^ 0x7fffffff : floatBitsToInt(", x, "))");
+  }
+  if (type != DType::kF16 && type != DType::kBF16) return "";
+  const std::string bits = BitcastConvertCode(type, DType::kS16, x);
+  return absl::StrCat("(", bits, " < 0 ? ", bits, " ^ 0x7fff : ", bits, ")");
+}
+
 std::string ReducePrecisionCode(DType type, const std::string& x, const std::string& result,
                                 int64_t exponent_bits, int64_t mantissa_bits) {
   // The source format: total bits, explicit mantissa bits, and the element's bits as a uint.

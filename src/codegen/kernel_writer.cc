@@ -500,17 +500,13 @@ absl::StatusOr<std::string> KernelWriter::Elementwise(const Instruction& instruc
     case Opcode::kCompare: {
       static const char* kOperators[] = {"==", "!=", "<", "<=", ">", ">="};
       if (instruction.attributes().total_order && is_float) {
-        // XLA's total order: the bits as a signed integer, negative values' magnitudes flipped.
-        if (type != DType::kF32) {
-          return absl::UnimplementedError(
-              Unsupported(instruction, "compare type=TOTALORDER on floats other than f32"));
+        const std::string key_a = TotalOrderKeyCode(type, a), key_b = TotalOrderKeyCode(type, b);
+        if (key_a.empty()) {
+          return absl::UnimplementedError(Unsupported(
+              instruction, "compare type=TOTALORDER on floats other than f32, f16, bf16"));
         }
-        const auto key = [](const std::string& x) {
-          return "(floatBitsToInt(" + x + ") < 0 ? floatBitsToInt(" + x +
-                 ") ^ 0x7fffffff : floatBitsToInt(" + x + "))";
-        };
-        result = "((" + key(a) + " " +
-                 kOperators[static_cast<int>(instruction.attributes().direction)] + " " + key(b) +
+        result = "((" + key_a + " " +
+                 kOperators[static_cast<int>(instruction.attributes().direction)] + " " + key_b +
                  ") ? 1u : 0u)";
         break;
       }

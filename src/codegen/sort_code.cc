@@ -25,17 +25,6 @@ absl::Status Unsupported(const Instruction& sort, const std::string& what) {
                                                ")"));
 }
 
-// XLA's total order of a float as an int: its bits as a signed integer, the magnitude bits of
-// negative ones flipped (for f16/bf16 the 16 bits sign-extended).
-std::string TotalOrderKey(ir::DType type, const std::string& x) {
-  if (type == ir::DType::kF32) {
-    return absl::StrCat("(floatBitsToInt(", x, ") < 0 ? floatBitsToInt(", x,
-                        ") ^ 0x7fffffff : floatBitsToInt(", x, "))");
-  }
-  const std::string bits = BitcastConvertCode(type, ir::DType::kS16, x);
-  return absl::StrCat("(", bits, " < 0 ? ", bits, " ^ 0x7fff : ", bits, ")");
-}
-
 // The comparator as statements declaring one local per instruction; returns the root's local
 // (a bool), named `prefix`N. elements[p] is the GLSL value of comparator parameter p.
 absl::StatusOr<std::string> ComparatorCode(const Instruction& sort,
@@ -78,11 +67,11 @@ absl::StatusOr<std::string> ComparatorCode(const Instruction& sort,
         const ir::DType compared = instruction.operand(0)->shape().dtype();
         std::string a = operand(0), b = operand(1);
         if (instruction.attributes().total_order && ir::IsFloat(compared)) {
-          if (compared != ir::DType::kF32 && !IsHalfFloat(compared)) {
+          a = TotalOrderKeyCode(compared, a);
+          b = TotalOrderKeyCode(compared, b);
+          if (a.empty()) {
             return Unsupported(sort, "compare type=TOTALORDER on floats other than f32, f16, bf16");
           }
-          a = TotalOrderKey(compared, a);
-          b = TotalOrderKey(compared, b);
         }
         value = absl::StrCat("(", a, " ",
                              kOperators[static_cast<int>(instruction.attributes().direction)], " ",
