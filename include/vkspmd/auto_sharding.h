@@ -39,9 +39,12 @@ struct AutoShardOptions {
 
 // What the ILP chose for the step.
 struct AutoShardPlan {
-  // Per tensor of auto_shard's `state`, in its order: the sharding chosen, as HLO text over the
-  // mesh's device ids ("{replicated}", "{devices=[2,1]<=[2]}"), and per dim the mesh axes
-  // splitting it ("[{x}, {}]"). A tensor the step does not read stays replicated.
+  // The state tensors: auto_shard's `state` as given, or those the overload without it found
+  // (in the order the tensors were made). Per state tensor, in that order: the sharding chosen,
+  // as HLO text over the mesh's device ids ("{replicated}", "{devices=[2,1]<=[2]}"), and per dim
+  // the mesh axes splitting it ("[{x}, {}]"). A given tensor the step does not read stays
+  // replicated.
+  std::vector<Tensor> state;
   std::vector<std::string> shardings;
   std::vector<std::string> axes;
   // The modelled seconds per step: the kernels', their all-reduces', resharding on edges.
@@ -84,5 +87,19 @@ struct AutoShardPlan {
 // several processes.
 AutoShardPlan auto_shard(const std::function<void()>& step, const Mesh& mesh,
                          const std::vector<Tensor>& state, const AutoShardOptions& options = {});
+
+// auto_shard(step, mesh) (the and JAX's form): the state is found rather than named. It
+// is every tensor alive at the call that holds a value (after the sync; on no other mesh, not
+// marked on another mesh, not inside a manual region) which step() assigns a new value
+// (Tensor::assign, what optimizers and in-place ops do) computed by a graph that reads its old
+// value: the parameters and optimizer state a training step updates. While step() traces, every
+// such live tensor is a leaf the ILP may place; one that step() does not assign gets its value
+// and marking back before the graph is lowered, and the graph reads it as it would have
+// (so a read-only tensor, such as a batch made before the call or a frozen weight, is not placed
+// by the ILP: name it in `state` for that). Tensors step() makes (its batch, state an optimizer
+// creates on its first step) are not state. plan.state lists the tensors found, in the order they
+// were made; on the same step, the plan is the one the explicit list of those tensors gives.
+AutoShardPlan auto_shard(const std::function<void()>& step, const Mesh& mesh,
+                         const AutoShardOptions& options = {});
 
 }  // namespace vkspmd

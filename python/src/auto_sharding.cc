@@ -16,8 +16,11 @@ namespace vkspmd::python {
 void BindAutoSharding(py::module_& module) {
   py::class_<AutoShardPlan>(module, "AutoShardPlan",
                             "What auto_shard's ILP chose for a training step.")
+      .def_readonly("state", &AutoShardPlan::state,
+                    "The state tensors: auto_shard's `state` as given, or those it found when "
+                    "called without it (in the order the tensors were made).")
       .def_readonly("shardings", &AutoShardPlan::shardings,
-                    "Per state tensor (auto_shard's order): its sharding as HLO text over the "
+                    "Per state tensor (plan.state's order): its sharding as HLO text over the "
                     "mesh's device ids, e.g. '{devices=[2,1]<=[2]}' or '{replicated}'.")
       .def_readonly("axes", &AutoShardPlan::axes,
                     "Per state tensor: per dim the mesh axes splitting it, e.g. '[{x}, {}]'.")
@@ -48,9 +51,9 @@ void BindAutoSharding(py::module_& module) {
       });
   module.def(
       "auto_shard",
-      [](const std::function<void()>& step, const Mesh& mesh, const std::vector<Tensor>& state,
-         std::optional<int64_t> memory_limit, double time_limit,
-         std::optional<std::string> cost_model) {
+      [](const std::function<void()>& step, const Mesh& mesh,
+         const std::optional<std::vector<Tensor>>& state, std::optional<int64_t> memory_limit,
+         double time_limit, std::optional<std::string> cost_model) {
         AutoShardOptions options;
         options.memory_limit_bytes = memory_limit;
         options.time_limit_seconds = time_limit;
@@ -60,9 +63,10 @@ void BindAutoSharding(py::module_& module) {
         } else if (cost_model.has_value() && *cost_model != "defaults") {
           options.cost_model_file = *cost_model;
         }
-        return auto_shard(step, mesh, state, options);
+        return state.has_value() ? auto_shard(step, mesh, *state, options)
+                                 : auto_shard(step, mesh, options);
       },
-      py::arg("step"), py::arg("mesh"), py::arg("state"), py::kw_only(),
+      py::arg("step"), py::arg("mesh"), py::arg("state") = py::none(), py::kw_only(),
       py::arg("memory_limit") = py::none(), py::arg("time_limit") = 30.0,
       py::arg("cost_model") = py::none(),
       "Auto-shards a training step over `mesh` (JAX's / PyTorch/XLA's auto-sharding): every "
@@ -70,7 +74,10 @@ void BindAutoSharding(py::module_& module) {
       "`step` is a function of no arguments that traces one step (forward, grad, optimizer "
       "step; no value reads); `state` is a sequence of the Tensors that persist across steps "
       "(model.parameters() and the optimizer's state_tensors() values), whose shardings the ILP "
-      "chooses. auto_shard runs what is pending, calls step() once and mark_step() (that step "
+      "chooses; None (or left out): the state is found, every tensor alive at the call that "
+      "step() assigns a new value computed from its old one (plan.state lists them; a tensor "
+      "step() only reads is not placed). auto_shard runs what is pending, calls step() once and "
+      "mark_step() (that step "
       "is the first training step, not a rehearsal), and marks each state tensor where the plan "
       "put it; later graphs on `mesh` are auto-sharded too. memory_limit: bytes per device the "
       "step may hold (None: no limit); time_limit: seconds for the whole solve (the cheapest plan "

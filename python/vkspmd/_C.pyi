@@ -239,6 +239,7 @@ def shard_map(f: Any, mesh: Mesh, in_specs: Sequence[Sequence[AxisSpec]],
 def sharding_spec(t: Tensor) -> str: ...
 
 class AutoShardPlan:
+    state: List[Tensor]
     shardings: List[str]
     axes: List[str]
     compute_seconds: float
@@ -254,7 +255,7 @@ class AutoShardPlan:
     report: str
     cost_model: str
 
-def auto_shard(step: Any, mesh: Mesh, state: Sequence[Tensor], *,
+def auto_shard(step: Any, mesh: Mesh, state: Optional[Sequence[Tensor]] = None, *,
                memory_limit: Optional[int] = None, time_limit: float = 30.0,
                cost_model: Optional[str] = None) -> AutoShardPlan: ...
 def sync() -> None: ...

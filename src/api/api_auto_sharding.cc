@@ -93,7 +93,8 @@ struct Saved {
   std::shared_ptr<lazy::TensorState> state;
   NodePtr node;
   std::optional<lazy::ShardingAnnotation> annotation;
-  NodePtr free_leaf;  // The leaf the ILP places (null: the tensor keeps its marked sharding).
+  NodePtr free_leaf;      // The leaf the ILP places (null: the tensor keeps its marked sharding).
+  bool assigned = false;  // step() gave it a new value (found state only)
 };
 
 // A leaf holding the same value whose sharding the ILP chooses on `placement`.
@@ -108,10 +109,27 @@ NodePtr FreeLeaf(const NodePtr& leaf, const lazy::PlacementPtr& placement) {
   return node;
 }
 
-}  // namespace
+// What auto_shard without a state list may find as state: the live tensors with a value, on no
+// other mesh, not inside a manual region. Each is a free leaf during the step (unless marked on
+// the mesh); the state is those the step assigns and whose old value its graph reads.
+std::vector<Tensor> Candidates(const lazy::PlacementPtr& placement) {
+  std::vector<Tensor> candidates;
+  for (std::shared_ptr<lazy::TensorState>& state : lazy::Context::Get().LiveTensors()) {
+    if (state->node == nullptr || !state->node->is_leaf() || state->node->manual) continue;
+    const std::optional<lazy::ShardingAnnotation>& annotation = state->annotation;
+    if (annotation.has_value() && annotation->placement->key != placement->key) continue;
+    const lazy::PlacementPtr& at = state->node->placement;
+    if (at != nullptr && at->key != placement->key) continue;
+    candidates.emplace_back(std::move(state));
+  }
+  return candidates;
+}
 
-AutoShardPlan auto_shard(const std::function<void()>& step, const Mesh& mesh,
-                         const std::vector<Tensor>& state, const AutoShardOptions& options) {
+// auto_shard with `state` given (`find_state` false), or the live tensors as candidates of which
+// the state is found (`find_state`).
+AutoShardPlan AutoShard(const std::function<void()>& step, const Mesh& mesh,
+                        const std::optional<std::vector<Tensor>>& given,
+                        const AutoShardOptions& options) {
   if (options.memory_limit_bytes.has_value() && *options.memory_limit_bytes <= 0) {
     throw Error(ErrorCode::kInvalidArgument,
                 absl::StrCat("auto_shard: memory_limit_bytes must be positive, not ",
@@ -129,6 +147,8 @@ AutoShardPlan auto_shard(const std::function<void()>& step, const Mesh& mesh,
   config.options.memory_limit_bytes = options.memory_limit_bytes;
   config.options.time_limit_seconds = options.time_limit_seconds;
   sync();  // The state's pending values become data the ILP can place.
+  const bool find_state = !given.has_value();
+  const std::vector<Tensor> state = find_state ? Candidates(placement) : *given;
   std::vector<Saved> saved;
   for (const Tensor& tensor : state) {
     const NodePtr node = lazy::NodeOf(tensor, "auto_shard");
@@ -160,6 +180,17 @@ AutoShardPlan auto_shard(const std::function<void()>& step, const Mesh& mesh,
   std::optional<lazy::AutoShardingRecord> record;
   try {
     step();
+    if (find_state) {
+      // A candidate the step did not assign is no state: it gets its value and sharding back,
+      // and the graph reads it as it would have read the tensor (not placed by the ILP).
+      for (Saved& entry : saved) {
+        entry.assigned = entry.state->node != (entry.free_leaf ? entry.free_leaf : entry.node);
+        if (entry.assigned) continue;
+        if (entry.free_leaf != nullptr) entry.free_leaf->free_sharding = false;
+        entry.state->node = entry.node;
+        entry.state->annotation = entry.annotation;
+      }
+    }
     mark_step();
     record = lazy::TakeAutoShardingRecord(*placement);
     if (!record.has_value()) {
@@ -178,6 +209,12 @@ AutoShardPlan auto_shard(const std::function<void()>& step, const Mesh& mesh,
   }
   AutoShardPlan plan;
   for (const Saved& entry : saved) {
+    if (find_state && (!entry.assigned || (entry.free_leaf != nullptr &&
+                                           !record->parameters.contains(entry.free_leaf.get())))) {
+      // Not assigned, or assigned a value computed without reading the old one: no state.
+      entry.state->annotation = entry.annotation;
+      continue;
+    }
     spmd::AxisSharding sharding = entry.annotation.has_value() && entry.free_leaf == nullptr
                                       ? entry.annotation->sharding
                                       : spmd::AxisSharding::Replicated(entry.node->shape().rank());
@@ -185,6 +222,7 @@ AutoShardPlan auto_shard(const std::function<void()>& step, const Mesh& mesh,
       auto found = record->parameters.find(entry.free_leaf.get());
       if (found != record->parameters.end()) sharding = found->second;
     }
+    plan.state.emplace_back(entry.state);
     plan.shardings.push_back(spmd::ToHloSharding(sharding, placement->mesh).ToString());
     plan.axes.push_back(sharding.ToString(placement->mesh));
     // Later updates stay where the plan put the tensor (Tensor::assign constrains to it).
@@ -203,6 +241,18 @@ AutoShardPlan auto_shard(const std::function<void()>& step, const Mesh& mesh,
   plan.report = std::move(record->report);
   plan.cost_model = std::move(cost_model_source);
   return plan;
+}
+
+}  // namespace
+
+AutoShardPlan auto_shard(const std::function<void()>& step, const Mesh& mesh,
+                         const std::vector<Tensor>& state, const AutoShardOptions& options) {
+  return AutoShard(step, mesh, state, options);
+}
+
+AutoShardPlan auto_shard(const std::function<void()>& step, const Mesh& mesh,
+                         const AutoShardOptions& options) {
+  return AutoShard(step, mesh, std::nullopt, options);
 }
 
 }  // namespace vkspmd

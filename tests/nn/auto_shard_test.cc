@@ -4,6 +4,7 @@
 // infeasible limit is a clear error.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -25,6 +26,8 @@ struct TrainingRun {
   std::vector<Values> parameters;
   std::vector<std::string> names;
   AutoShardPlan plan;
+  // Per tensor of StateOf's list: the plan's sharding of it ("absent": not in plan.state).
+  std::vector<std::string> state_shardings;
 };
 
 // The parameters and AdamW's two moments of each: what auto_shard places.
@@ -38,9 +41,9 @@ std::vector<Tensor> StateOf(const std::vector<Tensor>& parameters, const optim::
 }
 
 // Trains `model` for kSteps AdamW steps on the batches `loss_of` makes; with a mesh the first step
-// is auto_shard's.
+// is auto_shard's, given StateOf's list or (`find_state`) finding the state itself.
 TrainingRun Train(nn::Module& model, const std::function<Tensor(int)>& loss_of, const Mesh* mesh,
-                  const AutoShardOptions& options = {}) {
+                  const AutoShardOptions& options = {}, bool find_state = false) {
   std::vector<Tensor> parameters = model.parameters();
   optim::AdamW optimizer(parameters, 1e-2);
   const std::vector<Tensor> state = StateOf(parameters, optimizer);
@@ -53,10 +56,19 @@ TrainingRun Train(nn::Module& model, const std::function<Tensor(int)>& loss_of, 
       optimizer.step(grad(loss, parameters));
     };
     if (mesh != nullptr && step == 0) {
-      run.plan = auto_shard(trace, *mesh, state, options);
+      run.plan =
+          find_state ? auto_shard(trace, *mesh, options) : auto_shard(trace, *mesh, state, options);
+      EXPECT_EQ(run.plan.state.size(), run.plan.shardings.size());
       // The step ran as planned: its new state is where the plan put it.
-      for (size_t i = 0; i < state.size(); ++i) {
-        EXPECT_EQ(sharding_spec(state[i]), run.plan.shardings.at(i)) << "state tensor " << i;
+      for (size_t i = 0; i < run.plan.state.size(); ++i) {
+        EXPECT_EQ(sharding_spec(run.plan.state[i]), run.plan.shardings.at(i)) << "state " << i;
+      }
+      for (const Tensor& tensor : state) {
+        auto found = std::find_if(run.plan.state.begin(), run.plan.state.end(),
+                                  [&](const Tensor& t) { return t.state() == tensor.state(); });
+        run.state_shardings.push_back(found == run.plan.state.end()
+                                          ? "absent"
+                                          : run.plan.shardings[found - run.plan.state.begin()]);
       }
     } else {
       trace();
@@ -175,6 +187,42 @@ TEST_F(AutoShardTest, TransformerTrainsLikeOneDeviceOnEveryMesh) {
     const auto parameters = model.parameters();
     for (size_t i = 0; i < parameters.size(); ++i) {
       EXPECT_EQ(sharding_spec(parameters[i]), run.plan.shardings[i]) << i;
+    }
+  }
+}
+
+// auto_shard(step, mesh) finds the state itself: the parameters and AdamW's moments (StateOf's
+// list, which the step assigns after reading), not the one-device reference model's tensors nor
+// the step's batch. On the same step it gives the explicit list's plan, and the training equals
+// the one-device run.
+TEST_F(AutoShardTest, FoundStateGivesTheExplicitListsPlan) {
+  for (const bool mlp : {true, false}) {
+    std::function<std::unique_ptr<nn::Module>()> make = [mlp]() -> std::unique_ptr<nn::Module> {
+      manual_seed(kSeed);
+      if (mlp) return std::make_unique<nn::MlpRegressor>(16, 32, 4);
+      return std::make_unique<nn::TransformerLM>(SmallConfig());
+    };
+    auto loss_of = [mlp](nn::Module& model) {
+      return mlp ? MlpLoss(static_cast<nn::MlpRegressor&>(model))
+                 : LanguageModelLoss(static_cast<nn::TransformerLM&>(model));
+    };
+    std::unique_ptr<nn::Module> reference = make();
+    const TrainingRun expected = Train(*reference, loss_of(*reference), nullptr);
+    for (const Mesh* mesh : {&two_, &grid_}) {
+      const std::string what =
+          std::string(mlp ? "mlp" : "transformer") + " on " + mesh->to_string();
+      AutoShardOptions options;
+      options.cost_model_file = CheapCollectivesFile(*mesh);
+      std::unique_ptr<nn::Module> listed = make();
+      const TrainingRun given = Train(*listed, loss_of(*listed), mesh, options);
+      std::unique_ptr<nn::Module> model = make();
+      const TrainingRun found = Train(*model, loss_of(*model), mesh, options, /*find_state=*/true);
+      EXPECT_EQ(found.plan.state.size(), 3 * model->parameters().size()) << what;
+      EXPECT_EQ(found.state_shardings, given.state_shardings) << what;
+      EXPECT_GE(ShardedCount(found.plan.shardings, found.plan.shardings.size()), 1) << what;
+      EXPECT_EQ(found.plan.report, given.plan.report) << what;
+      EXPECT_EQ(found.plan.modelled_seconds(), given.plan.modelled_seconds()) << what;
+      ExpectSameTraining(found, expected, what);
     }
   }
 }

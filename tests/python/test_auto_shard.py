@@ -15,9 +15,10 @@ X = RNG.standard_normal((3, 8, 16)).astype(np.float32)
 Y = RNG.standard_normal((3, 8, 4)).astype(np.float32)
 
 
-def train(mesh=None, **options):
+def train(mesh=None, find_state=False, **options):
     """Three AdamW steps of a seeded MlpRegressor(16, 256, 4); with a mesh the first is
-    auto_shard's. Returns the losses, the final parameters, the initial ones and the plan."""
+    auto_shard's (given the state, or with find_state finding it). Returns the losses, the final
+    parameters, the initial ones and the plan."""
     vkspmd.manual_seed(5)
     model = nn.MlpRegressor(16, 256, 4)
     parameters = list(model.parameters())
@@ -34,7 +35,8 @@ def train(mesh=None, **options):
             adamw.step(vkspmd.grad(holder["loss"], parameters))
 
         if mesh is not None and step == 0:
-            plan = vkspmd.auto_shard(trace, mesh, state, **options)
+            plan = (vkspmd.auto_shard(trace, mesh, **options) if find_state else
+                    vkspmd.auto_shard(trace, mesh, state, **options))
         else:
             trace()
             vkspmd.mark_step()
@@ -77,6 +79,28 @@ def test_auto_sharded_training_under_a_memory_limit_equals_one_device():
     # Each parameter stays where the plan put it.
     assert [vkspmd.sharding_spec(t) for t in tensors] == plan.shardings[:4]
     assert "AutoShardPlan(" in repr(plan)
+
+
+def test_auto_shard_without_state_finds_it_and_plans_as_the_explicit_list():
+    expected_losses, expected_parameters, initial, _, _ = train()
+    mesh = vkspmd.Mesh(np.arange(4), (4,), ("x",))
+    _, _, _, replicated, _ = train(mesh)
+    # The memory limit of the test above, so that the plan shards the parameters.
+    limit = replicated.peak_memory_bytes - 3 * sum(p.nbytes for p in initial) // 2
+    _, _, _, given, given_tensors = train(mesh, memory_limit=limit, time_limit=20.0)
+    losses, parameters, _, plan, tensors = train(mesh, find_state=True, memory_limit=limit,
+                                                 time_limit=20.0)
+    # The 4 parameters and AdamW's 2 moments of each; not the batches the step makes.
+    assert len(plan.state) == 12 and len(plan.shardings) == 12
+    assert [vkspmd.sharding_spec(t) for t in plan.state] == plan.shardings
+    assert plan.report == given.report
+    assert [vkspmd.sharding_spec(t) for t in tensors] == [
+        vkspmd.sharding_spec(t) for t in given_tensors]
+    assert vkspmd.sharding_spec(tensors[0]) != "{replicated}"
+    assert sorted(plan.shardings) == sorted(given.shardings)
+    np.testing.assert_allclose(losses, expected_losses, rtol=1e-4)
+    for actual, expected in zip(parameters, expected_parameters):
+        np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=2e-4)
 
 
 def test_an_infeasible_memory_limit_is_an_error_and_leaves_the_parameters():
