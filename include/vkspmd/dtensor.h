@@ -162,5 +162,15 @@ DTensor operator+(const DTensor& a, const DTensor& b);
 DTensor operator-(const DTensor& a, const DTensor& b);
 DTensor operator*(const DTensor& a, const DTensor& b);
 DTensor matmul(const DTensor& a, const DTensor& b);
+// Unary elementwise ops, PyTorch's rules: neg is linear (a Partial(sum/avg) stays pending,
+// Partial(max) becomes Partial(min) and the reverse), relu is non-decreasing (Partial(max/min)
+// stay pending, a Partial(sum/avg) is reduced first, giving Replicate). Shard placements stay.
+DTensor operator-(const DTensor& x);
+DTensor neg(const DTensor& x);
+DTensor relu(const DTensor& x);
+// The sum over `dims` (negative from the end; empty: all), PyTorch's rule: a dim split over mesh
+// axes leaves a pending Partial(sum) over them (each device sums its own chunk, no collective),
+// a Partial(sum) stays pending, another Partial is reduced first; other Shard dims stay split.
+DTensor sum(const DTensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
 
 }  // namespace vkspmd

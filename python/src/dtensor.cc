@@ -257,6 +257,31 @@ void BindDTensorClass(py::module_& module) {
   cls.def(
       "__matmul__", [](const DTensor& a, const DTensor& b) { return matmul(a, b); },
       py::is_operator());
+  cls.def(
+      "__neg__", [](const DTensor& t) { return -t; }, py::is_operator());
+  cls.def(
+      "neg", [](const DTensor& t) { return neg(t); },
+      "-self, with PyTorch's rule: a Partial('sum'/'avg') stays pending, Partial('max') becomes "
+      "Partial('min') and the reverse.");
+  cls.def(
+      "relu", [](const DTensor& t) { return relu(t); },
+      "max(self, 0), with PyTorch's rule: Partial('max'/'min') stays pending, a Partial('sum'/"
+      "'avg') is reduced first (Replicate).");
+  cls.def(
+      "sum",
+      [](const DTensor& t, const py::object& dim, bool keepdim) {
+        std::vector<int64_t> dims;
+        if (py::isinstance<py::int_>(dim)) {
+          dims.push_back(dim.cast<int64_t>());
+        } else if (!dim.is_none()) {
+          dims = dim.cast<std::vector<int64_t>>();
+        }
+        return sum(t, dims, keepdim);
+      },
+      py::arg("dim") = py::none(), py::arg("keepdim") = false,
+      "The sum over `dim` (an int, a sequence, or None for all), with PyTorch's rule: a dim split "
+      "by Shard becomes a pending Partial('sum') over those mesh dims (each device sums its "
+      "chunk), a Partial('sum') stays pending, another Partial is reduced first.");
   module.def(
       "distribute_tensor",
       [](const Tensor& tensor, const DeviceMesh& mesh, py::handle placements) {

@@ -546,4 +546,124 @@ DTensor matmul(const DTensor& a, const DTensor& b) {
   return MakeDTensor(result, a.device_mesh(), PropagatedPlacements(result, a.device_mesh(), {}));
 }
 
+DTensor neg(const DTensor& x) {
+  std::vector<PlacementSpec> specs = SpecsOf(x);
+  for (PlacementSpec& spec : specs) {
+    if (spec.kind != PlacementKind::kPartial) continue;
+    if (spec.reduce == ReduceKind::kMax) {
+      spec.reduce = ReduceKind::kMin;
+    } else if (spec.reduce == ReduceKind::kMin) {
+      spec.reduce = ReduceKind::kMax;
+    }
+  }
+  return MakeDTensor(neg(DTensorAccess::Stacked(x)), x.device_mesh(), specs);
+}
+DTensor operator-(const DTensor& x) { return neg(x); }
+
+DTensor relu(const DTensor& x) {
+  std::vector<PlacementSpec> specs = SpecsOf(x);
+  std::vector<bool> keep(specs.size());
+  for (size_t axis = 0; axis < specs.size(); ++axis) {
+    if (specs[axis].kind != PlacementKind::kPartial) continue;
+    keep[axis] = specs[axis].reduce == ReduceKind::kMax || specs[axis].reduce == ReduceKind::kMin;
+    if (!keep[axis]) specs[axis] = PlacementSpec{};
+  }
+  return MakeDTensor(relu(Resolve(DTensorAccess::Stacked(x), SpecsOf(x), keep)), x.device_mesh(),
+                     specs);
+}
+
+namespace {
+
+// `stacked` with its dim `position` (of size n, split over mesh axes of sizes `counts`) summed
+// within each device's chunk: the dim, padded with zeros to whole chunks, becomes one dim per
+// axis (`counts`), the chunk summed away (kept as size 1 with `keepdim`).
+Tensor SumChunks(Tensor stacked, int64_t position, const std::vector<int64_t>& counts,
+                 bool keepdim) {
+  int64_t blocks = 1;
+  for (int64_t count : counts) blocks *= count;
+  std::vector<int64_t> shape = stacked.shape();
+  const int64_t chunk = (shape[position] + blocks - 1) / blocks;
+  if (chunk * blocks != shape[position]) {
+    std::vector<int64_t> padding = shape;
+    padding[position] = chunk * blocks - shape[position];
+    stacked = cat({stacked, zeros(padding, stacked.dtype())}, position);
+  }
+  shape.erase(shape.begin() + position);
+  shape.insert(shape.begin() + position, chunk);
+  shape.insert(shape.begin() + position, counts.begin(), counts.end());
+  const int64_t chunk_dim = position + static_cast<int64_t>(counts.size());
+  return sum(reshape(stacked, shape), {chunk_dim}, keepdim);
+}
+
+}  // namespace
+
+DTensor sum(const DTensor& x, std::vector<int64_t> dims, bool keepdim) {
+  const int64_t rank = static_cast<int64_t>(x.shape().size());
+  if (dims.empty()) {
+    for (int64_t dim = 0; dim < rank; ++dim) dims.push_back(dim);
+  }
+  for (int64_t& dim : dims) {
+    if (dim < -rank || dim >= rank) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  absl::StrCat("sum: dim ", dim, " is out of range for ", x.to_string()));
+    }
+    if (dim < 0) dim += rank;
+  }
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  const std::vector<PlacementSpec> specs = SpecsOf(x);
+  std::vector<bool> keep(specs.size());
+  for (size_t axis = 0; axis < specs.size(); ++axis) keep[axis] = IsPartialSum(specs[axis]);
+  Tensor stacked = Resolve(DTensorAccess::Stacked(x), specs, keep);
+  // What each dim of `stacked` is: the pending sum of a mesh axis, or a value dim (-1).
+  std::vector<int64_t> axis_of_dim;
+  for (int64_t axis : dtensor::PartialAxes(specs)) {
+    if (keep[axis]) axis_of_dim.push_back(axis);
+  }
+  const int64_t leading = static_cast<int64_t>(axis_of_dim.size());
+  axis_of_dim.resize(leading + rank, -1);
+  // From the last dim, so that each step changes only dims already done.
+  for (auto dim = dims.rbegin(); dim != dims.rend(); ++dim) {
+    const int64_t position = leading + *dim;
+    std::vector<int64_t> axes, counts;
+    for (size_t axis = 0; axis < specs.size(); ++axis) {
+      if (specs[axis].kind != PlacementKind::kShard || specs[axis].dim != *dim) continue;
+      axes.push_back(static_cast<int64_t>(axis));
+      counts.push_back(x.device_mesh().size(static_cast<int64_t>(axis)));
+    }
+    axis_of_dim.erase(axis_of_dim.begin() + position);
+    if (keepdim) axis_of_dim.insert(axis_of_dim.begin() + position, -1);
+    if (axes.empty()) {
+      stacked = sum(stacked, {position}, keepdim);
+      continue;
+    }
+    stacked = SumChunks(stacked, position, counts, keepdim);
+    axis_of_dim.insert(axis_of_dim.begin() + position, axes.begin(), axes.end());
+  }
+  // The pending sums' dims first, in mesh-axis order, then the value dims.
+  std::vector<int64_t> order;
+  for (size_t axis = 0; axis < specs.size(); ++axis) {
+    const auto found =
+        std::find(axis_of_dim.begin(), axis_of_dim.end(), static_cast<int64_t>(axis));
+    if (found != axis_of_dim.end()) order.push_back(found - axis_of_dim.begin());
+  }
+  for (size_t dim = 0; dim < axis_of_dim.size(); ++dim) {
+    if (axis_of_dim[dim] < 0) order.push_back(static_cast<int64_t>(dim));
+  }
+  std::vector<PlacementSpec> result(specs.size());
+  for (size_t axis = 0; axis < specs.size(); ++axis) {
+    if (std::find(axis_of_dim.begin(), axis_of_dim.end(), static_cast<int64_t>(axis)) !=
+        axis_of_dim.end()) {
+      result[axis] = {PlacementKind::kPartial, 0, ReduceKind::kSum};
+    } else if (specs[axis].kind == PlacementKind::kShard) {
+      const int64_t removed =
+          keepdim ? 0 : std::count_if(dims.begin(), dims.end(), [&](int64_t dim) {
+            return dim < specs[axis].dim;
+          });
+      result[axis] = {PlacementKind::kShard, specs[axis].dim - removed, ReduceKind::kSum};
+    }
+  }
+  return MakeDTensor(permute(stacked, order), x.device_mesh(), result);
+}
+
 }  // namespace vkspmd

@@ -234,5 +234,112 @@ TEST(DTensorOpsTest, IntegerPartialSumsKeepTheirDtype) {
   EXPECT_EQ(product.full_tensor().to_vector<int32_t>(), std::vector<int32_t>({-6}));
 }
 
+TEST(DTensorOpsTest, NegAndReluFollowPyTorchsUnaryRules) {
+  const DeviceMesh mesh({1, 3, 0, 2}, {4}, {"x"});
+  const DTensor p = Addends(mesh, 1);  // [i, 10 + i] per device, value [6, 46].
+  sync();                              // So that the collectives listed below are the op's own.
+  // neg is linear: the sum stays pending, each addend negated.
+  const DTensor negated = -p;
+  EXPECT_EQ(negated.placements(), Placements({Partial{}}));
+  EXPECT_THAT(negated.redistribute_collectives(mesh, {Partial{}}), IsEmpty());
+  EXPECT_EQ(negated.to_local()[2].to_vector<float>(), std::vector<float>({-2, -12}));
+  EXPECT_EQ(negated.full_tensor().to_vector<float>(), std::vector<float>({-6, -46}));
+  // Partial(max) becomes Partial(min): -max(x) = min(-x).
+  std::vector<Tensor> locals;
+  for (int i = 0; i < 4; ++i) locals.push_back(tensor(std::vector<float>{1.0f * i, -1.0f * i}));
+  const DTensor m = from_local(locals, mesh, {Partial{ReduceOp::kMax}});  // Value [3, 0].
+  EXPECT_EQ(neg(m).placements(), Placements({Partial{ReduceOp::kMin}}));
+  EXPECT_EQ(neg(m).full_tensor().to_vector<float>(), std::vector<float>({-3, 0}));
+  // relu keeps Partial(max) pending and reduces a Partial(sum) first.
+  const DTensor shifted =
+      from_local({tensor(std::vector<float>{-5, 1}), tensor(std::vector<float>{-2, -3}),
+                  tensor(std::vector<float>{-4, 0}), tensor(std::vector<float>{-1, -1})},
+                 mesh, {Partial{ReduceOp::kMax}});  // Value [-1, 1].
+  EXPECT_EQ(relu(shifted).placements(), Placements({Partial{ReduceOp::kMax}}));
+  EXPECT_EQ(relu(shifted).to_local()[0].to_vector<float>(), std::vector<float>({0, 1}));
+  EXPECT_EQ(relu(shifted).full_tensor().to_vector<float>(), std::vector<float>({0, 1}));
+  const DTensor summed =
+      from_local({tensor(std::vector<float>{-5, 1}), tensor(std::vector<float>{1, -3}),
+                  tensor(std::vector<float>{1, 0}), tensor(std::vector<float>{1, 1})},
+                 mesh, {Partial{}});  // Value [-2, -1]: relu of the addends would give [3, 2].
+  EXPECT_EQ(relu(summed).placements(), Placements({Replicate{}}));
+  EXPECT_EQ(relu(summed).full_tensor().to_vector<float>(), std::vector<float>({0, 0}));
+  // Shard placements stay.
+  const HostValues rows = Scaled(Iota({5, 2}), 1, -4);
+  const DTensor split = relu(distribute_tensor(ToTensor(rows), mesh, {Shard{0}}));
+  EXPECT_EQ(split.placements(), Placements({Shard{0}}));
+  HostValues expected = rows;
+  for (float& value : expected.values) value = std::max(value, 0.0f);
+  EXPECT_EQ(Compare(split.full_tensor(), expected), "");
+}
+
+// The sum of `global` [r, c] over `dim` by hand (keepdim: a size-1 dim left).
+HostValues SumOver(const HostValues& global, int64_t dim, bool keepdim) {
+  const int64_t rows = global.shape[0], columns = global.shape[1];
+  HostValues result;
+  result.shape = dim == 0 ? std::vector<int64_t>{columns} : std::vector<int64_t>{rows};
+  if (keepdim) result.shape.insert(result.shape.begin() + dim, 1);
+  result.values.assign(dim == 0 ? columns : rows, 0.0f);
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < columns; ++j) {
+      result.values[dim == 0 ? j : i] += global.values[i * columns + j];
+    }
+  }
+  return result;
+}
+
+TEST(DTensorOpsTest, SumOverAShardDimIsAPendingPartialSum) {
+  const DeviceMesh line({2, 0, 3, 1}, {4}, {"x"});
+  for (int64_t rows : {8, 7}) {  // 7 over 4: chunks 2, 2, 2, 1.
+    SCOPED_TRACE(rows);
+    const HostValues global = Scaled(Iota({rows, 3}), 1, -5);
+    const DTensor x = distribute_tensor(ToTensor(global), line, {Shard{0}});
+    sync();
+    const DTensor total = sum(x, {0});
+    EXPECT_EQ(total.placements(), Placements({Partial{}}));
+    EXPECT_EQ(total.shape(), std::vector<int64_t>({3}));
+    EXPECT_THAT(total.redistribute_collectives(line, {Partial{}}),
+                Each(Not(HasSubstr("all-reduce"))));
+    if (rows == 8) {
+      EXPECT_THAT(total.redistribute_collectives(line, {Partial{}}), IsEmpty());
+    }
+    // Each device's addend: the sum of its own rows.
+    const std::vector<Tensor> locals = total.to_local();
+    for (int64_t p = 0; p < 4; ++p) {
+      const HostValues chunk = ExpectedLocal(global, {4}, {Shard{0}}, p);
+      HostValues addend =
+          chunk.shape[0] == 0 ? HostValues{{3}, {0, 0, 0}} : SumOver(chunk, 0, false);
+      EXPECT_EQ(Compare(locals[p], addend), "") << "device position " << p;
+    }
+    EXPECT_EQ(Compare(total.full_tensor(), SumOver(global, 0, false)), "");
+    // Over the other dim the rows stay split; keepdim keeps the dim.
+    const DTensor across = sum(x, {-1}, /*keepdim=*/true);
+    EXPECT_EQ(across.placements(), Placements({Shard{0}}));
+    EXPECT_EQ(Compare(across.full_tensor(), SumOver(global, 1, true)), "");
+  }
+  // 2x2: rows over x, columns over y; the sum over dim 1 is pending over y, rows still over x.
+  const DeviceMesh square({3, 1, 0, 2}, {2, 2}, {"x", "y"});
+  const HostValues global = Iota({5, 5});
+  const DTensor tiles = distribute_tensor(ToTensor(global), square, {Shard{0}, Shard{1}});
+  const DTensor rows_sum = sum(tiles, {1});
+  EXPECT_EQ(rows_sum.placements(), Placements({Shard{0}, Partial{}}));
+  EXPECT_EQ(Compare(rows_sum.full_tensor(), SumOver(global, 1, false)), "");
+  const DTensor everything = sum(tiles);
+  EXPECT_EQ(everything.placements(), Placements({Partial{}, Partial{}}));
+  EXPECT_TRUE(everything.shape().empty());
+  EXPECT_EQ(everything.full_tensor().item(), 300.0);  // 0 + 1 + ... + 24.
+  // A Partial(sum) input stays pending; a Partial(max) is reduced first.
+  const DTensor p = Addends(line, 1);
+  EXPECT_EQ(sum(p).placements(), Placements({Partial{}}));
+  EXPECT_EQ(sum(p).full_tensor().item(), 52.0);
+  std::vector<Tensor> maxima;
+  for (int i = 0; i < 4; ++i) maxima.push_back(tensor(std::vector<float>{1.0f * i, 10}));
+  const DTensor m = from_local(maxima, line, {Partial{ReduceOp::kMax}});
+  EXPECT_EQ(sum(m).placements(), Placements({Replicate{}}));
+  EXPECT_EQ(sum(m).full_tensor().item(), 13.0);
+  EXPECT_THAT(ThrownMessage([&] { (void)sum(tiles, {2}); }),
+              HasSubstr("sum: dim 2 is out of range"));
+}
+
 }  // namespace
 }  // namespace vkspmd::testing

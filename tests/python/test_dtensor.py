@@ -451,3 +451,37 @@ def test_integer_partial_keeps_its_dtype():
         vkspmd.tensor(a.T.copy()), mesh, [Shard(0)])
     assert product.placements == (Partial(),) and product.dtype == vkspmd.int32
     np.testing.assert_array_equal(product.full_tensor().numpy(), a @ a.T)
+
+
+def test_unary_ops_and_sum_propagate_placements():
+    mesh = DeviceMesh("vulkan", [1, 3, 0, 2], mesh_dim_names=("x",))
+    addends = [np.array([i, 10 + i], np.float32) for i in range(4)]
+    p = DTensor.from_local([vkspmd.tensor(a) for a in addends], mesh, [Partial()])
+    vkspmd.mark_step()
+    # neg is linear: the sum stays pending; max and min swap.
+    assert (-p).placements == (Partial(),) and p.neg().placements == (Partial(),)
+    assert (-p).redistribute_collectives(placements=[Partial()]) == []
+    check_locals(-p, [-a for a in addends])
+    m = DTensor.from_local([vkspmd.tensor(a - 12) for a in addends], mesh, [Partial("max")])
+    assert m.neg().placements == (Partial("min"),)
+    np.testing.assert_array_equal(m.neg().full_tensor().numpy(), -np.max(addends, 0) + 12)
+    # relu keeps Partial('max') and reduces a Partial('sum') first.
+    assert m.relu().placements == (Partial("max"),)
+    np.testing.assert_array_equal(m.relu().full_tensor().numpy(),
+                                  np.maximum(np.max(addends, 0) - 12, 0))
+    shifted = DTensor.from_local([vkspmd.tensor(a - 10) for a in addends], mesh, [Partial()])
+    assert shifted.relu().placements == (Replicate(),)
+    np.testing.assert_array_equal(shifted.relu().full_tensor().numpy(),
+                                  np.maximum(np.sum(addends, 0) - 40, 0))
+    # sum over a Shard dim: a pending Partial('sum') of each device's chunk sums (7 rows over 4).
+    x = np.random.default_rng(22).integers(-5, 6, (7, 3)).astype(np.float32)
+    d = distribute_tensor(vkspmd.tensor(x), mesh, [Shard(0)])
+    total = d.sum(0)
+    assert total.placements == (Partial(),) and total.shape == (3,)
+    check_locals(total, [c.sum(0) for c in chunk(x, 4, 0)])
+    np.testing.assert_array_equal(total.full_tensor().numpy(), x.sum(0))
+    kept = d.sum(dim=[-1], keepdim=True)
+    assert kept.placements == (Shard(0),) and kept.shape == (7, 1)
+    np.testing.assert_array_equal(kept.full_tensor().numpy(), x.sum(1, keepdims=True))
+    assert d.sum().placements == (Partial(),)
+    assert d.sum().full_tensor().item() == x.sum()
