@@ -139,39 +139,23 @@ AxisSharding Unmaximal(const AxisSharding& sharding) {
   return plain;
 }
 
-}  // namespace
-
-std::vector<ReshardStep> PlanReshard(const ir::Shape& global, const AxisSharding& from,
-                                     const AxisSharding& to, const Mesh& mesh) {
+// The mesh-order plan: one collective-permute between shardings of the same tile counts;
+// otherwise, for a value laid out in another device order, a permute into the mesh's order, the
+// all-to-all or all-gathers and free slices along mesh axes, and a permute out of it.
+std::vector<ReshardStep> PlanAlongAxes(const ir::Shape& global, const AxisSharding& from,
+                                       const AxisSharding& to, const Mesh& mesh) {
   std::vector<ReshardStep> steps;
   if (from == to) return steps;
-  if (from.IsPartiallyManual() || to.IsPartiallyManual()) {
-    // Manual axes are never resharded (Reshard refuses to change them): plan the other axes,
-    // whose collectives then stay within each manual group.
-    AxisSharding from_auto = from, to_auto = to;
-    from_auto.manual_axes.clear();
-    to_auto.manual_axes.clear();
-    steps = PlanReshard(global, from_auto, to_auto, mesh);
-    for (ReshardStep& step : steps) step.after.manual_axes = to.manual_axes;
-    return steps;
-  }
   if (SameDeviceOrder(from, to)) {
-    // Both laid out in one device order: the plan of the mesh order, run over that layout.
-    steps = PlanReshard(global, from.InMeshOrder(), to.InMeshOrder(), mesh);
+    steps = PlanAlongAxes(global, from.InMeshOrder(), to.InMeshOrder(), mesh);
     for (ReshardStep& step : steps) step.after.device_order = to.device_order;
     return steps;
   }
   AxisSharding current = from;
-  if (from.maximal_device.has_value()) {
-    current = AxisSharding::Replicated(from.rank());
-    steps.push_back({ReshardStep::Kind::kFromMaximal, 0, 0, {}, current});
-  }
-  const AxisSharding final_target = Unmaximal(to);
-  if (current == final_target) return steps;
   // Shardings with the same tile counts differ only in which device holds which tile, whatever
   // their device orders: one collective-permute.
-  if (SameTileCounts(current, final_target, mesh)) {
-    steps.push_back({ReshardStep::Kind::kPermute, 0, 0, {}, final_target});
+  if (SameTileCounts(current, to, mesh)) {
+    steps.push_back({ReshardStep::Kind::kPermute, 0, 0, {}, to});
     return steps;
   }
   // Otherwise the collectives below run along mesh axes in the mesh's device order: a value laid
@@ -180,10 +164,10 @@ std::vector<ReshardStep> PlanReshard(const ir::Shape& global, const AxisSharding
     current = current.InMeshOrder();
     steps.push_back({ReshardStep::Kind::kPermute, 0, 0, {}, current});
   }
-  const AxisSharding target = final_target.InMeshOrder();
+  const AxisSharding target = to.InMeshOrder();
   const auto finish = [&] {
-    if (!final_target.device_order.empty()) {
-      steps.push_back({ReshardStep::Kind::kPermute, 0, 0, {}, final_target});
+    if (!to.device_order.empty()) {
+      steps.push_back({ReshardStep::Kind::kPermute, 0, 0, {}, to});
     }
     return steps;
   };
@@ -211,19 +195,132 @@ std::vector<ReshardStep> PlanReshard(const ir::Shape& global, const AxisSharding
   return finish();
 }
 
-int64_t ReshardBytes(const ir::Shape& global, const AxisSharding& from, const AxisSharding& to,
-                     const Mesh& mesh) {
+// Every sharding in `base`'s device order that splits dim d over base.dims[d] followed by more
+// axes (each used once, none that `base` uses) into tiles[d] tiles.
+void ExtendDims(const std::vector<int64_t>& tiles, const Mesh& mesh, int64_t d,
+                std::vector<bool>& used, AxisSharding& extended, std::vector<AxisSharding>& out) {
+  if (d == extended.rank()) {
+    out.push_back(extended);
+    return;
+  }
+  const int64_t ways = mesh.SizeOf(extended.dims[d]);
+  if (tiles[d] % ways != 0) return;
+  if (tiles[d] == ways) {
+    ExtendDims(tiles, mesh, d + 1, used, extended, out);
+    return;
+  }
+  for (int64_t axis = 0; axis < mesh.axis_count(); ++axis) {
+    const int64_t size = mesh.SizeOf({axis});
+    if (used[axis] || size == 1 || (tiles[d] / ways) % size != 0) continue;
+    used[axis] = true;
+    extended.dims[d].push_back(axis);
+    ExtendDims(tiles, mesh, d, used, extended, out);
+    extended.dims[d].pop_back();
+    used[axis] = false;
+  }
+}
+
+std::vector<AxisSharding> Extensions(const AxisSharding& base, const std::vector<int64_t>& tiles,
+                                     const Mesh& mesh) {
+  std::vector<bool> used(mesh.axis_count(), false);
+  for (int64_t axis : base.UsedAxes()) used[axis] = true;
+  AxisSharding extended = base;
+  std::vector<AxisSharding> out;
+  ExtendDims(tiles, mesh, 0, used, extended, out);
+  return out;
+}
+
+std::vector<int64_t> TileCounts(const AxisSharding& sharding, const Mesh& mesh) {
+  std::vector<int64_t> tiles;
+  for (int64_t d = 0; d < sharding.rank(); ++d) tiles.push_back(sharding.TilesOn(d, mesh));
+  return tiles;
+}
+
+// Devices that hold the same tile under both shardings (a permute between them leaves these).
+int64_t Matches(const AxisSharding& a, const AxisSharding& b, const Mesh& mesh) {
+  int64_t matches = 0;
+  for (int64_t device : mesh.device_ids()) {
+    matches += TileIndex(a, mesh, device) == TileIndex(b, mesh, device);
+  }
+  return matches;
+}
+
+// Of `candidates`, the one whose tiles most devices already hold under `other` (the first on a
+// tie); nullopt when there is none.
+std::optional<AxisSharding> MostMatching(const std::vector<AxisSharding>& candidates,
+                                         const AxisSharding& other, const Mesh& mesh) {
+  std::optional<AxisSharding> best;
+  int64_t best_matches = -1;
+  for (const AxisSharding& candidate : candidates) {
+    const int64_t matches = Matches(candidate, other, mesh);
+    if (matches > best_matches) {
+      best = candidate;
+      best_matches = matches;
+    }
+  }
+  return best;
+}
+
+// Each device's tile under `inner` lies inside its tile under `outer` with the shard boundaries
+// lined up: `outer` becomes `inner` by local slices alone, whatever the two device orders.
+bool SlicesLocally(const ir::Shape& global, const AxisSharding& outer, const AxisSharding& inner,
+                   const Mesh& mesh) {
+  for (int64_t d = 0; d < outer.rank(); ++d) {
+    const int64_t outer_tiles = outer.TilesOn(d, mesh), inner_tiles = inner.TilesOn(d, mesh);
+    if (inner_tiles % outer_tiles != 0) return false;
+    const int64_t ratio = inner_tiles / outer_tiles;
+    if (outer_tiles > 1 && ratio * ShardLength(global.dimension(d), inner_tiles) !=
+                               ShardLength(global.dimension(d), outer_tiles)) {
+      return false;
+    }
+    for (int64_t device : mesh.device_ids()) {
+      if (ShardIndex(inner, d, mesh, device) / ratio != ShardIndex(outer, d, mesh, device)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// Local slices from `from` to `to` (SlicesLocally holds), one step per dim whose tile count
+// changes, the last one ending in `to` (EmitSlices reads only the last step's sharding; the
+// others are the way there, in `to`'s device order); the steps' axes are the ones `to` adds after
+// `from`'s where it extends them.
+std::vector<ReshardStep> LocalSlices(const AxisSharding& from, const AxisSharding& to,
+                                     const Mesh& mesh) {
+  std::vector<ReshardStep> steps;
+  AxisSharding current = from;
+  current.device_order = to.device_order;
+  for (int64_t d = 0; d < from.rank(); ++d) {
+    if (from.TilesOn(d, mesh) == to.TilesOn(d, mesh)) continue;
+    current.dims[d] = to.dims[d];
+    std::vector<int64_t> axes = IsPrefix(from.dims[d], to.dims[d])
+                                    ? Tail(to.dims[d], from.dims[d].size())
+                                    : std::vector<int64_t>{};
+    steps.push_back({ReshardStep::Kind::kSlice, d, d, std::move(axes), current});
+  }
+  if (!steps.empty()) steps.back().after = to;
+  return steps;
+}
+
+int64_t PlanBytes(const ir::Shape& global, const AxisSharding& from,
+                  const std::vector<ReshardStep>& steps, const Mesh& mesh) {
   int64_t bytes = 0;
   AxisSharding current = from;
-  for (const ReshardStep& step : PlanReshard(global, from, to, mesh)) {
+  for (const ReshardStep& step : steps) {
     const int64_t local = ByteSize(ShardShape(global, Unmaximal(current), mesh));
     switch (step.kind) {
       case ReshardStep::Kind::kFromMaximal:
         bytes += CollectiveBytesPerDevice(ir::Opcode::kAllReduce, local, mesh.device_count());
         break;
-      case ReshardStep::Kind::kPermute:
-        bytes += local;
+      case ReshardStep::Kind::kPermute: {
+        // Nothing is sent where every device already holds its tile (Reshard emits nothing).
+        const auto pairs = PermutePairs(Unmaximal(current), step.after, mesh);
+        const bool moves = std::any_of(pairs.begin(), pairs.end(),
+                                       [](const auto& pair) { return pair.first != pair.second; });
+        if (moves) bytes += local;
         break;
+      }
       case ReshardStep::Kind::kAllToAll: {
         // The operand is the shard padded to whole pieces along the target dim.
         const int64_t group = mesh.SizeOf(step.axes);
@@ -244,6 +341,102 @@ int64_t ReshardBytes(const ir::Shape& global, const AxisSharding& from, const Ax
     current = step.after;
   }
   return bytes;
+}
+
+// The cheapest plan between two shardings that are neither maximal nor manual. Besides the
+// mesh-order plan, GSPMD's two plans for a reshard that only refines or only coarsens the tiles
+// across device orders (spmd_partitioner.cc, ReshardFromPartialReplicateWithDynamicSlice and
+// ReshardToPartialReplicateWithAllGather) are priced:
+// - refining (`to` splits each dim into a multiple of `from`'s tiles, e.g. a partially
+//   replicated value becoming tiled): slice first, then permute. Each device slices, from the
+//   tile it holds, a piece of `to`'s tile counts (the sharding that extends `from`'s axes in
+//   `from`'s device order, chosen so that most devices already slice the tile `to` gives them;
+//   or `to` itself where every device's tile of `to` lies in the one it holds), then one
+//   collective-permute of the small pieces moves them to their devices. Permuting first (the
+//   whole tiles, into `to`'s layout) and slicing after would send the larger tiles: on
+//   f32[8,4] {devices=[2,1,2]1,3,0,2 last_tile_dim_replicate} -> {devices=[2,2]0,2,1,3}, device
+//   0 holds rows 4..7 and needs rows 0..3, columns 0..1: slicing first sends 4x2 floats = 32 B
+//   per device, permuting first 4x4 = 64 B, and the mesh-order plan (permute, all-gather, slice)
+//   128 B. 32 B is the least possible: no device holds any of the rows it needs.
+// - coarsening (`from` splits each dim into a multiple of `to`'s tiles, e.g. tiled becoming
+//   partially replicated): permute first, then gather. One collective-permute moves the small
+//   tiles into the sharding that extends `to`'s axes in `to`'s device order, then all-gathers
+//   in that order; gathering first would permute the larger gathered tiles.
+std::vector<ReshardStep> CheapestPlan(const ir::Shape& global, const AxisSharding& from,
+                                      const AxisSharding& to, const Mesh& mesh) {
+  std::vector<ReshardStep> best = PlanAlongAxes(global, from, to, mesh);
+  if (SameTileCounts(from, to, mesh)) return best;
+  int64_t best_bytes = PlanBytes(global, from, best, mesh);
+  const auto consider = [&](std::vector<ReshardStep> plan) {
+    const int64_t bytes = PlanBytes(global, from, plan, mesh);
+    if (bytes < best_bytes) {
+      best = std::move(plan);
+      best_bytes = bytes;
+    }
+  };
+  if (SlicesLocally(global, from, to, mesh)) consider(LocalSlices(from, to, mesh));
+  if (std::optional<AxisSharding> sliced =
+          MostMatching(Extensions(from, TileCounts(to, mesh), mesh), to, mesh);
+      sliced.has_value() && SlicesLocally(global, from, *sliced, mesh)) {
+    std::vector<ReshardStep> plan = LocalSlices(from, *sliced, mesh);
+    if (plan.empty() || plan.back().after != to) {
+      plan.push_back({ReshardStep::Kind::kPermute, 0, 0, {}, to});
+    }
+    consider(std::move(plan));
+  }
+  if (std::optional<AxisSharding> permuted =
+          MostMatching(Extensions(to, TileCounts(from, mesh), mesh), from, mesh)) {
+    std::vector<ReshardStep> plan;
+    if (*permuted != from) plan.push_back({ReshardStep::Kind::kPermute, 0, 0, {}, *permuted});
+    for (ReshardStep& step : PlanAlongAxes(global, *permuted, to, mesh)) {
+      plan.push_back(std::move(step));
+    }
+    consider(std::move(plan));
+  }
+  return best;
+}
+
+}  // namespace
+
+std::vector<ReshardStep> PlanReshard(const ir::Shape& global, const AxisSharding& from,
+                                     const AxisSharding& to, const Mesh& mesh) {
+  std::vector<ReshardStep> steps;
+  if (from == to) return steps;
+  if (from.IsPartiallyManual() || to.IsPartiallyManual()) {
+    // Manual axes are never resharded (Reshard refuses to change them): plan the other axes,
+    // whose collectives then stay within each manual group (so only along mesh axes: the
+    // refining and coarsening plans of CheapestPlan could split over a manual axis).
+    AxisSharding from_auto = from, to_auto = to;
+    from_auto.manual_axes.clear();
+    to_auto.manual_axes.clear();
+    if (from_auto.maximal_device.has_value()) {
+      steps = PlanReshard(global, from_auto, to_auto, mesh);
+    } else {
+      steps = PlanAlongAxes(global, from_auto, Unmaximal(to_auto), mesh);
+    }
+    for (ReshardStep& step : steps) step.after.manual_axes = to.manual_axes;
+    return steps;
+  }
+  if (SameDeviceOrder(from, to)) {
+    // Both laid out in one device order: the plan of the mesh order, run over that layout.
+    steps = PlanReshard(global, from.InMeshOrder(), to.InMeshOrder(), mesh);
+    for (ReshardStep& step : steps) step.after.device_order = to.device_order;
+    return steps;
+  }
+  AxisSharding current = from;
+  if (from.maximal_device.has_value()) {
+    current = AxisSharding::Replicated(from.rank());
+    steps.push_back({ReshardStep::Kind::kFromMaximal, 0, 0, {}, current});
+  }
+  for (ReshardStep& step : CheapestPlan(global, current, Unmaximal(to), mesh)) {
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
+int64_t ReshardBytes(const ir::Shape& global, const AxisSharding& from, const AxisSharding& to,
+                     const Mesh& mesh) {
+  return PlanBytes(global, from, PlanReshard(global, from, to, mesh), mesh);
 }
 
 namespace {
@@ -301,20 +494,30 @@ absl::StatusOr<Instruction*> EmitAllToAll(SpmdBuilder& builder, const Partitione
                           ShardShape(value.global, step.after, mesh).dimension(source));
 }
 
-// One dynamic-slice for a run of slice steps: each device takes its piece of every dim.
+// One dynamic-slice for a run of slice steps: each device takes its piece of every dim, the
+// place of its new tile inside the one it holds (in any two device orders).
 absl::StatusOr<Instruction*> EmitSlices(SpmdBuilder& builder, const PartitionedValue& value,
                                         const std::vector<const ReshardStep*>& steps) {
   const Mesh& mesh = builder.mesh();
-  const ir::Shape target = ShardShape(value.global, steps.back()->after, mesh);
+  const AxisSharding& after = steps.back()->after;
+  const ir::Shape target = ShardShape(value.global, after, mesh);
   Instruction* local = value.local;
   std::vector<Instruction*> starts(local->shape().rank(), nullptr);
   for (const ReshardStep* step : steps) {
     const int64_t length = target.dimension(step->dim);
-    VKSPMD_ASSIGN_OR_RETURN(local,
-                            builder.PadDimTo(local, step->dim, mesh.SizeOf(step->axes) * length));
+    const int64_t ratio = after.TilesOn(step->dim, mesh) / value.sharding.TilesOn(step->dim, mesh);
+    VKSPMD_ASSIGN_OR_RETURN(local, builder.PadDimTo(local, step->dim, ratio * length));
     std::vector<int64_t> offsets;
     for (int64_t device = 0; device < mesh.device_count(); ++device) {
-      offsets.push_back(mesh.IndexAlong(device, step->axes) * length);
+      const int64_t piece = ShardIndex(after, step->dim, mesh, device) -
+                            ratio * ShardIndex(value.sharding, step->dim, mesh, device);
+      if (piece < 0 || piece >= ratio) {
+        return absl::InternalError(fmt::format(
+            "resharding {} from {} to {}: device {}'s new tile of dim {} is not in its old one",
+            value.global.ToString(), value.sharding.ToString(mesh), after.ToString(mesh), device,
+            step->dim));
+      }
+      offsets.push_back(piece * length);
     }
     VKSPMD_ASSIGN_OR_RETURN(starts[step->dim], builder.DeviceValue(offsets));
   }
@@ -423,10 +626,15 @@ absl::StatusOr<PartitionedValue> Reshard(SpmdBuilder& builder, const Partitioned
         break;
       }
       case ReshardStep::Kind::kAllToAll: {
+        // Along the axes of the layout the value keeps (a device order of its own or the mesh's).
+        const Mesh layout = LayoutMesh(step.after, mesh);
+        const ScopedMesh scope(builder, layout);
         VKSPMD_ASSIGN_OR_RETURN(local, EmitAllToAll(builder, current, step));
         break;
       }
       case ReshardStep::Kind::kAllGather: {
+        const Mesh layout = LayoutMesh(step.after, mesh);
+        const ScopedMesh scope(builder, layout);
         VKSPMD_ASSIGN_OR_RETURN(local, builder.AllGather(local, step.dim, step.axes));
         VKSPMD_ASSIGN_OR_RETURN(
             local,

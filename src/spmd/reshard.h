@@ -1,7 +1,9 @@
 // Resharding a partitioned value between any two shardings with the cheapest collectives
 // (GSPMD-NOTES 3.2): collective-permute when only the device order differs, all-to-all when
 // axes move from one dim to another, otherwise all-gather of what must be unsplit followed by a
-// free dynamic-slice of what must be split. Planning is separate from emitting so that the
+// free dynamic-slice of what must be split; across device orders, where the tiles only get finer
+// (coarser), GSPMD's local slice then one collective-permute (one collective-permute then
+// all-gather) when that sends fewer bytes. Planning is separate from emitting so that the
 // partitioner can price alternatives in bytes without emitting them.
 #pragma once
 
@@ -27,6 +29,8 @@ struct ReshardStep {
   Kind kind = Kind::kSlice;
   int64_t dim = 0;         // all-gather / slice dim, all-to-all source dim
   int64_t target_dim = 0;  // all-to-all: the dim that gains the axes
+  // Mesh axes it runs along (a slice: those the dim gains, empty where a local slice into another
+  // device order gains no axes in order).
   std::vector<int64_t> axes;
   AxisSharding after;  // sharding once the step is done
 };

@@ -809,12 +809,16 @@ INSTANTIATE_TEST_SUITE_P(
                     "((0, 1), None)",
                     "(0, None)",
                     {Opcode::kAllGather}},
-        ReshardCase{"gather_both_then_slice",
+        // Device (a0,a1) holds rows a0 x columns a1 (4x4) and needs rows a1 whole: as GSPMD
+        // coarsens (ReshardToPartialReplicateWithAllGather), one collective-permute of the 64 B
+        // tiles to (1, 0) (devices 1 and 2 swap), then an all-gather of the columns over axis 0,
+        // 64 B: 128 B per device, what device 1 lacks. Gathering both dims and slicing sent 192.
+        ReshardCase{"permute_then_gather",
                     {2, 2},
                     {8, 8},
                     "(0, 1)",
                     "(1, None)",
-                    {Opcode::kAllGather, Opcode::kAllGather}},
+                    {Opcode::kCollectivePermute, Opcode::kAllGather}},
         ReshardCase{"same_sharding", {2, 3}, {5, 5}, "(1, 0)", "(1, 0)", {}}),
     [](const ::testing::TestParamInfo<ReshardCase>& param) { return param.param.name; });
 
