@@ -46,8 +46,10 @@ int Fail(int code, std::string_view message) {
   return code;
 }
 
-void PrintReport(const spmd::PartitionResult& result, const spmd::Mesh& mesh) {
-  fmt::print("\nmesh {}\n", mesh.ToString());
+void PrintReport(const spmd::PartitionResult& result, const spmd::Mesh& mesh,
+                 const ModuleRead& read) {
+  const std::string note = MeshViewNote(mesh, read);
+  fmt::print("\nmesh {}{}\n", mesh.ToString(), note.empty() ? "" : " (" + note + ")");
   fmt::print("{:<20} {:<12} {:>10} {:>14}  {}\n", "collective", "mesh axes", "elements",
              "bytes/device", "for");
   for (const spmd::CollectiveRecord& record : result.collectives) {
@@ -210,7 +212,7 @@ int RunPartition(const PartitionOptions& options) {
     } else {
       fmt::print("{}", ir::PrintModule(*result->module));
     }
-    PrintReport(*result, result->mesh);
+    PrintReport(*result, result->mesh, *read);
     return kExitOk;
   }
   return Fail(kExitRuntimeError, LastMeshError(last, meshes.size()));

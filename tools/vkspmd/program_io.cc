@@ -303,6 +303,7 @@ absl::StatusOr<ModuleRead> ReadModuleAs(ir::Module& module, const MeshChoice& ch
     read.reading = ModuleReading::kGspmd;
     read.devices = mesh->device_count();
     read.meshes = {*mesh};
+    read.mesh_given = true;
     read.summary = fmt::format("read as a GSPMD module over mesh {} (--mesh)", mesh->ToString());
     return read;
   }
@@ -366,6 +367,15 @@ absl::StatusOr<ModuleRead> ReadModuleAs(ir::Module& module, const MeshChoice& ch
   read.summary = fmt::format("read as a GSPMD module over {} device{} ({})", read.devices,
                              read.devices == 1 ? "" : "s", why);
   return read;
+}
+
+std::string MeshViewNote(const spmd::Mesh& partitioned, const ModuleRead& read) {
+  if (!read.mesh_given || read.meshes.empty() || read.meshes[0].shape() == partitioned.shape()) {
+    return "";
+  }
+  return fmt::format("--mesh [{}] viewed as [{}] for the module's shardings",
+                     absl::StrJoin(read.meshes[0].shape(), ","),
+                     absl::StrJoin(partitioned.shape(), ","));
 }
 
 std::string LastMeshError(const absl::Status& last, size_t meshes_tried) {

@@ -83,7 +83,14 @@ struct ModuleRead {
   std::vector<spmd::Mesh> meshes;  // kGspmd: the meshes to try, most likely first
   // One line saying which way the module was read and why; empty for a plain one-device module.
   std::string summary;
+  bool mesh_given = false;  // meshes is the one --mesh gave
 };
+
+// Where --mesh gave a mesh whose axes the partitioner split to express the module's shardings
+// (--mesh 4 for shardings {devices=[1,1,2,2]0,1,2,3}, partitioned over [2,2]), the note the report
+// lines naming the partitioned mesh add once: "--mesh [4] viewed as [2,2] for the module's
+// shardings"; empty otherwise.
+std::string MeshViewNote(const spmd::Mesh& partitioned, const ModuleRead& read);
 
 // With --mesh or --as-partitioned, that. Otherwise a module carrying a tiled sharding or a
 // `Sharding` custom-call (or given --spec) is a GSPMD module over its num_partitions devices (or,

@@ -228,9 +228,9 @@ int RunPerDeviceProgram(const RunOptions& options, std::unique_ptr<ir::Module> o
 
 // The module partitioned (GSPMD) over the first of `meshes` it can be partitioned over, its
 // per-device program on each mesh device with host-staged collectives, the arguments sharded and
-// the results assembled.
-int RunOnMesh(const RunOptions& options, ir::Module& module, const std::vector<spmd::Mesh>& meshes,
-              const std::vector<ir::Literal>& arguments) {
+// the results assembled; `read` (how the module was read) names the mesh in the report.
+int RunOnMesh(const RunOptions& options, ir::Module& module, const ModuleRead& read,
+              const std::vector<spmd::Mesh>& meshes, const std::vector<ir::Literal>& arguments) {
   // Declared before the program, so the program's executables are destroyed before their devices.
   std::unique_ptr<runtime::DeviceSet> devices;
   auto compile_start = std::chrono::steady_clock::now();
@@ -258,12 +258,14 @@ int RunOnMesh(const RunOptions& options, ir::Module& module, const std::vector<s
   if (!run.ok()) return Fail(ExitCodeFor(run.status().code()), run.status().message());
   absl::StatusOr<ir::Literal> output = (*program)->Assemble(run->results);
   if (!output.ok()) return Fail(kExitRuntimeError, output.status().message());
+  const std::string note = MeshViewNote(mesh, read);
   fmt::print(stderr,
-             "{}: partitioned over mesh {} ({} collective(s), {} bytes sent per device); {} "
+             "{}: partitioned over mesh {} ({}{} collective(s), {} bytes sent per device); {} "
              "kernel(s) per device; compiled in {:.3f} s; run (median of {}): {:.3f} ms wall\n",
-             options.path, mesh.ToString(), (*program)->collective_count(),
-             (*program)->bytes_per_device(), (*program)->executable().executable(0).kernel_count(),
-             run->compile_seconds, options.repeat, run->median_wall_ms);
+             options.path, mesh.ToString(), note.empty() ? "" : note + "; ",
+             (*program)->collective_count(), (*program)->bytes_per_device(),
+             (*program)->executable().executable(0).kernel_count(), run->compile_seconds,
+             options.repeat, run->median_wall_ms);
   std::vector<ir::Literal> results;
   results.push_back(std::move(*output));
   return Finish(options, results, [&] { return ReferenceResults(module, arguments); });
@@ -272,7 +274,7 @@ int RunOnMesh(const RunOptions& options, ir::Module& module, const std::vector<s
 // A module with loops of unknown trip count (exec::LoopProgram): every piece around and inside
 // the loops partitioned over the first of `meshes` that takes them all (one device: a mesh of
 // one, the device --device names), the host reading each condition back.
-int RunHostLoops(const RunOptions& options, ir::Module& module,
+int RunHostLoops(const RunOptions& options, ir::Module& module, const ModuleRead& read,
                  const std::vector<spmd::Mesh>& meshes, const std::vector<ir::Literal>& arguments) {
   std::unique_ptr<runtime::DeviceSet> devices;  // Outlives the program's executables.
   auto compile_start = std::chrono::steady_clock::now();
@@ -310,13 +312,16 @@ int RunHostLoops(const RunOptions& options, ir::Module& module,
             .count());
   }
   const int64_t conditionals = (*program)->conditional_count();
+  const std::string note = one_device ? "" : MeshViewNote((*program)->mesh(), read);
   fmt::print(stderr,
              "{}: {} loop(s){} driven from the host over {}; {} program(s), {} collective(s); {} "
              "iteration(s) in the last run; compiled in {:.3f} s; run (median of {}): {:.3f} ms "
              "wall\n",
              options.path, (*program)->loop_count(),
              conditionals == 0 ? "" : fmt::format(" and {} conditional(s)", conditionals),
-             one_device ? "one device" : "mesh " + (*program)->mesh().ToString(),
+             one_device ? "one device"
+                        : fmt::format("mesh {}{}", (*program)->mesh().ToString(),
+                                      note.empty() ? "" : " (" + note + ")"),
              (*program)->program_count(), (*program)->collective_count(),
              (*program)->last_iterations(), compile_seconds, options.repeat, Median(wall_ms));
   std::vector<ir::Literal> results;
@@ -356,10 +361,10 @@ int RunRun(const RunOptions& options) {
   if (*host_loops) {
     std::vector<spmd::Mesh> meshes = read->meshes;
     if (read->reading != ModuleReading::kGspmd) meshes = {*spmd::Mesh::Create({1})};
-    return RunHostLoops(options, **module, meshes, *arguments);
+    return RunHostLoops(options, **module, *read, meshes, *arguments);
   }
   if (read->reading == ModuleReading::kGspmd) {
-    return RunOnMesh(options, **module, read->meshes, *arguments);
+    return RunOnMesh(options, **module, *read, read->meshes, *arguments);
   }
   int exit_code = kExitOk;
   std::unique_ptr<runtime::DeviceSet> devices = OpenDevices(options.device + 1, exit_code);
