@@ -125,7 +125,9 @@ class AdamW : public Optimizer {
 // when any of them is inf or NaN; update() then halves the scale (backoff_factor), or multiplies
 // it by growth_factor after growth_interval good steps in a row. The scale is a graph parameter.
 // step() reads one value (whether a gradient overflowed), so the forward and backward pass run
-// before the update is traced: a step is two graphs, each compiled once.
+// before the update is traced: a step is two graphs, each compiled once. The first also keeps
+// the unscaled gradients and the loss last passed to scale(), so the second is only the update
+// (it does not run the forward and backward pass again).
 class GradScaler {
  public:
   // Throws for a scale that is not positive and finite, growth_factor <= 1, backoff_factor
@@ -133,7 +135,7 @@ class GradScaler {
   explicit GradScaler(double init_scale = 65536.0, double growth_factor = 2.0,
                       double backoff_factor = 0.5, int64_t growth_interval = 2000);
 
-  // loss * scale, in float32.
+  // loss * scale, in float32. The next step() computes `loss` with the gradients.
   Tensor scale(const Tensor& loss) const;
   // Unscales `grads` (one per optimizer parameter, as Optimizer::step takes them) and steps the
   // optimizer with them unless one holds an inf or NaN. Returns whether it stepped.
@@ -157,6 +159,8 @@ class GradScaler {
   int64_t skipped_steps_ = 0;
   // Whether the last step() found an inf or NaN; empty when update() has nothing to apply.
   std::optional<bool> found_inf_;
+  // The loss last passed to scale(), until step() computes it.
+  mutable Tensor loss_;
 };
 
 }  // namespace vkspmd::optim

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "vkspmd/lazy.h"
 #include "vkspmd/ops.h"
 #include "vkspmd/optim.h"
 
@@ -36,22 +37,43 @@ GradScaler::GradScaler(double init_scale, double growth_factor, double backoff_f
 }
 
 Tensor GradScaler::scale(const Tensor& loss) const {
+  loss_ = loss;
   return loss.to(float32) * vkspmd::scalar(scale_);
 }
 
 bool GradScaler::step(Optimizer& optimizer, const std::vector<Tensor>& grads) {
   const Tensor inverse = vkspmd::scalar(1.0 / scale_);
   std::vector<Tensor> unscaled(grads.size());
-  // 0 when every gradient is finite, NaN otherwise (inf * 0 and NaN * 0 are NaN). Each sum takes
-  // the one before inside it, a chain of small kernels: the sum of one probe per gradient would
-  // be one fused kernel reading every gradient's probe, more buffers than a device may bind.
-  Tensor overflow = vkspmd::scalar(0.0);
+  // 0 when every gradient is finite, NaN otherwise (inf * 0 and NaN * 0 are NaN): the sum of
+  // every gradient's elements times 0, taken over the concatenation of kProbesPerSum gradients
+  // at a time, each sum the first element of the next concatenation. A sum is one reduction
+  // kernel (two for long ones) binding its gradients, the zero, the sum before and its result:
+  // 16 buffers, the fewest a device we know of allows (lavapipe 32). One sum per gradient was a
+  // chain of 37 kernels a step for the default transformer.
+  constexpr size_t kProbesPerSum = 13;
+  const Tensor zero = vkspmd::scalar(0.0);  // One parameter for every probe.
+  Tensor overflow = zero;
+  std::vector<Tensor> probes;
+  size_t fresh = 0;  // Gradients in `probes` not yet summed.
+  std::vector<Tensor> computed;
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!grads[i].defined()) continue;
     unscaled[i] = grads[i].to(float32) * inverse;
-    overflow = (unscaled[i] * 0.0 + overflow).sum();
+    computed.push_back(unscaled[i]);
+    probes.push_back((unscaled[i] * zero).reshape({unscaled[i].numel()}));
+    if (++fresh == kProbesPerSum || i + 1 == grads.size()) {
+      overflow = vkspmd::cat(probes).sum();
+      probes = {overflow.reshape({1})};
+      fresh = 0;
+    }
   }
-  // The one value read: the forward and backward pass run now, the update is traced after it.
+  // The one value read. The graph computing it also keeps the unscaled gradients and the loss
+  // last passed to scale(), so the update traced after it reads them: reading the flag alone
+  // left them to the step's next graph, which ran the forward and backward pass again.
+  computed.push_back(overflow);
+  if (loss_.defined()) computed.push_back(loss_);
+  loss_ = Tensor();
+  vkspmd::sync(computed);
   found_inf_ = !std::isfinite(overflow.item());
   if (*found_inf_) {
     ++skipped_steps_;

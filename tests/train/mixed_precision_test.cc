@@ -233,5 +233,32 @@ TEST(MixedPrecisionTrainingTest, Float16LossScalingRecoversFromOverflow) {
       skipped_at.size(), first_good, scaler.get_scale(), early, late);
 }
 
+// GradScaler::step's read of the overflow flag also computes the unscaled gradients and the loss
+// passed to scale(), so the step's second graph is only the optimizer's update, at most one
+// kernel per parameter (it ran the forward and backward pass again before: 111 kernels for the
+// default transformer), and reading the loss afterwards runs nothing.
+TEST(MixedPrecisionTrainingTest, Float16StepRunsTheForwardAndBackwardPassOnce) {
+  TrainingModel model(ModelKind::kTransformer, 2);
+  model.module().set_compute_dtype(float16);
+  const std::vector<Tensor> parameters = model.module().parameters();
+  optim::AdamW optimizer(parameters, 1e-3);
+  optim::GradScaler scaler;
+  mark_step();
+  for (int64_t step = 0; step < 2; ++step) {
+    SCOPED_TRACE(fmt::format("step {}", step));
+    Tensor loss = model.Loss(step);
+    ASSERT_TRUE(scaler.step(optimizer, grad(scaler.scale(loss), parameters)));
+    scaler.update();
+    const Metrics before = metrics();
+    mark_step();
+    const Metrics after = metrics();
+    EXPECT_EQ(after.execute_count - before.execute_count, 1);
+    EXPECT_LE(after.kernel_dispatches - before.kernel_dispatches,
+              static_cast<int64_t>(parameters.size()));
+    EXPECT_TRUE(std::isfinite(loss.item()));
+    EXPECT_EQ(metrics().execute_count, after.execute_count) << "reading the loss ran a graph";
+  }
+}
+
 }  // namespace
 }  // namespace vkspmd::testing
