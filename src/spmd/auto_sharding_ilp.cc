@@ -30,6 +30,9 @@ constexpr double kObjectiveScale = 1e6;
 // Less time than this left: GLPK is not started (it would stop before a first plan).
 constexpr double kMinimumIlpSeconds = 0.005;
 
+// The most passes of the descent after a greedy choice (each looks at every edge once).
+constexpr int64_t kDescentPasses = 20;
+
 // Choice `a` of one end of an edge's `matrix` (`first`: the row end) against the group `other` at
 // the other end: at other's choice where made, else at its cheapest.
 double CostAgainst(const ChoiceGraph& graph, const ChoiceGraph::Matrix& matrix, bool first,
@@ -123,6 +126,7 @@ class Solver {
     figures_.windows = static_cast<int64_t>(windows.size());
     figures_.choice_groups += static_cast<int64_t>(graph.linear().size());
     bool out_of_time = false;
+    std::vector<int64_t> greedy;  // the groups of the windows no ILP chose, in program order
     for (const std::vector<int64_t>& window : windows) {
       const double left = deadline_.SecondsLeft();
       absl::Status solved = absl::DeadlineExceededError(
@@ -140,11 +144,26 @@ class Solver {
             "raise the time limit",
             deadline_.limit_seconds, std::string(solved.message())));
       }
-      ChooseGreedily(graph, window, choices);
+      greedy.insert(greedy.end(), window.begin(), window.end());
     }
     if (out_of_time) {
       figures_.stopped_at_time_limit = true;
       figures_.optimal = false;
+      figures_.greedy_groups += static_cast<int64_t>(greedy.size());
+      // Two greedy choices, each then descended; the cheaper is taken.
+      std::map<int64_t, int64_t> best;
+      double best_cost = std::numeric_limits<double>::infinity();
+      for (const bool optimistic : {true, false}) {
+        std::map<int64_t, int64_t> trial = choices;
+        ChooseGreedily(graph, greedy, trial, optimistic);
+        Descend(graph, trial);
+        const double cost = CostOf(graph, trial);
+        if (cost < best_cost) {
+          best_cost = cost;
+          best = std::move(trial);
+        }
+      }
+      choices = std::move(best);
     }
     graph.BackSubstitute(choices);
     std::vector<int64_t> chosen(nodes_.size(), 0);
@@ -227,29 +246,68 @@ class Solver {
     return absl::OkStatus();
   }
 
-  // `window`'s groups one by one in order, each the cheapest choice given the groups chosen
-  // (edges to groups not chosen yet at their cheapest): what is left when the time limit ends
-  // before the window's ILP found a plan. No memory rows: only without a memory limit.
-  void ChooseGreedily(const ChoiceGraph& graph, const std::vector<int64_t>& window,
-                      std::map<int64_t, int64_t>& choices) {
+  // `order`'s groups one by one, each the cheapest choice given the groups chosen, edges to
+  // groups not chosen yet at their cheapest (`optimistic`) or left out: what is left when the
+  // time limit ends before the windows' ILPs found a plan. No memory rows: only without a memory
+  // limit.
+  void ChooseGreedily(const ChoiceGraph& graph, const std::vector<int64_t>& order,
+                      std::map<int64_t, int64_t>& choices, bool optimistic) {
     if (neighbours_.empty()) {
       for (const auto& [groups, matrix] : graph.edges()) {
         neighbours_[groups.first].push_back(groups);
         neighbours_[groups.second].push_back(groups);
       }
     }
-    for (int64_t group : window) {
+    for (int64_t group : order) {
       std::vector<double> costs = graph.linear().at(group);
-      for (const std::pair<int64_t, int64_t>& groups : neighbours_[group]) {
-        const ChoiceGraph::Matrix& matrix = graph.edges().at(groups);
-        const bool first = groups.first == group;
-        const int64_t other = first ? groups.second : groups.first;
+      for (const std::pair<int64_t, int64_t>& pair : neighbours_[group]) {
+        const ChoiceGraph::Matrix& matrix = graph.edges().at(pair);
+        const bool first = pair.first == group;
+        const int64_t other = first ? pair.second : pair.first;
+        if (!optimistic && !choices.contains(other)) continue;
         for (size_t a = 0; a < costs.size(); ++a) {
           costs[a] += CostAgainst(graph, matrix, first, other, a, choices);
         }
       }
       choices[group] = std::min_element(costs.begin(), costs.end()) - costs.begin();
-      ++figures_.greedy_groups;
+    }
+  }
+
+  // The reduced graph's cost of `choices` (every group chosen).
+  static double CostOf(const ChoiceGraph& graph, const std::map<int64_t, int64_t>& choices) {
+    double cost = 0;
+    for (const auto& [group, linear] : graph.linear()) cost += linear[choices.at(group)];
+    for (const auto& [groups, matrix] : graph.edges()) {
+      cost += matrix[choices.at(groups.first)][choices.at(groups.second)];
+    }
+    return cost;
+  }
+
+  // After a greedy choice, whose groups saw later groups at their cheapest rather than at what
+  // they became: each group in turn takes its cheapest choice given every neighbour's (iterated
+  // conditional modes), until a pass changes nothing or kDescentPasses. Each move lowers the
+  // plan's cost, so it ends no worse than it started.
+  void Descend(const ChoiceGraph& graph, std::map<int64_t, int64_t>& choices) {
+    for (int64_t pass = 0; pass < kDescentPasses; ++pass) {
+      bool changed = false;
+      for (const auto& [group, linear] : graph.linear()) {
+        std::vector<double> costs = linear;
+        for (const std::pair<int64_t, int64_t>& groups : neighbours_[group]) {
+          const ChoiceGraph::Matrix& matrix = graph.edges().at(groups);
+          const bool first = groups.first == group;
+          const int64_t other = choices.at(first ? groups.second : groups.first);
+          for (size_t a = 0; a < costs.size(); ++a) {
+            costs[a] += first ? matrix[a][other] : matrix[other][a];
+          }
+        }
+        int64_t& chosen = choices.at(group);
+        const int64_t best = std::min_element(costs.begin(), costs.end()) - costs.begin();
+        if (costs[best] < costs[chosen] - 1e-15) {
+          chosen = best;
+          changed = true;
+        }
+      }
+      if (!changed) break;
     }
   }
 

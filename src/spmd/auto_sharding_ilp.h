@@ -35,9 +35,10 @@ struct SolveFigures {
 // Each node's group choice (indexed by node; meaningful at group leaders). `memory_limit_bytes`
 // adds the memory rows. Each window's ILP gets the time left before `deadline` and keeps the best
 // integer plan GLPK found by then; a window whose ILP found none, and every window after it, is
-// chosen greedily (group by group, the cheapest choice given those made: a valid plan, not a
-// good one). Under a memory limit (whose rows a greedy choice would ignore) running out of time
-// before any integer plan is DEADLINE_EXCEEDED naming the limit.
+// chosen greedily (group by group, the cheapest choice given those made, then a descent moving
+// each group to its cheapest choice given its neighbours': a valid plan, not a good one). Under a
+// memory limit (whose rows a greedy choice would ignore) running out of time before any integer
+// plan is DEADLINE_EXCEEDED naming the limit.
 absl::StatusOr<std::vector<int64_t>> SolveChoices(const AutoShardingChoices& choices,
                                                   std::optional<int64_t> memory_limit_bytes,
                                                   const SolveDeadline& deadline,

@@ -481,8 +481,11 @@ TEST(AutoShardingTest, NoRoundStartsWithLessTimeLeftThanItsBuilding) {
 
 // A limit too small for any ILP: every group chosen greedily, a valid plan (the partitioned step
 // equals the unsharded one), said so; under a memory limit, which the greedy choice ignores, an
-// error naming the time limit.
+// error naming the time limit. The greedy plan is within kGreedyWithin of the ILP's one-axis
+// plan (f64 steps, default model; before the descent after the greedy choice, the transformer's
+// was 7.323 ms, 1.38 times the ILP's 5.324, and the MLP's 0.0220 ms, 5.6 times its 0.0039).
 TEST(AutoShardingTest, TooSmallTimeLimitGivesTheGreedyPlan) {
+  constexpr double kGreedyWithin = 1.2;
   AutoShardingOptions options;
   options.time_limit_seconds = 1e-6;
   for (const std::string model_name : {"mlp", "transformer"}) {
@@ -504,8 +507,16 @@ TEST(AutoShardingTest, TooSmallTimeLimitGivesTheGreedyPlan) {
           testing::RunEquivalence(*step, mesh, 1, nullptr, &arguments);
       ASSERT_TRUE(outcome.ok()) << what << ": " << outcome.status();
       EXPECT_LT(outcome->difference, 1e-10) << what;
-      std::printf("%s: greedy plan %.4f ms modelled, differs by %.3g (f64)\n", what.c_str(),
-                  Seconds(plan->cost()), outcome->difference);
+      // The greedy round decides one mesh axis: against the ILP's plan on a 1-D mesh of 2 (the
+      // same cost model per axis), solved without a limit.
+      const Mesh line = MeshOf("2");
+      absl::StatusOr<AutoShardingPlan> ilp =
+          AutoShard(*LoadStep(model_name, /*f64=*/true), line, CostModel::Default(line));
+      ASSERT_TRUE(ilp.ok()) << ilp.status();
+      std::printf(
+          "%s: greedy plan %.4f ms modelled (the ILP's on 2: %.4f), differs by %.3g (f64)\n",
+          what.c_str(), Seconds(plan->cost()), Seconds(ilp->cost()), outcome->difference);
+      EXPECT_LE(plan->cost(), kGreedyWithin * ilp->cost()) << what;
     }
   }
   const Mesh mesh = MeshOf("2");
