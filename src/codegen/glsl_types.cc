@@ -1,7 +1,10 @@
 // GLSL forms of IR types (see glsl_types.h).
 #include "src/codegen/glsl_types.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace vkspmd::codegen {
 
@@ -85,6 +88,41 @@ std::string StoreToStorage(ir::DType type, uint32_t element_bytes, const std::st
                         "(", value, "))");
   }
   return absl::StrCat(StorageType(type, element_bytes), "(", value, ")");
+}
+
+std::string GlslLiteral(const ir::Literal& literal, int64_t index) {
+  switch (literal.dtype()) {
+    case ir::DType::kS8:
+    case ir::DType::kS16:
+      return absl::StrCat("int(", literal.GetAsInt64(index), ")");
+    case ir::DType::kU8:
+    case ir::DType::kU16:
+      return absl::StrCat(literal.GetAsUint64(index), "u");
+    case ir::DType::kS64:
+      return absl::StrFormat("int64_t(0x%016xul)", literal.GetAsUint64(index));
+    case ir::DType::kU64:
+      return absl::StrFormat("0x%016xul", literal.GetAsUint64(index));
+    case ir::DType::kF64: {
+      const uint64_t bits = literal.Get<uint64_t>(index);
+      return absl::StrFormat("packDouble2x32(uvec2(0x%08xu, 0x%08xu))", bits & 0xffffffffu,
+                             bits >> 32);
+    }
+    case ir::DType::kF32:
+      return absl::StrFormat("uintBitsToFloat(0x%08xu)", literal.Get<uint32_t>(index));
+    case ir::DType::kF16:
+    case ir::DType::kBF16: {  // Computed in float: the value's exact f32 bits.
+      const float value = static_cast<float>(literal.GetAsDouble(index));
+      uint32_t bits;
+      std::memcpy(&bits, &value, sizeof(bits));
+      return absl::StrFormat("uintBitsToFloat(0x%08xu)", bits);
+    }
+    case ir::DType::kS32:
+      return absl::StrFormat("int(0x%08xu)", literal.Get<uint32_t>(index));
+    case ir::DType::kU32:
+      return absl::StrFormat("0x%08xu", literal.Get<uint32_t>(index));
+    default:  // pred
+      return literal.GetAsUint64(index) != 0 ? "1u" : "0u";
+  }
 }
 
 }  // namespace vkspmd::codegen

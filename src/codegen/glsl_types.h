@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "src/ir/dtype.h"
+#include "src/ir/literal.h"
 
 namespace vkspmd::codegen {
 
@@ -24,6 +25,11 @@ bool IsHalfFloat(ir::DType type);
 // precision (exactly as the CPU reference's ir::FloatToHalfBits / FloatToBFloat16Bits, NaN and
 // overflow to infinity included); unchanged for other types.
 std::string WrapToWidth(ir::DType type, const std::string& value);
+
+// Element `index` of `literal` as a GLSL constant of its compute type, exact: floats from their
+// bits (NaN payloads, infinities and -0 included; f16/bf16 as the f32 of their value), integers
+// in full.
+std::string GlslLiteral(const ir::Literal& literal, int64_t index);
 // WrapToWidth, except that a float which is already exactly an f16/bf16 value, a NaN with any
 // payload included, is kept bit for bit (for values that may be moved unchanged: a bitcast's
 // result keeps a signaling NaN the reference keeps).

@@ -25,41 +25,6 @@ using ir::DType;
 using ir::Instruction;
 using ir::Opcode;
 
-std::string Literal(const ir::Literal& literal, int64_t index) {
-  switch (literal.dtype()) {
-    case DType::kS8:
-    case DType::kS16:
-      return absl::StrCat("int(", literal.GetAsInt64(index), ")");
-    case DType::kU8:
-    case DType::kU16:
-      return absl::StrCat(literal.GetAsUint64(index), "u");
-    case DType::kS64:
-      return absl::StrFormat("int64_t(0x%016xul)", literal.GetAsUint64(index));
-    case DType::kU64:
-      return absl::StrFormat("0x%016xul", literal.GetAsUint64(index));
-    case DType::kF64: {
-      const uint64_t bits = literal.Get<uint64_t>(index);
-      return absl::StrFormat("packDouble2x32(uvec2(0x%08xu, 0x%08xu))", bits & 0xffffffffu,
-                             bits >> 32);
-    }
-    case DType::kF32:
-      return absl::StrFormat("uintBitsToFloat(0x%08xu)", literal.Get<uint32_t>(index));
-    case DType::kF16:
-    case DType::kBF16: {  // Computed in float: the value's exact f32 bits.
-      const float value = static_cast<float>(literal.GetAsDouble(index));
-      uint32_t bits;
-      std::memcpy(&bits, &value, sizeof(bits));
-      return absl::StrFormat("uintBitsToFloat(0x%08xu)", bits);
-    }
-    case DType::kS32:
-      return absl::StrFormat("int(0x%08xu)", literal.Get<uint32_t>(index));
-    case DType::kU32:
-      return absl::StrFormat("0x%08xu", literal.Get<uint32_t>(index));
-    default:  // pred
-      return literal.GetAsUint64(index) != 0 ? "1u" : "0u";
-  }
-}
-
 // Elementwise ops that are one GLSL call (the xla_ helpers are in glsl_preamble.h).
 const std::map<Opcode, const char*> kFunctionCalls = {
     {Opcode::kSign, "xla_sign"},
@@ -581,7 +546,7 @@ absl::StatusOr<std::string> KernelWriter::IndexMapping(const Instruction& instru
   switch (instruction.opcode()) {
     case Opcode::kConstant:
       if (instruction.shape().rank() != 0) break;
-      return absl::StrCat("  return ", Literal(*attributes.literal, 0), ";\n");
+      return absl::StrCat("  return ", GlslLiteral(*attributes.literal, 0), ";\n");
     case Opcode::kIota: {
       VKSPMD_ASSIGN_OR_RETURN(std::string type, GlslType(instruction.shape().dtype()));
       return absl::StrCat(code, "  return ",

@@ -50,18 +50,15 @@ absl::StatusOr<std::string> ComparatorCode(const Instruction& sort,
       }
       case Opcode::kConstant: {
         const ir::Literal& literal = *instruction.attributes().literal;
-        if (pred) {
-          value = literal.GetAsInt64(0) != 0 ? "true" : "false";
-        } else if (type == ir::DType::kF32 || IsHalfFloat(type)) {
-          // 16-bit floats compute as floats; a constant holds its value exactly.
-          value = absl::StrCat("float(", literal.GetAsDouble(0), ")");
-        } else if (ir::IsInteger(type) && ir::DTypeByteSize(type) <= 4) {
-          value = absl::StrCat(glsl_type, "(", literal.GetAsInt64(0), ")");
-        } else {
-          return Unsupported(sort, "comparator constants of " + instruction.shape().ToString());
-        }
+        // Exact, from the bits: a comparator compares against its constants (-0, NaN, inf).
+        value = pred ? (literal.GetAsInt64(0) != 0 ? "true" : "false") : GlslLiteral(literal, 0);
         break;
       }
+      // A scalar broadcast to a scalar (XLA's comparison expander writes its constants so).
+      case Opcode::kBroadcast:
+      case Opcode::kReshape:
+        value = operand(0);
+        break;
       case Opcode::kCompare: {
         static const char* kOperators[] = {"==", "!=", "<", "<=", ">", ">="};
         const ir::DType compared = instruction.operand(0)->shape().dtype();
@@ -81,16 +78,25 @@ absl::StatusOr<std::string> ComparatorCode(const Instruction& sort,
       case Opcode::kAnd:
       case Opcode::kOr:
       case Opcode::kXor: {
-        if (!pred) return Unsupported(sort, "bitwise comparator ops on integers");
-        const char* op = instruction.opcode() == Opcode::kAnd  ? "&&"
-                         : instruction.opcode() == Opcode::kOr ? "||"
-                                                               : "^^";
+        const bool logical = pred;
+        const char* op = instruction.opcode() == Opcode::kAnd  ? (logical ? "&&" : "&")
+                         : instruction.opcode() == Opcode::kOr ? (logical ? "||" : "|")
+                                                               : (logical ? "^^" : "^");
+        if (!logical && (!ir::IsInteger(type) || ir::DTypeByteSize(type) > 4)) {
+          return Unsupported(sort, "comparator bitwise ops on " + instruction.shape().ToString());
+        }
         value = absl::StrCat("(", operand(0), " ", op, " ", operand(1), ")");
+        if (!logical) value = WrapToWidth(type, value);
         break;
       }
       case Opcode::kNot:
-        if (!pred) return Unsupported(sort, "bitwise not in a comparator");
-        value = absl::StrCat("!", operand(0));
+        if (pred) {
+          value = absl::StrCat("!", operand(0));
+        } else if (ir::IsInteger(type) && ir::DTypeByteSize(type) <= 4) {
+          value = WrapToWidth(type, absl::StrCat("(~", operand(0), ")"));
+        } else {
+          return Unsupported(sort, "comparator not on " + instruction.shape().ToString());
+        }
         break;
       case Opcode::kSelect:
         value = absl::StrCat("(", operand(0), " ? ", operand(1), " : ", operand(2), ")");

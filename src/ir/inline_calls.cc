@@ -106,6 +106,12 @@ absl::StatusOr<Instruction*> MapComputation(const Computation& callee,
                       callee.name(), shape.ToString()));
     }
     const Shape array(shape.dtype(), dimensions);
+    // A scalar broadcast to a scalar (XLA's comparison expander writes its constants so) is the
+    // value itself.
+    if (opcode == Opcode::kBroadcast || opcode == Opcode::kReshape) {
+      mapped[instruction.get()] = mapped[instruction->operand(0)];
+      continue;
+    }
     if (opcode == Opcode::kConstant) {
       Instruction* scalar = add(CloneWith(*instruction, shape, {}));
       auto broadcast = std::make_unique<Instruction>(Opcode::kBroadcast, array,

@@ -326,5 +326,94 @@ ENTRY %main (x: $T[5,61]) -> (u16[5,61], s32[5,61]) {
   }
 }
 
+// Comparators with constants the kernel must hold exactly: a value with more than 6 digits, -0
+// under TOTALORDER, and jnp.sort's canonicalisation (zeros to +0, NaNs to one NaN constant);
+// and XLA's newer comparison expander form (the flipped key as an xor with broadcast scalar
+// constants). Short rows (the ranking kernel's GLSL comparator) and long ones (the network's
+// elementwise ops), f16 and f32 keys, against the reference bit for bit.
+TEST_F(GatherScatterDeviceTest, ComparatorConstantsAndBitwiseKeysAreExact) {
+  const std::string constants = R"(HloModule comparator_constants
+%less (a: $T[], b: $T[]) -> pred[] {
+  %a = $T[] parameter(0)
+  %b = $T[] parameter(1)
+  %odd = $T[] constant(1.0009765625)
+  %a_odd = pred[] compare(%a, %odd), direction=EQ
+  %b_odd = pred[] compare(%b, %odd), direction=EQ
+  %b_even = pred[] not(%b_odd)
+  %odd_first = pred[] and(%a_odd, %b_even)
+  %zero = $T[] constant(0)
+  %nan = $T[] constant(nan)
+  %minus_zero = $T[] constant(-0)
+  %a_is_zero = pred[] compare(%a, %zero), direction=EQ
+  %a_zero = $T[] select(%a_is_zero, %minus_zero, %a)
+  %a_is_nan = pred[] compare(%a, %a), direction=NE
+  %a_key = $T[] select(%a_is_nan, %nan, %a_zero)
+  %b_is_zero = pred[] compare(%b, %zero), direction=EQ
+  %b_zero = $T[] select(%b_is_zero, %minus_zero, %b)
+  %b_is_nan = pred[] compare(%b, %b), direction=NE
+  %b_key = $T[] select(%b_is_nan, %nan, %b_zero)
+  %key_less = pred[] compare(%a_key, %b_key), direction=LT, type=TOTALORDER
+  %b_odd_a_even = pred[] not(%a_odd)
+  %b_first = pred[] and(%b_odd, %b_odd_a_even)
+  %not_b_first = pred[] not(%b_first)
+  %ordered = pred[] and(%key_less, %not_b_first)
+  ROOT %lt = pred[] or(%odd_first, %ordered)
+}
+ENTRY %main (x: $T[3,$N]) -> $T[3,$N] {
+  %x = $T[3,$N] parameter(0)
+  ROOT %sort = $T[3,$N] sort(%x), dimensions={1}, is_stable=true, to_apply=%less
+})";
+  const std::string xor_keys = R"(HloModule xor_keys
+%less (a: $T[], b: $T[]) -> pred[] {
+  %a = $T[] parameter(0)
+  %b = $T[] parameter(1)
+  %c0 = $S[] constant(0)
+  %zero = $S[] broadcast(%c0), dimensions={}
+  %cm = $S[] constant($M)
+  %max = $S[] broadcast(%cm), dimensions={}
+  %a_bits = $S[] bitcast-convert(%a)
+  %b_bits = $S[] bitcast-convert(%b)
+  %a_flipped = $S[] xor(%max, %a_bits)
+  %b_flipped = $S[] xor(%max, %b_bits)
+  %a_negative = pred[] compare(%a_bits, %zero), direction=LT
+  %b_negative = pred[] compare(%b_bits, %zero), direction=LT
+  %a_key = $S[] select(%a_negative, %a_flipped, %a_bits)
+  %b_key = $S[] select(%b_negative, %b_flipped, %b_bits)
+  ROOT %lt = pred[] compare(%a_key, %b_key), direction=LT, type=SIGNED
+}
+ENTRY %main (x: $T[3,$N]) -> $T[3,$N] {
+  %x = $T[3,$N] parameter(0)
+  ROOT %sort = $T[3,$N] sort(%x), dimensions={1}, is_stable=true, to_apply=%less
+})";
+  for (const int64_t length : {40, 100}) {
+    for (const bool half : {true, false}) {
+      std::mt19937 random(17);
+      ir::Literal keys(ir::Shape(half ? ir::DType::kF16 : ir::DType::kF32, {3, length}));
+      for (int64_t i = 0; i < keys.ElementCount(); ++i) {
+        // Few distinct values (repeats), 1 + 2^-10 (f16's next after 1; f32's 1.0009765625
+        // too), both zeros and NaNs of both signs.
+        const double choices[] = {1.0, 1.0009765625, 2.0, -3.5, 0.0, -0.0, 0.5};
+        keys.SetFromDouble(i, choices[random() % 7]);
+      }
+      if (half) {
+        keys.Set<uint16_t>(3, 0xfe01);  // -NaN with a payload
+        keys.Set<uint16_t>(7, 0x7c01);  // signaling NaN
+      } else {
+        keys.Set<uint32_t>(3, 0xffc00001u);
+        keys.Set<uint32_t>(7, 0x7f800001u);
+      }
+      const std::vector<std::pair<std::string, std::string>> replacements = {
+          {"$T", half ? "f16" : "f32"},
+          {"$S", half ? "s16" : "s32"},
+          {"$M", half ? "32767" : "2147483647"},
+          {"$N", absl::StrCat(length)}};
+      SCOPED_TRACE(absl::StrCat(half ? "f16" : "f32", " rows of ", length));
+      // Long rows compile a kernel per network stage: one form per type there.
+      if (length < 64 || half) ExpectExact(absl::StrReplaceAll(constants, replacements), {keys});
+      if (length < 64 || !half) ExpectExact(absl::StrReplaceAll(xor_keys, replacements), {keys});
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vkspmd::testing
