@@ -213,8 +213,9 @@ bool UseCooperativeMatrix(const ir::Instruction& dot, const DotOperands& operand
 
 bool MinorRunsOfFour(const ir::Shape& shape, const std::vector<int64_t>& dims) {
   const int64_t rank = shape.rank();
+  const bool half = shape.dtype() == ir::DType::kF16 || shape.dtype() == ir::DType::kBF16;
   return !dims.empty() && dims.back() == rank - 1 && shape.dimension(rank - 1) % 4 == 0 &&
-         ir::DTypeByteSize(shape.dtype()) == 4;
+         (ir::DTypeByteSize(shape.dtype()) == 4 || half);
 }
 
 DotTiling TileDot(const ir::Instruction& dot, const DotOperands& operands, const TargetInfo& target,

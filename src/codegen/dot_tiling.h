@@ -84,9 +84,9 @@ DotTiling TileDot(const ir::Instruction& dot, const DotOperands& operands, const
                   int64_t max_iterations);
 
 // Whether the index flattened over `dims` of (row-major) `shape` runs through memory in aligned
-// groups of 4 elements of 32 bits: its innermost dim is the shape's minor dim, of a multiple of 4
-// elements, so every other stride is a multiple of 4 too. CPU drivers read such runs as vec4
-// (dot_register_tiles.cc).
+// groups of 4 elements of 32 bits, or of f16/bf16 (4 x 16 bits, read as two words): its innermost
+// dim is the shape's minor dim, of a multiple of 4 elements, so every other stride is a multiple
+// of 4 too. CPU drivers read such runs as vec4 (dot_register_tiles.cc).
 bool MinorRunsOfFour(const ir::Shape& shape, const std::vector<int64_t>& dims);
 
 // The dims of a rank-`rank` operand that are neither batch nor contracting dims, in order.

@@ -226,21 +226,37 @@ std::optional<KernelWriter::VectorFunction> KernelWriter::VectorRead(
   auto read = buffer_reads_.find(buffer_id);
   if (!scalar.ok() || read == buffer_reads_.end() || *scalar != read->second) return std::nullopt;
   const BufferPlan& buffer = plan_.buffers[buffer_id];
-  static const std::map<DType, const char*> kVectorTypes = {
-      {DType::kF32, "vec4"}, {DType::kS32, "ivec4"}, {DType::kU32, "uvec4"}};
-  auto vector_type = kVectorTypes.find(buffer.shape.dtype());
-  if (vector_type == kVectorTypes.end() || buffer.element_bytes != 4 || buffer.parts() != 1) {
-    return std::nullopt;
-  }
+  if (buffer.parts() != 1) return std::nullopt;
   if (auto found = vector_reads_.find(buffer_id); found != vector_reads_.end()) {
     return found->second;
   }
+  const DType dtype = buffer.shape.dtype();
+  static const std::map<DType, const char*> kVectorTypes = {
+      {DType::kF32, "vec4"}, {DType::kS32, "ivec4"}, {DType::kU32, "uvec4"}};
+  auto vector_type = kVectorTypes.find(dtype);
+  const bool words = (dtype == DType::kF16 || dtype == DType::kBF16) && buffer.element_bytes == 2;
+  if (!words && (vector_type == kVectorTypes.end() || buffer.element_bytes != 4)) {
+    return std::nullopt;
+  }
   const int slot = Bind(buffer_id);
   const std::string name = absl::StrCat("read", slot, "v");
-  absl::StrAppend(&functions_, vector_type->second, " ", name, "(uint i) {\n  return in", slot,
-                  "v.data[i];\n}\n");
-  vector_reads_[buffer_id] = {name, vector_type->second};
-  return vector_reads_[buffer_id];
+  VectorFunction function{name, words ? "vec4" : vector_type->second,
+                          words ? "uvec2" : vector_type->second};
+  if (words) {
+    // Four 16-bit elements as two 32-bit words, the lower element in the lower half (SPIR-V's
+    // little-endian layout of storage buffers), each converted as the scalar read does.
+    const std::vector<std::string> halves = {"w.x & 0xffffu", "w.x >> 16u", "w.y & 0xffffu",
+                                             "w.y >> 16u"};
+    std::vector<std::string> values;
+    for (const std::string& half : halves) values.push_back(LoadFromStorage(dtype, 2, half));
+    absl::StrAppend(&functions_, "vec4 ", name, "(uint i) {\n  uvec2 w = in", slot,
+                    "v.data[i];\n  return vec4(", absl::StrJoin(values, ", "), ");\n}\n");
+  } else {
+    absl::StrAppend(&functions_, function.type, " ", name, "(uint i) {\n  return in", slot,
+                    "v.data[i];\n}\n");
+  }
+  vector_reads_[buffer_id] = function;
+  return function;
 }
 
 bool KernelWriter::ReadFromBuffer(const Instruction* instruction) const {
@@ -709,8 +725,8 @@ absl::StatusOr<std::string> KernelWriter::Finish(const std::string& main_body) {
     if (auto vector = vector_reads_.find(inputs[slot]); vector != vector_reads_.end()) {
       // The same binding as the scalar block declared next (one part: VectorRead checked).
       absl::StrAppend(&declarations, "layout(std430, set = 0, binding = ", binding,
-                      ") readonly buffer Bin", slot, "v { ", vector->second.type, " data[]; } in",
-                      slot, "v;\n");
+                      ") readonly buffer Bin", slot, "v { ", vector->second.storage,
+                      " data[]; } in", slot, "v;\n");
     }
     declare(inputs[slot], "readonly", absl::StrCat("in", slot));
   }

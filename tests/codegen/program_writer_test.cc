@@ -176,6 +176,32 @@ TEST(ProgramWriterTest, ValuesSeveralReadersReadAreComputedOnce) {
   EXPECT_TRUE(CompileComputeShader(glsl, plan->kernels[0].name).ok());
 }
 
+// On CPU drivers a dot reads both f16/bf16 operands 4 halves at a time (two 32-bit words, one
+// load; llvmpipe runs each load as a loop over the lanes), as f32 dots read vec4s: x.W (lane runs
+// and uniform runs along the contraction), x.W^T (4 contraction steps per lane-side column) and
+// x^T.g (uniform runs of rows). Each operand's binding is also declared as uvec2[].
+TEST(ProgramWriterTest, HalfDotsReadFourHalvesPerLoad) {
+  for (const char* type : {"f16", "bf16"}) {
+    for (const char* dims : {"lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+                             "lhs_contracting_dims={1}, rhs_contracting_dims={1}",
+                             "lhs_contracting_dims={0}, rhs_contracting_dims={0}"}) {
+      SCOPED_TRACE(absl::StrCat(type, " ", dims));
+      absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(absl::StrCat(
+          "HloModule m\nENTRY e {\n  x = ", type, "[64,64] parameter(0)\n  y = ", type,
+          "[64,64] parameter(1)\n  ROOT d = ", type, "[64,64] dot(x, y), ", dims, "\n}\n"));
+      ASSERT_TRUE(module.ok()) << module.status();
+      absl::StatusOr<ProgramPlan> plan = PlanProgram(**module, LavapipeTarget());
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      ASSERT_EQ(plan->kernels.size(), 1u);
+      const std::string& glsl = plan->kernels[0].glsl;
+      EXPECT_EQ(Count(glsl, "{ uvec2 data[]; }"), 2) << glsl;
+      EXPECT_THAT(glsl, HasSubstr("uvec2 w = in0v.data[i];"));
+      EXPECT_THAT(glsl, HasSubstr("uvec2 w = in1v.data[i];"));
+      EXPECT_TRUE(CompileComputeShader(glsl, plan->kernels[0].name).ok());
+    }
+  }
+}
+
 TEST(ProgramWriterTest, ReadingABufferThePlanDoesNotBindIsAnError) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"(HloModule m
 ENTRY e {

@@ -383,6 +383,52 @@ TEST_F(HalfPrecisionTest, DotsAccumulateInF32) {
   }
 }
 
+// CPU drivers read runs of 4 16-bit operand values as one 64-bit load, unpacked into 4 values
+// (KernelWriter::VectorRead): on each side of the dot, in every operand order, with odd sizes
+// (tails, rows past the last group), batched and swapped (fewer columns than rows). Integer
+// operands in [-3, 3] make every partial sum exact in f32, so the device must equal the
+// reference bit for bit: a half read from the wrong place or converted differently shows.
+TEST_F(HalfPrecisionTest, DotsReadRunsOfFourHalvesExactly) {
+  const std::string xw = "lhs_contracting_dims={1}, rhs_contracting_dims={0}";
+  const std::string xwt = "lhs_contracting_dims={1}, rhs_contracting_dims={1}";
+  const std::string xtg = "lhs_contracting_dims={0}, rhs_contracting_dims={0}";
+  const std::string batched =
+      "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={2}";
+  struct Case {
+    std::vector<int64_t> lhs, rhs, out;
+    std::string dims;
+  };
+  const std::vector<Case> cases = {
+      {{127, 68}, {68, 129}, {127, 129}, xw},
+      {{33, 12}, {12, 132}, {33, 132}, xw},
+      {{33, 19}, {19, 68}, {33, 68}, xw},
+      {{127, 68}, {129, 68}, {127, 129}, xwt},
+      {{7, 12}, {13, 12}, {7, 13}, xwt},
+      {{131, 20}, {131, 37}, {20, 37}, xtg},
+      {{67, 8}, {67, 64}, {8, 64}, xtg},
+      {{17, 132}, {17, 12}, {132, 12}, xtg},
+      {{3, 17, 20}, {3, 9, 20}, {3, 17, 9}, batched},
+      {{256, 64}, {64, 256}, {256, 256}, xw},
+  };
+  for (const char* type : kHalfTypes) {
+    for (const Case& c : cases) {
+      const std::string text = absl::StrCat("HloModule dot\nENTRY e {\n  x = ", Shape(type, c.lhs),
+                                            " parameter(0)\n  y = ", Shape(type, c.rhs),
+                                            " parameter(1)\n  ROOT d = ", Shape(type, c.out),
+                                            " dot(x, y), ", c.dims, "\n}\n");
+      absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(text);
+      ASSERT_TRUE(module.ok()) << module.status() << "\n" << text;
+      std::vector<ir::Literal> arguments = RandomArguments(**module, 7, -3.49, 3.49);
+      for (ir::Literal& argument : arguments) {
+        for (int64_t i = 0; i < argument.ElementCount(); ++i) {
+          argument.SetFromDouble(i, std::round(argument.GetAsDouble(i)));
+        }
+      }
+      EXPECT_EQ(Check(text, 0, 0, 0, std::move(arguments)), "") << type;
+    }
+  }
+}
+
 // Devices without 16-bit storage refuse f16/bf16 naming the instruction.
 TEST(HalfPrecisionPlanTest, DeviceWithout16BitStorageIsRefusedByName) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(
