@@ -195,60 +195,233 @@ std::vector<ReshardStep> PlanAlongAxes(const ir::Shape& global, const AxisShardi
   return finish();
 }
 
-// Every sharding in `base`'s device order that splits dim d over base.dims[d] followed by more
-// axes (each used once, none that `base` uses) into tiles[d] tiles.
-void ExtendDims(const std::vector<int64_t>& tiles, const Mesh& mesh, int64_t d,
-                std::vector<bool>& used, AxisSharding& extended, std::vector<AxisSharding>& out) {
-  if (d == extended.rank()) {
-    out.push_back(extended);
-    return;
-  }
-  const int64_t ways = mesh.SizeOf(extended.dims[d]);
-  if (tiles[d] % ways != 0) return;
-  if (tiles[d] == ways) {
-    ExtendDims(tiles, mesh, d + 1, used, extended, out);
-    return;
-  }
-  for (int64_t axis = 0; axis < mesh.axis_count(); ++axis) {
-    const int64_t size = mesh.SizeOf({axis});
-    if (used[axis] || size == 1 || (tiles[d] / ways) % size != 0) continue;
-    used[axis] = true;
-    extended.dims[d].push_back(axis);
-    ExtendDims(tiles, mesh, d, used, extended, out);
-    extended.dims[d].pop_back();
-    used[axis] = false;
-  }
-}
-
-std::vector<AxisSharding> Extensions(const AxisSharding& base, const std::vector<int64_t>& tiles,
-                                     const Mesh& mesh) {
-  std::vector<bool> used(mesh.axis_count(), false);
-  for (int64_t axis : base.UsedAxes()) used[axis] = true;
-  AxisSharding extended = base;
-  std::vector<AxisSharding> out;
-  ExtendDims(tiles, mesh, 0, used, extended, out);
-  return out;
-}
-
 std::vector<int64_t> TileCounts(const AxisSharding& sharding, const Mesh& mesh) {
   std::vector<int64_t> tiles;
   for (int64_t d = 0; d < sharding.rank(); ++d) tiles.push_back(sharding.TilesOn(d, mesh));
   return tiles;
 }
 
+// Each device's shard index on every dim (devices in mesh.device_ids() order, then dims), the
+// layout mesh of a device order built once.
+std::vector<std::vector<int64_t>> ShardIndices(const AxisSharding& sharding, const Mesh& mesh) {
+  const Mesh layout = sharding.device_order.empty() ? mesh : LayoutMesh(sharding, mesh);
+  std::vector<std::vector<int64_t>> indices;
+  for (int64_t device : mesh.device_ids()) {
+    std::vector<int64_t>& index = indices.emplace_back();
+    for (int64_t d = 0; d < sharding.rank(); ++d) {
+      index.push_back(layout.IndexAlong(device, sharding.dims[d]));
+    }
+  }
+  return indices;
+}
+
 // Devices that hold the same tile under both shardings (a permute between them leaves these).
 int64_t Matches(const AxisSharding& a, const AxisSharding& b, const Mesh& mesh) {
+  const std::vector<std::vector<int64_t>> a_indices = ShardIndices(a, mesh);
+  const std::vector<std::vector<int64_t>> b_indices = ShardIndices(b, mesh);
   int64_t matches = 0;
-  for (int64_t device : mesh.device_ids()) {
-    matches += TileIndex(a, mesh, device) == TileIndex(b, mesh, device);
-  }
+  for (size_t i = 0; i < a_indices.size(); ++i) matches += a_indices[i] == b_indices[i];
   return matches;
 }
 
-// Of `candidates`, the one whose tiles most devices already hold under `other` (the first on a
-// tie); nullopt when there is none.
-std::optional<AxisSharding> MostMatching(const std::vector<AxisSharding>& candidates,
-                                         const AxisSharding& other, const Mesh& mesh) {
+// Extensions of `base` to `tiles` tiles per dim: shardings in `base`'s device order that split
+// each dim d over base.dims[d] followed by more axes (each used once, none that `base` uses).
+// There can be factorially many (8! orderings of one dim over a [2]^8 mesh), so they are never
+// listed: an extension is built axis by axis, each dim's axes appended in turn. `Completes`
+// says whether a partial one can still be finished, memoized on (dim, axes used): the axes
+// used fix how far the current dim has got, so the search is polynomial in the devices and at
+// most rank * 2^axes in the mesh axes.
+class Extender {
+ public:
+  Extender(const AxisSharding& base, std::vector<int64_t> tiles, const Mesh& mesh)
+      : base_(base), tiles_(std::move(tiles)), mesh_(mesh) {
+    for (int64_t axis : base.UsedAxes()) base_mask_ |= uint64_t{1} << axis;
+  }
+
+  // Whether any extension exists (every dim's tile count a multiple of base's).
+  bool Feasible() { return mesh_.axis_count() <= 62 && Completes(0, base_mask_); }
+
+  // The axes dim d may take next, in axis order: unused, of a size that divides what the dim
+  // still lacks, and leaving a partial extension that can be finished. `mask` holds the axes
+  // used so far; dims before d are complete.
+  std::vector<int64_t> NextAxes(int64_t d, int64_t lacking, uint64_t mask) {
+    std::vector<int64_t> axes;
+    for (int64_t axis = 0; axis < mesh_.axis_count(); ++axis) {
+      const int64_t size = mesh_.axis_size(axis);
+      if ((mask >> axis & 1) != 0 || size == 1 || lacking % size != 0) continue;
+      if (Completes(d, mask | uint64_t{1} << axis)) axes.push_back(axis);
+    }
+    return axes;
+  }
+
+  // Every extension in the order of a search taking axes in mesh order, or nullopt when there
+  // are more than `cap`. The search only enters partial extensions that can be finished, so it
+  // costs at most `cap` times the axes.
+  std::optional<std::vector<AxisSharding>> All(int64_t cap) {
+    std::vector<AxisSharding> out;
+    AxisSharding extended = base_;
+    if (!Enumerate(0, base_mask_, extended, cap, out)) return std::nullopt;
+    return out;
+  }
+
+  // The extension taking, at each step, the first axis of NextAxes (mesh order).
+  AxisSharding First() {
+    return Build([](const AxisSharding&, int64_t, const std::vector<int64_t>& axes) {
+      return axes.front();
+    });
+  }
+
+  // The extension taking, at each step, the axis after which most devices' coarse tiles (each
+  // dim's index over the axes it has so far) match `other`'s tiles (of `tiles_` tile counts),
+  // coarsened alike; the first such axis on a tie.
+  AxisSharding Greedy(const AxisSharding& other) {
+    const std::vector<std::vector<int64_t>> other_indices = ShardIndices(other, mesh_);
+    const Mesh layout = base_.device_order.empty() ? mesh_ : LayoutMesh(base_, mesh_);
+    return Build([&](const AxisSharding& partial, int64_t d, const std::vector<int64_t>& axes) {
+      std::vector<int64_t> coarse;  // each dim's factor from other's index to the partial one
+      for (int64_t e = 0; e < partial.rank(); ++e) {
+        coarse.push_back(tiles_[e] / mesh_.SizeOf(partial.dims[e]));
+      }
+      int64_t best_axis = axes.front(), best_score = -1;
+      for (int64_t axis : axes) {
+        std::vector<int64_t> dim_axes = partial.dims[d];
+        dim_axes.push_back(axis);
+        const int64_t dim_coarse = coarse[d] / mesh_.axis_size(axis);
+        int64_t score = 0;
+        for (size_t i = 0; i < other_indices.size(); ++i) {
+          const int64_t device = mesh_.device_ids()[i];
+          bool match = layout.IndexAlong(device, dim_axes) == other_indices[i][d] / dim_coarse;
+          for (int64_t e = 0; match && e < partial.rank(); ++e) {
+            if (e == d) continue;
+            match = layout.IndexAlong(device, partial.dims[e]) == other_indices[i][e] / coarse[e];
+          }
+          score += match;
+        }
+        if (score > best_score) {
+          best_axis = axis;
+          best_score = score;
+        }
+      }
+      return best_axis;
+    });
+  }
+
+ private:
+  // Dim d's ways once the axes of `mask` are used and the dims before d are complete.
+  int64_t WaysOn(int64_t d, uint64_t mask) const {
+    int64_t added = 1;
+    for (int64_t axis = 0; axis < mesh_.axis_count(); ++axis) {
+      if ((mask >> axis & 1) != 0 && (base_mask_ >> axis & 1) == 0) added *= mesh_.axis_size(axis);
+    }
+    for (int64_t e = 0; e < d; ++e) added /= tiles_[e] / mesh_.SizeOf(base_.dims[e]);
+    return mesh_.SizeOf(base_.dims[d]) * added;
+  }
+
+  bool Completes(int64_t d, uint64_t mask) {
+    if (d == base_.rank()) return true;
+    const std::pair<int64_t, uint64_t> key{d, mask};
+    if (const auto it = completes_.find(key); it != completes_.end()) return it->second;
+    const int64_t ways = WaysOn(d, mask);
+    bool result = false;
+    if (tiles_[d] % ways == 0) {
+      if (tiles_[d] == ways) {
+        result = Completes(d + 1, mask);
+      } else {
+        for (int64_t axis = 0; axis < mesh_.axis_count() && !result; ++axis) {
+          const int64_t size = mesh_.axis_size(axis);
+          if ((mask >> axis & 1) != 0 || size == 1 || (tiles_[d] / ways) % size != 0) continue;
+          result = Completes(d, mask | uint64_t{1} << axis);
+        }
+      }
+    }
+    completes_[key] = result;
+    return result;
+  }
+
+  bool Enumerate(int64_t d, uint64_t mask, AxisSharding& extended, int64_t cap,
+                 std::vector<AxisSharding>& out) {
+    if (d == extended.rank()) {
+      out.push_back(extended);
+      return static_cast<int64_t>(out.size()) <= cap;
+    }
+    const int64_t ways = mesh_.SizeOf(extended.dims[d]);
+    if (ways == tiles_[d]) return Enumerate(d + 1, mask, extended, cap, out);
+    for (int64_t axis : NextAxes(d, tiles_[d] / ways, mask)) {
+      extended.dims[d].push_back(axis);
+      const bool within = Enumerate(d, mask | uint64_t{1} << axis, extended, cap, out);
+      extended.dims[d].pop_back();
+      if (!within) return false;
+    }
+    return true;
+  }
+
+  // Extends dim by dim, `choose(partial, d, candidates)` picking each axis from NextAxes (call
+  // only when Feasible()).
+  template <typename Choose>
+  AxisSharding Build(Choose choose) {
+    AxisSharding extended = base_;
+    uint64_t mask = base_mask_;
+    for (int64_t d = 0; d < extended.rank(); ++d) {
+      for (int64_t ways = mesh_.SizeOf(extended.dims[d]); ways < tiles_[d];
+           ways = mesh_.SizeOf(extended.dims[d])) {
+        const int64_t axis = choose(extended, d, NextAxes(d, tiles_[d] / ways, mask));
+        extended.dims[d].push_back(axis);
+        mask |= uint64_t{1} << axis;
+      }
+    }
+    return extended;
+  }
+
+  const AxisSharding& base_;
+  const std::vector<int64_t> tiles_;
+  const Mesh& mesh_;
+  uint64_t base_mask_ = 0;
+  std::map<std::pair<int64_t, uint64_t>, bool> completes_;
+};
+
+// `other`'s own axes on each dim where they extend `base`'s (in `other`'s order), when they make
+// an extension of `base` to `other`'s tile counts.
+std::optional<AxisSharding> OtherOrder(const AxisSharding& base, const AxisSharding& other) {
+  const std::vector<int64_t> used = base.UsedAxes();
+  AxisSharding extended = base;
+  for (int64_t d = 0; d < base.rank(); ++d) {
+    if (!IsPrefix(base.dims[d], other.dims[d])) return std::nullopt;
+    for (int64_t axis : Tail(other.dims[d], base.dims[d].size())) {
+      if (std::find(used.begin(), used.end(), axis) != used.end()) return std::nullopt;
+    }
+    extended.dims[d] = other.dims[d];
+  }
+  return extended;
+}
+
+// Scoring every extension against every device is affordable up to this many devices * extensions
+// (8 devices: all of them; a [2]^6 view of 64 devices: its 6! orderings of one dim).
+constexpr int64_t kExhaustiveDeviceExtensions = int64_t{1} << 16;
+
+// Of the extensions of `base` to `other`'s tile counts, one whose tiles most devices already
+// hold under `other` (the first in mesh axis order on a tie), or nullopt when there is none.
+// Where there are too many to score them all (factorially many: 8! orderings of one dim over a
+// [2]^8 view of 256 devices), three are scored: the one in mesh axis order, `other`'s own axis
+// order where it extends `base`'s, and the greedy one that picks, axis by axis, the axis after
+// which most devices' coarse tiles match; the best of these may match fewer devices than the
+// best of all (the greedy choice of a dim's major axis is blind to its minor ones).
+std::optional<AxisSharding> MostMatchingExtension(const AxisSharding& base,
+                                                  const AxisSharding& other, const Mesh& mesh) {
+  const std::vector<int64_t> tiles = TileCounts(other, mesh);
+  Extender extender(base, tiles, mesh);
+  if (!extender.Feasible()) return std::nullopt;
+  std::optional<std::vector<AxisSharding>> all =
+      extender.All(kExhaustiveDeviceExtensions / mesh.device_count());
+  std::vector<AxisSharding> candidates;
+  if (all.has_value()) {
+    candidates = *std::move(all);
+  } else {
+    candidates.push_back(extender.First());
+    if (std::optional<AxisSharding> own = OtherOrder(base, other); own.has_value()) {
+      candidates.push_back(*std::move(own));
+    }
+    candidates.push_back(extender.Greedy(other));
+  }
   std::optional<AxisSharding> best;
   int64_t best_matches = -1;
   for (const AxisSharding& candidate : candidates) {
@@ -375,8 +548,7 @@ std::vector<ReshardStep> CheapestPlan(const ir::Shape& global, const AxisShardin
     }
   };
   if (SlicesLocally(global, from, to, mesh)) consider(LocalSlices(from, to, mesh));
-  if (std::optional<AxisSharding> sliced =
-          MostMatching(Extensions(from, TileCounts(to, mesh), mesh), to, mesh);
+  if (std::optional<AxisSharding> sliced = MostMatchingExtension(from, to, mesh);
       sliced.has_value() && SlicesLocally(global, from, *sliced, mesh)) {
     std::vector<ReshardStep> plan = LocalSlices(from, *sliced, mesh);
     if (plan.empty() || plan.back().after != to) {
@@ -384,8 +556,7 @@ std::vector<ReshardStep> CheapestPlan(const ir::Shape& global, const AxisShardin
     }
     consider(std::move(plan));
   }
-  if (std::optional<AxisSharding> permuted =
-          MostMatching(Extensions(to, TileCounts(from, mesh), mesh), from, mesh)) {
+  if (std::optional<AxisSharding> permuted = MostMatchingExtension(to, from, mesh)) {
     std::vector<ReshardStep> plan;
     if (*permuted != from) plan.push_back({ReshardStep::Kind::kPermute, 0, 0, {}, *permuted});
     for (ReshardStep& step : PlanAlongAxes(global, *permuted, to, mesh)) {

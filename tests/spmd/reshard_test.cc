@@ -3,8 +3,11 @@
 // gathering everything would, and it sends nothing when only slicing is needed.
 #include "src/spmd/reshard.h"
 
+#include <algorithm>
+#include <chrono>
 #include <functional>
 #include <ostream>
+#include <random>
 
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
@@ -363,6 +366,41 @@ TEST_P(ReshardDeviceOrderTest, EveryPairKeepsTheValuesAndGspmdsBytes) {
 INSTANTIATE_TEST_SUITE_P(Meshes, ReshardDeviceOrderTest,
                          ::testing::Values(std::vector<int64_t>{2, 2},
                                            std::vector<int64_t>{2, 2, 2}));
+
+// Planning stays polynomial in the mesh axes: a [2]^8 view of 256 devices has 8! = 40320
+// orderings of one dim's axes, which scoring each against every device took seconds per reshard
+// (6.2 s for one replicated -> shuffled [256] reshard in `vkspmd partition --mesh 256`); a few
+// canonical orderings take milliseconds. The bound is generous (a loaded 2-core machine).
+TEST(ReshardPlanningTest, ShuffledOrderOf256DevicesPlansQuickly) {
+  const Mesh mesh = *Mesh::Create(std::vector<int64_t>(8, 2));
+  std::vector<int64_t> order(256);
+  for (int64_t i = 0; i < 256; ++i) order[i] = i;
+  std::mt19937 random(19);
+  std::shuffle(order.begin(), order.end(), random);
+  const ir::Shape global(ir::DType::kF32, {512});
+  AxisSharding shuffled = AxisSharding::Replicated(1);
+  shuffled.dims[0] = {0, 1, 2, 3, 4, 5, 6, 7};
+  shuffled.device_order = order;
+  AxisSharding half = AxisSharding::Replicated(1);
+  half.dims[0] = {0};
+  const AxisSharding replicated = AxisSharding::Replicated(1);
+  const auto start = std::chrono::steady_clock::now();
+  // Every device holds the whole value: each slices its 2 elements, nothing is sent.
+  EXPECT_EQ(ReshardBytes(global, replicated, shuffled, mesh), 0);
+  // Each device lacks 255 tiles of 2 floats: at least a ring all-gather's 255 * 8 bytes, at most
+  // that and one permute of its 8-byte tile into another order.
+  const int64_t gathered = ReshardBytes(global, shuffled, replicated, mesh);
+  EXPECT_GE(gathered, 255 * 8);
+  EXPECT_LE(gathered, 256 * 8);
+  // Refining (one axis to all eight, into another order) and coarsening back: an extension of
+  // the 2-way split to 256 tiles is looked for both ways.
+  EXPECT_FALSE(PlanReshard(global, half, shuffled, mesh).empty());
+  EXPECT_FALSE(PlanReshard(global, shuffled, half, mesh).empty());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 2.0);
+  RecordProperty("seconds", std::to_string(seconds));
+}
 
 }  // namespace
 }  // namespace vkspmd::spmd::testing
