@@ -94,3 +94,27 @@ def test_grad_scaler():
     assert scaler.get_scale() == 4.0 and scaler.growth_tracker == 3
     with pytest.raises(ValueError):
         optim.GradScaler(init_scale=-1.0)
+
+
+def test_grad_scaler_checks_gradients_before_a_trailing_none():
+    # A list ending in None (a frozen last parameter) is checked whole: the inf is found, the
+    # step skipped and the scale backed off (review of 3bf9053: it was applied to the weights).
+    params = [vkspmd.ones(2), vkspmd.ones(2)]
+    sgd = optim.SGD(params, lr=0.1)
+    scaler = optim.GradScaler(init_scale=4.0)
+    assert not scaler.step(sgd, [vkspmd.tensor([math.inf, 1.0]), None])
+    scaler.update()
+    assert scaler.get_scale() == 2.0
+    for p in params:
+        np.testing.assert_array_equal(p.numpy(), [1.0, 1.0])
+    # 14 finite gradients, a NaN in the 15th, then None.
+    params = [vkspmd.ones(2) for _ in range(16)]
+    sgd = optim.SGD(params, lr=0.1)
+    grads = [vkspmd.tensor([1.0, 2.0]) for _ in range(14)]
+    assert not scaler.step(sgd, grads + [vkspmd.tensor([1.0, math.nan]), None])
+    for p in params:
+        np.testing.assert_array_equal(p.numpy(), [1.0, 1.0])
+    # All None: nothing overflowed, nothing changes.
+    assert scaler.step(sgd, [None] * 16)
+    for p in params:
+        np.testing.assert_array_equal(p.numpy(), [1.0, 1.0])
