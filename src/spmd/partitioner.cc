@@ -498,12 +498,15 @@ class Partitioner {
     return MakeRepresentable(rule, factors, mesh_);
   }
 
+  // Bytes moved per device running the op with `factors` in `layout` (the mesh permuted to the
+  // op's device order: the tensors' shardings are read relative to it, see MakeRelative).
   int64_t Cost(const OpRule& rule, const std::vector<Tensor>& operands,
-               const std::vector<Tensor>& results, const FactorAxes& factors) const {
+               const std::vector<Tensor>& results, const FactorAxes& factors,
+               const Mesh& layout) const {
     int64_t bytes = 0;
     for (const Tensor& operand : operands) {
       bytes += ReshardBytes(operand.global, operand.sharding,
-                            ProjectToTensor(rule, *operand.dims, factors, mesh_), mesh_);
+                            ProjectToTensor(rule, *operand.dims, factors, mesh_), layout);
     }
     std::vector<int64_t> reduction_axes;
     for (size_t f = 0; f < rule.factors.size(); ++f) {
@@ -516,7 +519,7 @@ class Partitioner {
       bytes += CollectiveBytesPerDevice(Opcode::kAllReduce,
                                         ByteSize(ShardShape(result.global, produced, mesh_)),
                                         mesh_.SizeOf(reduction_axes));
-      bytes += ReshardBytes(result.global, produced, result.sharding, mesh_);
+      bytes += ReshardBytes(result.global, produced, result.sharding, layout);
     }
     return bytes;
   }
@@ -573,7 +576,7 @@ class Partitioner {
       }
       for (Tensor& result : results) result.sharding.maximal_device.reset();
     }
-    FactorAxes best = CheapestFactors(rule, operands, results).first;
+    FactorAxes best = CheapestFactors(rule, operands, results, layout.value_or(mesh_)).first;
     LocalOp op;
     op.instruction = &instruction;
     op.rule = &rule;
@@ -616,7 +619,12 @@ class Partitioner {
       std::vector<Tensor> relative_operands = operands, relative_results = results;
       MakeRelative(relative_operands, candidate);
       MakeRelative(relative_results, candidate);
-      const int64_t cost = CheapestFactors(rule, relative_operands, relative_results).second;
+      // Priced over the permuted mesh the relative shardings are read in: over the mesh itself,
+      // a tensor in the mesh's order (relative order: the mesh's ids) would read as already in
+      // the candidate's layout, and moving it into (or the result out of) that layout as free.
+      const Mesh candidate_layout = candidate.empty() ? mesh_ : mesh_.WithDeviceIds(candidate);
+      const int64_t cost =
+          CheapestFactors(rule, relative_operands, relative_results, candidate_layout).second;
       if (cheapest < 0 || cost < cheapest) {
         cheapest = cost;
         device_order = candidate;
@@ -644,10 +652,19 @@ class Partitioner {
   }
 
   // The device layouts an op may run in: the mesh's order (empty), then each order its split
-  // tensors are laid out in.
+  // tensors are laid out in; only the order of its partially manual tensors, where it has some.
   std::vector<std::vector<int64_t>> LayoutCandidates(const std::vector<Tensor>& operands,
                                                      const std::vector<Tensor>& results) const {
     std::vector<std::vector<int64_t>> candidates = {{}};
+    // A partially manual region keeps one layout of its manual groups throughout (Reshard refuses
+    // to move them into another order): an op with a partially manual tensor runs in its order.
+    for (const std::vector<Tensor>* tensors : {&results, &operands}) {
+      for (const Tensor& tensor : *tensors) {
+        if (!tensor.sharding.IsPartiallyManual()) continue;
+        candidates.front() = tensor.sharding.device_order;
+        return candidates;
+      }
+    }
     for (const std::vector<Tensor>* tensors : {&results, &operands}) {
       for (const Tensor& tensor : *tensors) {
         const std::vector<int64_t>& order = tensor.sharding.device_order;
@@ -676,10 +693,13 @@ class Partitioner {
   }
 
   // The cheapest factor assignment of the candidates the op's tensors suggest (each tensor
-  // first, the rest by size: larger tensors are costlier to move), with its cost in bytes.
+  // first, the rest by size: larger tensors are costlier to move), with its cost in bytes when
+  // run in `layout` (the mesh, or the mesh permuted to the device order the shardings are
+  // relative to).
   std::pair<FactorAxes, int64_t> CheapestFactors(const OpRule& rule,
                                                  const std::vector<Tensor>& operands,
-                                                 const std::vector<Tensor>& results) const {
+                                                 const std::vector<Tensor>& results,
+                                                 const Mesh& layout) const {
     std::vector<Tensor> all = results;
     all.insert(all.end(), operands.begin(), operands.end());
     std::vector<size_t> by_size(all.size());
@@ -705,7 +725,7 @@ class Partitioner {
         candidates.push_back(MakeRepresentable(rule, std::move(whole_reductions), mesh_));
       }
       for (const FactorAxes& factors : candidates) {
-        const int64_t cost = Cost(rule, operands, results, factors);
+        const int64_t cost = Cost(rule, operands, results, factors, layout);
         if (!best.has_value() || cost < best_cost) {
           best = factors;
           best_cost = cost;
