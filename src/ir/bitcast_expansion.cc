@@ -6,7 +6,6 @@
 #include <utility>
 #include <vector>
 
-#include "fmt/format.h"
 #include "src/ir/entry_rewrite.h"
 #include "src/ir/inline_calls.h"
 
@@ -32,19 +31,10 @@ DType UnsignedOfWidth(int64_t bytes) {
   }
 }
 
-// Writes the expansion's instructions through `add`, named after the bitcast.
-class Writer {
+// Writes the expansion's instructions, named after the bitcast.
+class Writer : public ExpansionBuilder {
  public:
-  Writer(const Instruction& bitcast, const AddInstructionFn& add) : bitcast_(bitcast), add_(add) {}
-
-  Instruction* New(Opcode opcode, Shape shape, std::vector<Instruction*> operands,
-                   InstructionAttributes attributes = {}) {
-    auto instruction = std::make_unique<Instruction>(opcode, std::move(shape), std::move(operands));
-    instruction->set_attributes(std::move(attributes));
-    instruction->set_name(fmt::format("{}.{}", bitcast_.name(), OpcodeName(opcode)));
-    instruction->set_location(bitcast_.location());
-    return add_(std::move(instruction));
-  }
+  using ExpansionBuilder::ExpansionBuilder;
 
   // `value`'s bits as `type` (of the same width); `value` itself when it is of that type.
   Instruction* SameWidth(Instruction* value, DType type) {
@@ -52,38 +42,20 @@ class Writer {
     return New(Opcode::kBitcastConvert, Shape(type, value->shape().dimensions()), {value});
   }
 
-  Instruction* Convert(Instruction* value, DType type) {
-    return New(Opcode::kConvert, Shape(type, value->shape().dimensions()), {value});
-  }
-
-  // The constant `value` of `type` broadcast to `dims`.
-  Instruction* Splat(DType type, int64_t value, const std::vector<int64_t>& dims) {
-    Literal literal(Shape::Scalar(type));
-    literal.SetFromInt64(0, value);
-    InstructionAttributes attributes;
-    attributes.literal = std::move(literal);
-    Instruction* scalar = New(Opcode::kConstant, Shape::Scalar(type), {}, std::move(attributes));
-    return New(Opcode::kBroadcast, Shape(type, dims), {scalar});
-  }
-
   // f32[d] -> u8[d,4]: element k of the last dim is bits >> 8k, truncated to 8 bits.
   Instruction* Narrow(Instruction* operand) {
-    const DType to = bitcast_.shape().dtype();
+    const DType to = original().shape().dtype();
     const int64_t narrow_bits = 8 * DTypeByteSize(to);
     const DType wide_unsigned = UnsignedOfWidth(DTypeByteSize(operand->shape().dtype()));
-    const std::vector<int64_t>& dims = bitcast_.shape().dimensions();
+    const std::vector<int64_t>& dims = original().shape().dimensions();
     const int64_t last = static_cast<int64_t>(dims.size()) - 1;
-    Instruction* bits = SameWidth(operand, wide_unsigned);
     InstructionAttributes keep_dims;
     keep_dims.dimensions.resize(last);
     std::iota(keep_dims.dimensions.begin(), keep_dims.dimensions.end(), 0);
-    Instruction* spread =
-        New(Opcode::kBroadcast, Shape(wide_unsigned, dims), {bits}, std::move(keep_dims));
-    InstructionAttributes along_last;
-    along_last.iota_dimension = last;
-    Instruction* index = New(Opcode::kIota, Shape(DType::kS32, dims), {}, std::move(along_last));
+    Instruction* spread = New(Opcode::kBroadcast, Shape(wide_unsigned, dims),
+                              {SameWidth(operand, wide_unsigned)}, std::move(keep_dims));
     Instruction* shift = Convert(New(Opcode::kMultiply, Shape(DType::kS32, dims),
-                                     {index, Splat(DType::kS32, narrow_bits, dims)}),
+                                     {Iota(dims, last), Splat(DType::kS32, narrow_bits, dims)}),
                                  wide_unsigned);
     Instruction* shifted =
         New(Opcode::kShiftRightLogical, Shape(wide_unsigned, dims), {spread, shift});
@@ -92,26 +64,17 @@ class Writer {
 
   // u8[d,4] -> f32[d]: the or of narrow element k << 8k, zero-extended.
   Instruction* Widen(Instruction* operand) {
-    const DType from = operand->shape().dtype();
-    const DType to = bitcast_.shape().dtype();
-    const int64_t narrow_bits = 8 * DTypeByteSize(from);
+    const DType to = original().shape().dtype();
+    const int64_t narrow_bits = 8 * DTypeByteSize(operand->shape().dtype());
     const DType wide_unsigned = UnsignedOfWidth(DTypeByteSize(to));
-    const std::vector<int64_t>& dims = bitcast_.shape().dimensions();
+    const std::vector<int64_t>& dims = original().shape().dimensions();
     const int64_t last = static_cast<int64_t>(dims.size());
     const int64_t ratio = operand->shape().dimension(last);
-    Instruction* bits = SameWidth(operand, UnsignedOfWidth(DTypeByteSize(from)));
+    Instruction* bits =
+        SameWidth(operand, UnsignedOfWidth(DTypeByteSize(operand->shape().dtype())));
     Instruction* result = nullptr;
     for (int64_t k = 0; k < ratio; ++k) {
-      InstructionAttributes slice;
-      std::vector<int64_t> one_dims = operand->shape().dimensions();
-      for (int64_t d = 0; d <= last; ++d) {
-        slice.slice.push_back({d == last ? k : 0, d == last ? k + 1 : one_dims[d], 1});
-      }
-      one_dims[last] = 1;
-      Instruction* element =
-          New(Opcode::kSlice, Shape(bits->shape().dtype(), one_dims), {bits}, std::move(slice));
-      Instruction* value = Convert(
-          New(Opcode::kReshape, Shape(bits->shape().dtype(), dims), {element}), wide_unsigned);
+      Instruction* value = Convert(Reshape(Slice(bits, last, k, k + 1), dims), wide_unsigned);
       if (k > 0) {
         value = New(Opcode::kShiftLeft, Shape(wide_unsigned, dims),
                     {value, Splat(wide_unsigned, k * narrow_bits, dims)});
@@ -121,10 +84,6 @@ class Writer {
     }
     return SameWidth(result, to);
   }
-
- private:
-  const Instruction& bitcast_;
-  const AddInstructionFn& add_;
 };
 
 }  // namespace

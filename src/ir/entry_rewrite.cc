@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "fmt/format.h"
 #include "src/base/status_macros.h"
 #include "src/ir/unique_names.h"
 
@@ -80,6 +81,52 @@ absl::StatusOr<std::unique_ptr<Module>> RewriteEntry(const Module& module,
   owned->RemoveUnreachable();
   result->set_entry(result->AddComputation(std::move(owned)));
   return result;
+}
+
+Instruction* ExpansionBuilder::New(Opcode opcode, Shape shape, std::vector<Instruction*> operands,
+                                   InstructionAttributes attributes) {
+  auto instruction = std::make_unique<Instruction>(opcode, std::move(shape), std::move(operands));
+  instruction->set_attributes(std::move(attributes));
+  instruction->set_name(fmt::format("{}.{}", original_.name(), OpcodeName(opcode)));
+  instruction->set_location(original_.location());
+  return add_(std::move(instruction));
+}
+
+Instruction* ExpansionBuilder::Scalar(DType type, int64_t value) {
+  Literal literal(Shape::Scalar(type));
+  literal.SetFromInt64(0, value);
+  InstructionAttributes attributes;
+  attributes.literal = std::move(literal);
+  return New(Opcode::kConstant, Shape::Scalar(type), {}, std::move(attributes));
+}
+
+Instruction* ExpansionBuilder::Splat(DType type, int64_t value, const std::vector<int64_t>& dims) {
+  return New(Opcode::kBroadcast, Shape(type, dims), {Scalar(type, value)});
+}
+
+Instruction* ExpansionBuilder::Iota(const std::vector<int64_t>& dims, int64_t dim) {
+  InstructionAttributes attributes;
+  attributes.iota_dimension = dim;
+  return New(Opcode::kIota, Shape(DType::kS32, dims), {}, std::move(attributes));
+}
+
+Instruction* ExpansionBuilder::Reshape(Instruction* value, std::vector<int64_t> dims) {
+  return New(Opcode::kReshape, Shape(value->shape().dtype(), std::move(dims)), {value});
+}
+
+Instruction* ExpansionBuilder::Convert(Instruction* value, DType type) {
+  return New(Opcode::kConvert, Shape(type, value->shape().dimensions()), {value});
+}
+
+Instruction* ExpansionBuilder::Slice(Instruction* value, int64_t dim, int64_t begin, int64_t end) {
+  InstructionAttributes attributes;
+  std::vector<int64_t> dims = value->shape().dimensions();
+  for (int64_t d = 0; d < value->shape().rank(); ++d) {
+    attributes.slice.push_back({d == dim ? begin : 0, d == dim ? end : dims[d], 1});
+  }
+  dims[dim] = end - begin;
+  return New(Opcode::kSlice, Shape(value->shape().dtype(), std::move(dims)), {value},
+             std::move(attributes));
 }
 
 }  // namespace vkspmd::ir

@@ -21,22 +21,10 @@ int64_t SortRow(const Instruction& sort) {
 }
 
 // Writes the network's instructions through `add`, named after the sort.
-class Network {
+class Network : public ExpansionBuilder {
  public:
-  Network(const Instruction& sort, const AddInstructionFn& add) : sort_(sort), add_(add) {}
-
-  Instruction* New(Opcode opcode, Shape shape, std::vector<Instruction*> operands,
-                   InstructionAttributes attributes = {}) {
-    auto instruction = std::make_unique<Instruction>(opcode, std::move(shape), std::move(operands));
-    instruction->set_attributes(std::move(attributes));
-    instruction->set_name(fmt::format("{}.{}", sort_.name(), OpcodeName(opcode)));
-    instruction->set_location(sort_.location());
-    return add_(std::move(instruction));
-  }
-
-  Instruction* Reshape(Instruction* value, std::vector<int64_t> dims) {
-    return New(Opcode::kReshape, Shape(value->shape().dtype(), std::move(dims)), {value});
-  }
+  Network(const Instruction& sort, const AddInstructionFn& add)
+      : ExpansionBuilder(sort, add), sort_(sort), add_(add) {}
 
   Instruction* Transpose(Instruction* value, const std::vector<int64_t>& permutation) {
     std::vector<int64_t> dims;
@@ -45,37 +33,6 @@ class Network {
     attributes.dimensions = permutation;
     return New(Opcode::kTranspose, Shape(value->shape().dtype(), std::move(dims)), {value},
                std::move(attributes));
-  }
-
-  // value[..., begin:end] along `dim`, the other dims whole.
-  Instruction* Slice(Instruction* value, int64_t dim, int64_t begin, int64_t end) {
-    InstructionAttributes attributes;
-    std::vector<int64_t> dims = value->shape().dimensions();
-    for (int64_t d = 0; d < value->shape().rank(); ++d) {
-      attributes.slice.push_back({d == dim ? begin : 0, d == dim ? end : dims[d], 1});
-    }
-    dims[dim] = end - begin;
-    return New(Opcode::kSlice, Shape(value->shape().dtype(), std::move(dims)), {value},
-               std::move(attributes));
-  }
-
-  Instruction* Scalar(DType type, int64_t value) {
-    Literal literal(Shape::Scalar(type));
-    literal.SetFromInt64(0, value);
-    InstructionAttributes attributes;
-    attributes.literal = std::move(literal);
-    return New(Opcode::kConstant, Shape::Scalar(type), {}, std::move(attributes));
-  }
-
-  // A constant of `type` broadcast to `dims`.
-  Instruction* Splat(DType type, int64_t value, const std::vector<int64_t>& dims) {
-    return New(Opcode::kBroadcast, Shape(type, dims), {Scalar(type, value)});
-  }
-
-  Instruction* Iota(const std::vector<int64_t>& dims, int64_t dim) {
-    InstructionAttributes attributes;
-    attributes.iota_dimension = dim;
-    return New(Opcode::kIota, Shape(DType::kS32, dims), {}, std::move(attributes));
   }
 
   Instruction* Binary(Opcode opcode, Instruction* lhs, Instruction* rhs) {

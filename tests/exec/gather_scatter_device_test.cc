@@ -246,14 +246,13 @@ ENTRY %main (x: f32[5,61]) -> (f32[5,61], s32[5,61]) {
 // so NaNs of both signs and payloads, infinities, subnormals and both zeros, in rows of a prime
 // length. The order (s32) and the keys' bits must be the reference's.
 TEST_F(GatherScatterDeviceTest, ArgsortOfHalfFloatKeysInTotalOrder) {
-  const std::string direct = R"(HloModule argsort16
-%less (a: $T[], b: $T[], i: s32[], j: s32[]) -> pred[] {
+  const std::string header = R"(%less (a: $T[], b: $T[], i: s32[], j: s32[]) -> pred[] {
   %a = $T[] parameter(0)
   %b = $T[] parameter(1)
   %i = s32[] parameter(2)
   %j = s32[] parameter(3)
-  ROOT %lt = pred[] compare(%a, %b), direction=LT, type=TOTALORDER
-}
+)";
+  const std::string entry = R"(}
 ENTRY %main (x: $T[5,61]) -> (u16[5,61], s32[5,61]) {
   %x = $T[5,61] parameter(0)
   %iota = s32[5,61] iota(), iota_dimension=1
@@ -263,39 +262,26 @@ ENTRY %main (x: $T[5,61]) -> (u16[5,61], s32[5,61]) {
   %order = s32[5,61] get-tuple-element(%sort), index=1
   ROOT %both = (u16[5,61], s32[5,61]) tuple(%bits, %order)
 })";
-  const std::string expanded = R"(HloModule argsort16_expanded
-%less (a: $T[], b: $T[], i: s32[], j: s32[]) -> pred[] {
-  %a = $T[] parameter(0)
-  %b = $T[] parameter(1)
-  %i = s32[] parameter(2)
-  %j = s32[] parameter(3)
-  %a_bits = s16[] bitcast-convert(%a)
-  %a_zero = s16[] constant(0)
-  %a_negative = pred[] compare(%a_bits, %a_zero), direction=LT
-  %a_max = u16[] constant(32767)
-  %a_unsigned = u16[] bitcast-convert(%a)
-  %a_flipped = u16[] subtract(%a_max, %a_unsigned)
-  %a_flipped_signed = s16[] bitcast-convert(%a_flipped)
-  %a_key = s16[] select(%a_negative, %a_flipped_signed, %a_bits)
-  %b_bits = s16[] bitcast-convert(%b)
-  %b_zero = s16[] constant(0)
-  %b_negative = pred[] compare(%b_bits, %b_zero), direction=LT
-  %b_max = u16[] constant(32767)
-  %b_unsigned = u16[] bitcast-convert(%b)
-  %b_flipped = u16[] subtract(%b_max, %b_unsigned)
-  %b_flipped_signed = s16[] bitcast-convert(%b_flipped)
-  %b_key = s16[] select(%b_negative, %b_flipped_signed, %b_bits)
-  ROOT %lt = pred[] compare(%a_key, %b_key), direction=LT
-}
-ENTRY %main (x: $T[5,61]) -> (u16[5,61], s32[5,61]) {
-  %x = $T[5,61] parameter(0)
-  %iota = s32[5,61] iota(), iota_dimension=1
-  %sort = ($T[5,61], s32[5,61]) sort(%x, %iota), dimensions={1}, is_stable=true, to_apply=%less
-  %keys = $T[5,61] get-tuple-element(%sort), index=0
-  %bits = u16[5,61] bitcast-convert(%keys)
-  %order = s32[5,61] get-tuple-element(%sort), index=1
-  ROOT %both = (u16[5,61], s32[5,61]) tuple(%bits, %order)
-})";
+  // The older expander's key of parameter %x: its bits as s16, negative ones flipped by a u16
+  // subtract from 32767 (which wraps).
+  const auto expander_key = [](const std::string& x) {
+    return absl::StrReplaceAll(R"(  %x_bits = s16[] bitcast-convert(%x)
+  %x_zero = s16[] constant(0)
+  %x_negative = pred[] compare(%x_bits, %x_zero), direction=LT
+  %x_max = u16[] constant(32767)
+  %x_unsigned = u16[] bitcast-convert(%x)
+  %x_flipped = u16[] subtract(%x_max, %x_unsigned)
+  %x_flipped_signed = s16[] bitcast-convert(%x_flipped)
+  %x_key = s16[] select(%x_negative, %x_flipped_signed, %x_bits)
+)",
+                               {{"%x", "%" + x}});
+  };
+  const std::string direct =
+      absl::StrCat("HloModule argsort16\n", header,
+                   "  ROOT %lt = pred[] compare(%a, %b), direction=LT, type=TOTALORDER\n", entry);
+  const std::string expanded =
+      absl::StrCat("HloModule argsort16_expanded\n", header, expander_key("a"), expander_key("b"),
+                   "  ROOT %lt = pred[] compare(%a_key, %b_key), direction=LT\n", entry);
   // Rows of 61 go through the ranking kernel, rows of 97 through the bitonic network of
   // plain ops (long_sort_device_test.cc), whose compare is an elementwise kernel's.
   for (const int64_t length : {61, 97}) {
