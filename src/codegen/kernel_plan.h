@@ -234,6 +234,8 @@ struct ProgramPlan {
   // Values per invocation a row kernel may keep in registers between its loops over the row
   // (TargetInfo::row_cache_slots; row_cache.h); 0 recomputes them in each loop.
   int64_t row_cache_slots = 0;
+  // TargetInfo::preserve_float32_denormals.
+  bool preserve_float32_denormals = false;
   // The instructions that live in buffers, and their buffer ids; every other instruction is
   // computed inline by the kernels that read it.
   std::map<const ir::Instruction*, int> materialized;

@@ -457,14 +457,32 @@ absl::StatusOr<std::string> KernelWriter::Elementwise(const Instruction& instruc
     if (is_float && (opcode == Opcode::kAnd || opcode == Opcode::kOr || opcode == Opcode::kXor)) {
       return absl::UnimplementedError(Unsupported(instruction, "bitwise ops on floats"));
     }
+    if (is_float && kInfixOperators.count(opcode)) {
+      // `precise` (SPIR-V NoContraction): a driver may otherwise fuse this product or sum with
+      // its neighbour into one fma, rounding once where the reference rounds twice (NVIDIA's
+      // did: JAX's uniform draws differed from the reference in the last bit).
+      VKSPMD_ASSIGN_OR_RETURN(std::string glsl_type, GlslType(type));
+      return absl::StrCat(code, "  precise ", glsl_type, " r = ", result, ";\n  return ",
+                          WrapToWidth(result_type, "r"), ";\n");
+    }
     return absl::StrCat(code, "  return ", WrapToWidth(result_type, result), ";\n");
   }
   switch (opcode) {
+    // Negate and abs of floats change the sign bit alone, as IEEE 754 defines them (NaNs too):
+    // as arithmetic, NVIDIA's compiler gave NaN operands the canonical positive NaN.
     case Opcode::kNegate:
-      result = is_unsigned ? *GlslType(type) + "(0) - " + a : "-" + a;
+      result = is_unsigned ? *GlslType(type) + "(0) - " + a
+               : type == DType::kF64
+                   ? "packDouble2x32(unpackDouble2x32(" + a + ") ^ uvec2(0u, 0x80000000u))"
+               : is_float ? "uintBitsToFloat(floatBitsToUint(" + a + ") ^ 0x80000000u)"
+                          : "-" + a;
       break;
     case Opcode::kAbs:
-      result = is_unsigned ? a : "abs(" + a + ")";
+      result = is_unsigned ? a
+               : type == DType::kF64
+                   ? "packDouble2x32(unpackDouble2x32(" + a + ") & uvec2(0xffffffffu, 0x7fffffffu))"
+               : is_float ? "uintBitsToFloat(floatBitsToUint(" + a + ") & 0x7fffffffu)"
+                          : "abs(" + a + ")";
       break;
     case Opcode::kNot:
       result = type == DType::kPred ? "(" + a + " == 0u ? 1u : 0u)" : "~" + a;
@@ -785,6 +803,11 @@ absl::StatusOr<std::string> KernelWriter::Finish(const std::string& main_body) {
         cooperative_matrix_emulated_ ? ""
                                      : "#extension GL_KHR_memory_scope_semantics : require\n"
                                        "#extension GL_NV_cooperative_matrix : require\n");
+  }
+  if (plan_.preserve_float32_denormals) {
+    // DenormPreserve (execution mode 4459, capability 4464) for 32-bit floats.
+    absl::StrAppend(&extensions, "#extension GL_EXT_spirv_intrinsics : require\n",
+                    "spirv_execution_mode(capabilities = [4464], 4459, 32);\n");
   }
   return absl::StrCat("#version 460\n", extensions, "layout(local_size_x = ", local_size, ") in;\n",
                       declarations, preamble, store, functions_, "void main() {\n",

@@ -310,6 +310,7 @@ class Planner {
     plan_.ids = ids;
     plan_.subgroup_size = target.subgroup_shuffle ? target.subgroup_size : 0;
     plan_.row_cache_slots = target.row_cache_slots;
+    plan_.preserve_float32_denormals = target.preserve_float32_denormals;
   }
 
   absl::StatusOr<ProgramPlan> Plan() {

@@ -27,6 +27,10 @@ struct TargetInfo {
   bool int16_buffers = false;
   bool int64 = false;    // shaderInt64: s64/u64.
   bool float64 = false;  // shaderFloat64: f64.
+  // Kernels declare the DenormPreserve execution mode for 32-bit floats (the device reports
+  // shaderDenormPreserveFloat32): without it a driver may flush f32 subnormals to zero (NVIDIA's
+  // did), where the reference keeps them, bf16 values below 2^-126 among them.
+  bool preserve_float32_denormals = false;
   // Dots by the shared-memory tiled kernel (GPUs: barriers are cheap and shared memory is fast)
   // instead of per-invocation register tiles reading operands directly (CPU drivers, where
   // barriers and shared memory are slow and the caches serve the reuse).

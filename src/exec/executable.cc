@@ -171,6 +171,7 @@ codegen::TargetInfo TargetFor(const runtime::MeshDevice& device) {
   target.int16_buffers = info.storage_buffer_16bit && info.shader_int16;
   target.int64 = info.shader_int64;
   target.float64 = info.shader_float64;
+  target.preserve_float32_denormals = info.denorm_preserve_float32;
   // By the device's kind, not its name; VKSPMD_DOT_KERNEL=shared_memory|registers overrides (tests
   // run the GPU variant on lavapipe).
   target.shared_memory_dot = !info.is_cpu() && info.subgroup_size >= 16;

@@ -146,10 +146,15 @@ PhysicalDeviceInfo ReadSnapshot(const InstanceFunctions& functions, VkPhysicalDe
 
   VkPhysicalDeviceMaintenance3Properties maintenance3{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+  VkPhysicalDeviceVulkan12Properties properties12{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES};
+  // The Vulkan 1.2 structure only where the device knows it.
+  if (info.api_version >= VK_API_VERSION_1_2) maintenance3.pNext = &properties12;
   VkPhysicalDeviceProperties2 more{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   more.pNext = &maintenance3;
   functions.vkGetPhysicalDeviceProperties2(handle, &more);
   info.max_memory_allocation_size = maintenance3.maxMemoryAllocationSize;
+  info.denorm_preserve_float32 = properties12.shaderDenormPreserveFloat32;
 
   VkPhysicalDeviceVulkan13Features features13{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};

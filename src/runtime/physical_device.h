@@ -86,6 +86,9 @@ struct PhysicalDeviceInfo {
   bool shader_int8 = false;
   bool shader_int16 = false;
   bool shader_float64 = false;
+  // VkPhysicalDeviceVulkan12Properties::shaderDenormPreserveFloat32: shaders may declare the
+  // DenormPreserve execution mode for 32-bit floats.
+  bool denorm_preserve_float32 = false;
   bool storage_buffer_8bit = false;
   bool storage_buffer_16bit = false;
   // The Vulkan memory model (Vulkan 1.2 features): the cooperative-matrix kernels need it, since

@@ -202,6 +202,53 @@ TEST(ProgramWriterTest, HalfDotsReadFourHalvesPerLoad) {
   }
 }
 
+// Float results as the reference computes them on any driver: products and sums are
+// NoContraction (a driver may not fuse them into an fma), negate and abs change the sign bit
+// alone (NaNs too), and where the device preserves f32 subnormals every kernel says so
+// (DenormPreserve 32: OpExecutionMode 4459, capability 4464), or a driver may flush them.
+TEST(ProgramWriterTest, FloatArithmeticIsNotContractedAndSubnormalsArePreservedWhereOffered) {
+  constexpr char kText[] = R"(HloModule m
+ENTRY e {
+  a = f32[37] parameter(0)
+  b = f32[37] parameter(1)
+  c = f32[37] parameter(2)
+  p = f32[37] multiply(a, b)
+  s = f32[37] add(p, c)
+  n = f32[37] negate(s)
+  ROOT m = f32[37] abs(n)
+})";
+  for (bool preserve : {false, true}) {
+    SCOPED_TRACE(preserve);
+    absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(kText);
+    ASSERT_TRUE(module.ok()) << module.status();
+    TargetInfo target = LavapipeTarget();
+    target.preserve_float32_denormals = preserve;
+    absl::StatusOr<ProgramPlan> plan = PlanProgram(**module, target);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_EQ(plan->kernels.size(), 1u);
+    const std::string& glsl = plan->kernels[0].glsl;
+    EXPECT_THAT(glsl, HasSubstr("precise float r = x0 * x1;"));
+    EXPECT_THAT(glsl, HasSubstr("precise float r = x0 + x1;"));
+    EXPECT_THAT(glsl, HasSubstr("floatBitsToUint(x0) ^ 0x80000000u"));
+    EXPECT_THAT(glsl, HasSubstr("floatBitsToUint(x0) & 0x7fffffffu"));
+    absl::StatusOr<std::vector<uint32_t>> spirv = CompileComputeShader(glsl, "m");
+    ASSERT_TRUE(spirv.ok()) << spirv.status();
+    // OpExecutionMode (opcode 16, 4 words) %main DenormPreserve 32; OpCapability (17) 4464.
+    bool mode = false, capability = false;
+    for (size_t at = 5; at < spirv->size();) {
+      const uint32_t words = (*spirv)[at] >> 16, opcode = (*spirv)[at] & 0xffffu;
+      if (words == 0) break;
+      if (opcode == 16 && words == 4 && (*spirv)[at + 2] == 4459 && (*spirv)[at + 3] == 32) {
+        mode = true;
+      }
+      if (opcode == 17 && words == 2 && (*spirv)[at + 1] == 4464) capability = true;
+      at += words;
+    }
+    EXPECT_EQ(mode, preserve);
+    EXPECT_EQ(capability, preserve);
+  }
+}
+
 TEST(ProgramWriterTest, ReadingABufferThePlanDoesNotBindIsAnError) {
   absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"(HloModule m
 ENTRY e {

@@ -60,6 +60,7 @@ nlohmann::json DeviceJson(const runtime::PhysicalDeviceInfo& device) {
           {"subgroup_size", device.subgroup_size},
           {"max_shared_memory_bytes", device.max_shared_memory_bytes},
           {"cooperative_matrix_f16_f32", MatrixShapesText(device)},
+          {"denorm_preserve_float32", device.denorm_preserve_float32},
           {"max_storage_buffer_range", device.max_storage_buffer_range},
           {"memory_heaps", heaps},
           {"queue_families", families},
@@ -78,6 +79,9 @@ void PrintDevice(const runtime::PhysicalDeviceInfo& device) {
       device.subgroup_size, device.max_shared_memory_bytes, device.max_storage_buffer_range);
   fmt::print("    cooperative matrices (VK_NV_cooperative_matrix, f16 x f16 -> f32): {}\n",
              MatrixShapesText(device));
+  fmt::print("    f32 subnormals: {}\n", device.denorm_preserve_float32
+                                             ? "preserved (kernels declare DenormPreserve)"
+                                             : "the driver's choice (no DenormPreserve offered)");
   for (size_t heap = 0; heap < device.memory_heaps.size(); ++heap) {
     fmt::print("    memory heap {}: {:.1f} MiB{}\n", heap,
                device.memory_heaps[heap].size / 1048576.0,
