@@ -468,8 +468,10 @@ absl::StatusOr<std::string> KernelWriter::Elementwise(const Instruction& instruc
     return absl::StrCat(code, "  return ", WrapToWidth(result_type, result), ";\n");
   }
   switch (opcode) {
-    // Negate and abs of floats change the sign bit alone, as IEEE 754 defines them (NaNs too):
-    // as arithmetic, NVIDIA's compiler gave NaN operands the canonical positive NaN.
+    // Negate and abs of floats change the sign bit alone, as IEEE 754 defines them (NaNs too;
+    // f16 and bf16 results are then rounded to the type as the reference's are): as arithmetic,
+    // NVIDIA's compiler gave NaN operands the canonical positive NaN. The reference widens an
+    // f32 signaling NaN to double first, which quiets it; these keep it signaling.
     case Opcode::kNegate:
       result = is_unsigned ? *GlslType(type) + "(0) - " + a
                : type == DType::kF64

@@ -71,9 +71,16 @@ std::string CombineFunction(ElementType type, ReduceOp op) {
 }
 
 // out[i] = in_0[base + i] combined with in_1[base + i], ... in order, for i < count.
-std::string CombineKernel(ElementType type, ReduceOp op, size_t inputs) {
+// `preserve_denormals`: the DenormPreserve mode for f32, as KernelWriter declares it, so sums of
+// subnormals equal the host path's.
+std::string CombineKernel(ElementType type, ReduceOp op, size_t inputs, bool preserve_denormals) {
   const std::string t = GlslType(type);
-  std::string glsl = absl::StrCat("#version 450\nlayout(local_size_x = ", kLocalSize, ") in;\n");
+  std::string glsl =
+      absl::StrCat("#version 460\n",
+                   preserve_denormals ? "#extension GL_EXT_spirv_intrinsics : require\n"
+                                        "spirv_execution_mode(capabilities = [4464], 4459, 32);\n"
+                                      : "",
+                   "layout(local_size_x = ", kLocalSize, ") in;\n");
   for (size_t m = 0; m < inputs; ++m) {
     absl::StrAppend(&glsl, "layout(std430, set = 0, binding = ", m, ") readonly buffer In", m,
                     " { ", t, " d[]; } in", m, ";\n");
@@ -222,7 +229,8 @@ absl::StatusOr<runtime::Buffer*> DeviceCollectives::Exchange(size_t collective, 
 
 absl::StatusOr<std::shared_ptr<const runtime::ComputePipeline>> DeviceCollectives::CombinePipeline(
     runtime::MeshDevice& device, ElementType type, ReduceOp op, size_t inputs) {
-  const std::string glsl = CombineKernel(type, op, inputs);
+  const std::string glsl =
+      CombineKernel(type, op, inputs, device.device().physical_device().denorm_preserve_float32);
   const std::string name = absl::StrCat("device_combine_", collectives::ElementTypeName(type), "_",
                                         collectives::ReduceOpName(op), "_x", inputs);
   return device.device().SharedPipeline(

@@ -154,7 +154,10 @@ PhysicalDeviceInfo ReadSnapshot(const InstanceFunctions& functions, VkPhysicalDe
   more.pNext = &maintenance3;
   functions.vkGetPhysicalDeviceProperties2(handle, &more);
   info.max_memory_allocation_size = maintenance3.maxMemoryAllocationSize;
-  info.denorm_preserve_float32 = properties12.shaderDenormPreserveFloat32;
+  // A mode for 32-bit floats alone is valid unless the device ties the three widths together.
+  info.denorm_preserve_float32 =
+      properties12.shaderDenormPreserveFloat32 &&
+      properties12.denormBehaviorIndependence != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE;
 
   VkPhysicalDeviceVulkan13Features features13{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};

@@ -86,8 +86,9 @@ struct PhysicalDeviceInfo {
   bool shader_int8 = false;
   bool shader_int16 = false;
   bool shader_float64 = false;
-  // VkPhysicalDeviceVulkan12Properties::shaderDenormPreserveFloat32: shaders may declare the
-  // DenormPreserve execution mode for 32-bit floats.
+  // VkPhysicalDeviceVulkan12Properties::shaderDenormPreserveFloat32, with a
+  // denormBehaviorIndependence other than NONE: shaders may declare the DenormPreserve execution
+  // mode for 32-bit floats alone.
   bool denorm_preserve_float32 = false;
   bool storage_buffer_8bit = false;
   bool storage_buffer_16bit = false;

@@ -233,8 +233,10 @@ ENTRY e {
     EXPECT_THAT(glsl, HasSubstr("floatBitsToUint(x0) & 0x7fffffffu"));
     absl::StatusOr<std::vector<uint32_t>> spirv = CompileComputeShader(glsl, "m");
     ASSERT_TRUE(spirv.ok()) << spirv.status();
-    // OpExecutionMode (opcode 16, 4 words) %main DenormPreserve 32; OpCapability (17) 4464.
+    // OpExecutionMode (opcode 16, 4 words) %main DenormPreserve 32; OpCapability (17) 4464;
+    // OpDecorate (71) %x NoContraction (42) on the product and the sum.
     bool mode = false, capability = false;
+    int no_contraction = 0;
     for (size_t at = 5; at < spirv->size();) {
       const uint32_t words = (*spirv)[at] >> 16, opcode = (*spirv)[at] & 0xffffu;
       if (words == 0) break;
@@ -242,10 +244,12 @@ ENTRY e {
         mode = true;
       }
       if (opcode == 17 && words == 2 && (*spirv)[at + 1] == 4464) capability = true;
+      if (opcode == 71 && words == 3 && (*spirv)[at + 2] == 42) ++no_contraction;
       at += words;
     }
     EXPECT_EQ(mode, preserve);
     EXPECT_EQ(capability, preserve);
+    EXPECT_GE(no_contraction, 2);
   }
 }
 

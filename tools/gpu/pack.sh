@@ -9,7 +9,7 @@
 # GPU machine. .gpu/ and .gl/ are for .git/info/exclude, never committed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-build=${1:-build/ci}
+build=$(realpath --relative-to=. "${1:-build/ci}")
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/build" "$stage/lib" "$stage/layers" .gpu
@@ -22,12 +22,12 @@ build = sys.argv[1]
 for test in json.load(sys.stdin)["tests"]:
     for arg in test.get("command", []):
         if arg.startswith(build) and os.path.isfile(arg):
-            print(os.path.relpath(arg, build))' "$abs_build"
+            print(os.path.relpath(arg, build))' "$abs_build" | grep -E "${PACK_ONLY:-.}"
   echo tools/vkspmd
   echo benchmarks/codegen_benchmarks
   echo benchmarks/collectives_benchmarks
   echo benchmarks/train_benchmarks
-} | sort -u | grep -E "${PACK_ONLY:-.}" > "$stage/wanted"
+} | sort -u > "$stage/wanted"
 # The tree minus what only the build needs, and minus executables nothing above runs.
 (cd "$build" && find . -type d -name CMakeFiles -prune -o -type f \
    ! -name '*.o' ! -name '*.a' ! -name '*.ninja' ! -name '.ninja_*' ! -name '*.d' -print) |
@@ -39,9 +39,9 @@ for test in json.load(sys.stdin)["tests"]:
 find "$stage/build" -type f -exec sh -c 'head -c4 "$1" | grep -q ELF' _ {} \; -print |
   while read -r f; do strip --strip-all "$f"; echo "$f"; done > "$stage/elves"
 # Libraries the executables load that a CUDA image will not have.
-while read -r f; do ldd "$f" 2>/dev/null | awk '/=> \//{print $3}'; done < "$stage/elves" |
+while read -r f; do ldd "$f" 2>/dev/null | awk '/=> \//{print $3}' || true; done < "$stage/elves" |
   sort -u | grep -v -E '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libgcc_s|libstdc\+\+|libvulkan)\.so' |
-  while read -r lib; do cp -L "$lib" "$stage/lib/"; done
+  while read -r lib; do cp -L "$lib" "$stage/lib/"; done || true
 layer=/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so
 cp "$layer" "$stage/layers/"
 sed 's#"library_path": *"[^"]*"#"library_path": "./libVkLayer_khronos_validation.so"#' \
