@@ -38,6 +38,9 @@ struct DotContext {
   // The GLSL function each result element goes to, (linear index, value): store, or the
   // epilogue's.
   std::string store = "store";
+  // Where set, the function each row's run of 4 lane-side results goes to instead, (linear index
+  // of the first, a multiple of 4; the 4 values as a vector): the epilogue's for runs of four.
+  std::string store_runs_of_four;
 
   // GLSL for the offset in `side`'s operand of batch element `batch` (a GLSL uint).
   std::string BatchOffset(const Side& side) const {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "src/codegen/dot_kernel_context.h"
 #include "src/codegen/dot_tiling.h"
+#include "src/codegen/glsl_types.h"
 #include "src/codegen/kernel_writer.h"
 
 namespace vkspmd::codegen {
@@ -234,6 +235,25 @@ std::string RegisterTiles(const DotContext& context, KernelWriter& writer) {
     }
   }
   absl::StrAppend(&body, "  }\n");
+  if (!context.store_runs_of_four.empty()) {
+    // Each row's 4 results of the lane at once (dot_kernel.cc: RunsOfFourToTheEpilogue): runs
+    // start at multiples of 4 and the row's length is one, so a lane whose run starts inside the
+    // row has all 4 of its columns, and the others (past the end) have none.
+    std::vector<std::string> us, runs;
+    for (int64_t t = 0; t < rows; ++t) {
+      us.push_back(absl::StrCat("u", t));
+      runs.push_back(
+          absl::StrCat(Vec4Type(type), "(acc", t, "_0, acc", t, "_1, acc", t, "_2, acc", t, "_3)"));
+    }
+    absl::StrAppend(&body, "  uint us[", rows, "] = uint[](", absl::StrJoin(us, ", "), ");\n");
+    absl::StrAppend(&body, "  ", Vec4Type(type), " runs[", rows, "] = ", Vec4Type(type), "[](",
+                    absl::StrJoin(runs, ", "), ");\n");
+    absl::StrAppend(&body, "  if (start < ", lane_size, "u) {\n    for (uint t = 0u; t < ", rows,
+                    "u; ++t) {\n      if (us[t] < ", uniform_size, "u) ",
+                    context.store_runs_of_four, "(out_base + us[t] * ", tiling.columns,
+                    "u + start, runs[t]);\n    }\n  }\n");
+    return body;
+  }
   if (context.store != "store") {
     // An epilogue (an optimizer's update, a GELU) is one call per element of the tile. Written
     // out, each call is inlined: llvmpipe compiled a 16 x 4 tile of AdamW updates for seconds

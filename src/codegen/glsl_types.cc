@@ -56,6 +56,13 @@ std::string WrapToWidth(ir::DType type, const std::string& value) {
   }
 }
 
+std::string Vec4Type(const std::string& glsl_type) {
+  if (glsl_type == "float") return "vec4";
+  if (glsl_type == "int") return "ivec4";
+  if (glsl_type == "uint") return "uvec4";
+  return "";
+}
+
 std::string WrapToWidthKeepingBits(ir::DType type, const std::string& value) {
   switch (type) {
     case ir::DType::kF16:

@@ -25,6 +25,9 @@ bool IsHalfFloat(ir::DType type);
 // precision (exactly as the CPU reference's ir::FloatToHalfBits / FloatToBFloat16Bits, NaN and
 // overflow to infinity included); unchanged for other types.
 std::string WrapToWidth(ir::DType type, const std::string& value);
+// The 4-vector of a 32-bit GLSL scalar type ("float" -> "vec4", "int" -> "ivec4", "uint" ->
+// "uvec4"); empty for other types (double, 64-bit integers).
+std::string Vec4Type(const std::string& glsl_type);
 
 // Element `index` of `literal` as a GLSL constant of its compute type, exact: floats from their
 // bits (NaN payloads, infinities and -0 included; f16/bf16 as the f32 of their value), integers

@@ -259,6 +259,30 @@ std::optional<KernelWriter::VectorFunction> KernelWriter::VectorRead(
   return function;
 }
 
+std::optional<std::string> KernelWriter::VectorStore(size_t output) {
+  const std::vector<int> outputs = kernel_.outputs();
+  if (output >= outputs.size()) return std::nullopt;
+  const BufferPlan& buffer = plan_.buffers[outputs[output]];
+  const DType dtype = buffer.shape.dtype();
+  if (buffer.parts() != 1 || buffer.element_bytes != 4 ||
+      (dtype != DType::kF32 && dtype != DType::kS32 && dtype != DType::kU32)) {
+    return std::nullopt;
+  }
+  std::string& name = vector_stores_[output];
+  if (name.empty()) name = absl::StrCat("store", output == 0 ? "" : absl::StrCat(output), "v");
+  return name;
+}
+
+absl::StatusOr<std::string> KernelWriter::ReadAsVariable(const Instruction* instruction) {
+  if (!ReadFromBuffer(instruction)) {
+    return absl::InternalError(
+        absl::StrCat(instruction->name(), " is not read from a buffer in ", kernel_.name));
+  }
+  VKSPMD_ASSIGN_OR_RETURN(std::string variable, DeclareRowValue(instruction, /*keep_bits=*/true));
+  variable_reads_.insert(instruction);
+  return variable;
+}
+
 bool KernelWriter::ReadFromBuffer(const Instruction* instruction) const {
   if (!plan_.materialized.count(instruction)) return false;
   // Values this kernel stores besides its root are computed here, not read back.
@@ -272,6 +296,7 @@ bool KernelWriter::ReadFromBuffer(const Instruction* instruction) const {
 }
 
 absl::StatusOr<std::string> KernelWriter::Value(const Instruction* instruction, bool compute) {
+  if (!compute && variable_reads_.count(instruction)) return row_values_.at(instruction);
   if (!compute && ReadFromBuffer(instruction)) {
     return ReadBuffer(plan_.materialized.at(instruction));
   }
@@ -756,6 +781,14 @@ absl::StatusOr<std::string> KernelWriter::Finish(const std::string& main_body) {
   for (size_t k = 0; k < outputs.size(); ++k) {
     const BufferPlan& output = plan_.buffers[outputs[k]];
     const std::string block = k == 0 ? "out_buffer" : absl::StrCat("out", k);
+    if (auto vector = vector_stores_.find(k); vector != vector_stores_.end()) {
+      // The same binding as the scalar block declared next (one part: VectorStore checked).
+      const std::string type = Vec4Type(*GlslType(output.shape.dtype()));
+      absl::StrAppend(&declarations, "layout(std430, set = 0, binding = ", binding,
+                      ") writeonly buffer B", block, "v { ", type, " data[]; } ", block, "v;\n");
+      absl::StrAppend(&store, "void ", vector->second, "(uint i, ", type, " value) { ", block,
+                      "v.data[i] = value; }\n");
+    }
     declare(outputs[k], "writeonly", block);
     bytes |= output.element_bytes == 1;
     shorts |= output.element_bytes == 2;

@@ -39,6 +39,16 @@ class KernelWriter {
     std::string storage;  // The aliased block's element type: `type`, or uvec2.
   };
   std::optional<VectorFunction> VectorRead(const ir::Instruction* instruction);
+  // A function `void <name>(uint i, <vec4 type> value)` storing elements 4i..4i+3 of the
+  // kernel's output `output` (0: its root; k: also_stores[k - 1]) with one vector store, where
+  // that output is one binding of 32-bit float or integer elements (the block is also declared as
+  // an array of vec4, ivec4 or uvec4), else nullopt.
+  std::optional<std::string> VectorStore(size_t output);
+  // Makes Value(instruction), a value this kernel reads from its buffer, return a private
+  // variable that the caller sets instead (a dot epilogue fed from vector loads). Call after any
+  // VectorRead of it. Returns the variable.
+  absl::StatusOr<std::string> ReadAsVariable(const ir::Instruction* instruction);
+  const ProgramPlan& plan() const { return plan_; }
   // Row-major multi-index helpers: code declaring `uint <prefix>0..` from linear `index`.
   static std::string Coordinates(const std::string& prefix, const std::string& index,
                                  const std::vector<int64_t>& dimensions);
@@ -120,7 +130,9 @@ class KernelWriter {
   bool row_slot_declared_ = false;
   std::map<int, std::string> buffer_reads_;
   std::map<int, VectorFunction> vector_reads_;
-  std::set<int> bound_;      // Planned inputs the code reads.
+  std::map<size_t, std::string> vector_stores_;      // VectorStore's, by output.
+  std::set<const ir::Instruction*> variable_reads_;  // ReadAsVariable's (in row_values_).
+  std::set<int> bound_;                              // Planned inputs the code reads.
   std::set<int> unplanned_;  // Buffers the code reads that the plan does not bind.
   std::string functions_;
   int next_function_ = 0;

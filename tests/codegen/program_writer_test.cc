@@ -20,19 +20,14 @@
 #include "src/codegen/shader_compiler.h"
 #include "src/ir/parser.h"
 #include "tests/codegen/codegen_test_support.h"
+#include "tests/support/occurrences.h"
 
 namespace vkspmd::codegen {
 namespace {
 
 using ::testing::HasSubstr;
 
-int Count(const std::string& text, const std::string& word) {
-  int count = 0;
-  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
-    ++count;
-  }
-  return count;
-}
+using ::vkspmd::testing::Occurrences;
 
 TEST(ProgramWriterTest, EveryKernelBindsItsPlannedBuffersAndCompiles) {
   for (const char* name : {"softmax", "layer_norm", "mlp_backward", "dynamic_update_slice",
@@ -81,16 +76,16 @@ TEST(ProgramWriterTest, ReductionsOverOneSubgroupNeedNoSharedMemoryOrBarriers) {
     for (const KernelPlan& kernel : plan->kernels) {
       if (kernel.local_size != 8 || kernel.kind == KernelKind::kDot) continue;
       ++lane_kernels;
-      EXPECT_EQ(Count(kernel.glsl, "barrier()"), 0) << kernel.glsl;
-      EXPECT_EQ(Count(kernel.glsl, "shared "), 0) << kernel.glsl;
-      EXPECT_GT(Count(kernel.glsl, "subgroupShuffleXor"), 0) << kernel.glsl;
+      EXPECT_EQ(Occurrences(kernel.glsl, "barrier()"), 0) << kernel.glsl;
+      EXPECT_EQ(Occurrences(kernel.glsl, "shared "), 0) << kernel.glsl;
+      EXPECT_GT(Occurrences(kernel.glsl, "subgroupShuffleXor"), 0) << kernel.glsl;
     }
     EXPECT_GT(lane_kernels, 0);
     plan->subgroup_size = 0;
     ASSERT_TRUE(WriteKernels(*plan).ok());
     for (const KernelPlan& kernel : plan->kernels) {
       if (kernel.local_size != 8 || kernel.kind == KernelKind::kDot) continue;
-      EXPECT_GT(Count(kernel.glsl, "barrier()"), 0) << kernel.name;
+      EXPECT_GT(Occurrences(kernel.glsl, "barrier()"), 0) << kernel.name;
       EXPECT_TRUE(CompileComputeShader(kernel.glsl, kernel.name).ok()) << kernel.name;
     }
   }
@@ -194,7 +189,7 @@ TEST(ProgramWriterTest, HalfDotsReadFourHalvesPerLoad) {
       ASSERT_TRUE(plan.ok()) << plan.status();
       ASSERT_EQ(plan->kernels.size(), 1u);
       const std::string& glsl = plan->kernels[0].glsl;
-      EXPECT_EQ(Count(glsl, "{ uvec2 data[]; }"), 2) << glsl;
+      EXPECT_EQ(Occurrences(glsl, "{ uvec2 data[]; }"), 2) << glsl;
       EXPECT_THAT(glsl, HasSubstr("uvec2 w = in0v.data[i];"));
       EXPECT_THAT(glsl, HasSubstr("uvec2 w = in1v.data[i];"));
       EXPECT_TRUE(CompileComputeShader(glsl, plan->kernels[0].name).ok());

@@ -14,6 +14,7 @@
 #include "src/exec/executable.h"
 #include "tests/exec/dispatch_counter.h"
 #include "tests/support/compiled_program_test.h"
+#include "tests/support/occurrences.h"
 
 namespace vkspmd::testing {
 namespace {
@@ -256,6 +257,120 @@ ENTRY e {
       ++calls;
     }
     EXPECT_EQ(calls, 2) << glsl;  // Its definition and the call in the loop.
+  }
+}
+
+TEST_P(DotEpilogueTest, AnAdamUpdateInPlaceTakesEachLanesFourResultsAtOnce) {
+  // An Adam-like update of w, m and v (all donated) from the weight gradient x^T.g: 36 columns
+  // (runs of 4 from 9 lanes; the tile's other lanes are past the end), 29 rows (the last tile
+  // partly past the end; fewer rows than columns, so lanes run along the columns). The register
+  // tiles give the update each lane's 4 results of a row at once: w, m and v are read as vec4, the
+  // three results stored as vec4.
+  const std::string text =
+      R"(HloModule adam, input_output_alias={ {0}: (2, {}, may-alias), {1}: (3, {}, may-alias), {2}: (4, {}, may-alias) }
+ENTRY e {
+  x = f32[31,29] parameter(0)
+  g = f32[31,36] parameter(1)
+  w = f32[29,36] parameter(2)
+  m = f32[29,36] parameter(3)
+  v = f32[29,36] parameter(4)
+  d = f32[29,36] dot(x, g), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  b1 = f32[] constant(0.9)
+  b1b = f32[29,36] broadcast(b1), dimensions={}
+  c1 = f32[] constant(0.1)
+  c1b = f32[29,36] broadcast(c1), dimensions={}
+  m1 = f32[29,36] multiply(b1b, m)
+  dm = f32[29,36] multiply(c1b, d)
+  m2 = f32[29,36] add(m1, dm)
+  b2 = f32[] constant(0.99)
+  b2b = f32[29,36] broadcast(b2), dimensions={}
+  c2 = f32[] constant(0.01)
+  c2b = f32[29,36] broadcast(c2), dimensions={}
+  va = f32[29,36] abs(v)
+  v1 = f32[29,36] multiply(b2b, va)
+  dd = f32[29,36] multiply(d, d)
+  dv = f32[29,36] multiply(c2b, dd)
+  v2 = f32[29,36] add(v1, dv)
+  sq = f32[29,36] sqrt(v2)
+  e = f32[] constant(1e-8)
+  eb = f32[29,36] broadcast(e), dimensions={}
+  den = f32[29,36] add(sq, eb)
+  q = f32[29,36] divide(m2, den)
+  lr = f32[] constant(0.01)
+  lrb = f32[29,36] broadcast(lr), dimensions={}
+  step = f32[29,36] multiply(lrb, q)
+  w2 = f32[29,36] subtract(w, step)
+  ROOT out = (f32[29,36], f32[29,36], f32[29,36]) tuple(w2, m2, v2)
+}
+)";
+  const ProgramPlan* plan = CompileAndCompare(text);
+  ASSERT_NE(plan, nullptr);
+  ASSERT_EQ(plan->kernels.size(), 1u);
+  const KernelPlan& kernel = plan->kernels[0];
+  EXPECT_EQ(EpilogueOf(kernel), "w2");
+  EXPECT_EQ(kernel.also_stores.size(), 2u);
+  EXPECT_EQ(plan->donations.size(), 3u);
+  EXPECT_EQ(DispatchesOfCompiling(device(0), text), 1);
+  const std::string& glsl = kernel.glsl;
+  if (GetParam() == "registers") {
+    EXPECT_EQ(Occurrences(glsl, "v(i / 4u);"), 3) << glsl;  // w, m and v.
+    for (const char* store : {"  storev(i / 4u", "  store1v(i / 4u", "  store2v(i / 4u"}) {
+      EXPECT_EQ(Occurrences(glsl, store), 1) << store << "\n" << glsl;
+    }
+    EXPECT_EQ(Occurrences(glsl, "epilogue4("), 2) << glsl;  // Its definition and one call.
+  } else {
+    EXPECT_EQ(Occurrences(glsl, "epilogue4("), 0) << glsl;
+  }
+}
+
+TEST_P(DotEpilogueTest, RunsOfFourReadTheDotsOperandsAndOtherIndicesOneByOne) {
+  // x.W + x + reverse(r): x is the dot's operand (read by the contraction at other elements) and
+  // r is read reversed, so the runs' epilogue reads both element by element; still exact against
+  // the reference in both outputs.
+  const std::string text = R"(HloModule residual_of_operand
+ENTRY e {
+  x = f32[29,36] parameter(0)
+  w = f32[36,36] parameter(1)
+  r = f32[29,36] parameter(2)
+  d = f32[29,36] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  dx = f32[29,36] add(d, x)
+  rr = f32[29,36] reverse(r), dimensions={0,1}
+  ROOT out = f32[29,36] add(dx, rr)
+}
+)";
+  const ProgramPlan* plan = CompileAndCompare(text);
+  ASSERT_NE(plan, nullptr);
+  ASSERT_EQ(plan->kernels.size(), 1u);
+  EXPECT_EQ(EpilogueOf(plan->kernels[0]), "out");
+  const std::string& glsl = plan->kernels[0].glsl;
+  if (GetParam() == "registers") {
+    EXPECT_EQ(Occurrences(glsl, "epilogue4("), 2) << glsl;
+    EXPECT_EQ(Occurrences(glsl, "v(i / 4u);"), 0) << glsl;
+  }
+}
+
+TEST_P(DotEpilogueTest, IntegerRunsOfFourExactly) {
+  // s32 with 20 columns (5 lanes' runs): a residual read at the dot's own index and a ReLU,
+  // both stored; integers must equal the reference exactly.
+  const std::string text = R"(HloModule integer_runs
+ENTRY e {
+  x = s32[13,11] parameter(0)
+  w = s32[11,20] parameter(1)
+  r = s32[13,20] parameter(2)
+  d = s32[13,20] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  h = s32[13,20] add(d, r)
+  zero = s32[] constant(0)
+  zb = s32[13,20] broadcast(zero), dimensions={}
+  relu = s32[13,20] maximum(h, zb)
+  ROOT out = (s32[13,20], s32[13,20]) tuple(relu, h)
+}
+)";
+  const ProgramPlan* plan = CompileAndCompare(text, /*relative=*/0);
+  ASSERT_NE(plan, nullptr);
+  ASSERT_EQ(plan->kernels.size(), 1u);
+  EXPECT_EQ(EpilogueOf(plan->kernels[0]), "relu");
+  if (GetParam() == "registers") {
+    EXPECT_EQ(Occurrences(plan->kernels[0].glsl, "ivec4 q0 = "), 1) << plan->kernels[0].glsl;
   }
 }
 

@@ -18,21 +18,13 @@
 #include "tests/exec/random_module.h"
 #include "tests/exec/testdata_programs.h"
 #include "tests/support/compiled_program_test.h"
+#include "tests/support/occurrences.h"
 
 namespace vkspmd::testing {
 namespace {
 
 std::string TestdataText(const std::string& name) {
   return ReadTestdataText(VKSPMD_TESTDATA_DIR, name);
-}
-
-// How many times `needle` occurs in `text`.
-int Count(const std::string& text, const std::string& needle) {
-  int count = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
-    ++count;
-  }
-  return count;
 }
 
 // testdata/fusion/softmax_forward_kept with rows of `length` instead of 19.
@@ -84,7 +76,7 @@ ENTRY e {
 
 // The per-invocation arrays a row kernel keeps values in (KernelWriter::DeclareRowCache).
 int KeptArrays(const codegen::KernelPlan& kernel) {
-  return Count(kernel.glsl, "of this invocation's elements");
+  return Occurrences(kernel.glsl, "of this invocation's elements");
 }
 
 // Sets an environment variable for one scope.
@@ -194,7 +186,7 @@ TEST_F(RowKernelFusionDeviceTest, SoftmaxKeepsItsValuesInRegistersBetweenItsLoop
     EXPECT_EQ(KeptArrays(kernel), expected) << kernel.glsl;
     // The loops reading kept values are written out, each iteration setting row_slot: all three
     // with both kept, the sum's and the stores' with the exponentials alone.
-    EXPECT_EQ(Count(kernel.glsl, "row_slot = "), (expected == 2 ? 3 : 2 * expected) * slots);
+    EXPECT_EQ(Occurrences(kernel.glsl, "row_slot = "), (expected == 2 ? 3 : 2 * expected) * slots);
     EXPECT_EQ(DispatchesOfCompiling(device(0), text), 1);
   }
 }
@@ -250,7 +242,7 @@ TEST_F(RowKernelFusionDeviceTest, ATrainingStepsLayerNormIsOneDispatch) {
     ASSERT_EQ(kernel.row.reductions.size(), 2u);
     EXPECT_EQ(kernel.row.reductions[0]->name(), "sum");  // The mean first: the variance reads it.
     EXPECT_EQ(kernel.row.reductions[1]->name(), "ss");
-    EXPECT_EQ(Count(kernel.glsl, "== 0u) store"), 1) << kernel.glsl;  // rs, once per row.
+    EXPECT_EQ(Occurrences(kernel.glsl, "== 0u) store"), 1) << kernel.glsl;  // rs, once per row.
     EXPECT_EQ(DispatchesOfCompiling(device(0), text), 1);
   }
 }
