@@ -18,6 +18,7 @@
 namespace vkspmd::codegen {
 
 using ir::Instruction;
+using ir::Opcode;
 
 std::string Offset(const std::string& index, const ir::Shape& shape,
                    const std::vector<int64_t>& dims) {
@@ -155,13 +156,42 @@ bool RunsOfFourToTheEpilogue(const DotTiling& tiling) {
          tiling.per_lane == 4 && !tiling.swapped && tiling.columns % 4 == 0 && tiling.chunks == 1;
 }
 
-// The values with buffers that the epilogue (and the other values the kernel stores) read only
-// at the element it computes, except the dot's operands (read elsewhere by the contraction).
-std::vector<const Instruction*> ReadsAtTheEpiloguesIndex(
-    const KernelPlan& kernel, const ProgramPlan& plan,
-    const std::vector<const Instruction*>& roots) {
+// A value the runs' epilogue reads 4 elements of with one vector load: `value`, read at the
+// epilogue's own index, is `buffer`'s value (period 0) or a broadcast of `buffer` along the
+// result's leading dims, whose element i is the buffer's element i % period (a bias).
+struct RunRead {
+  const Instruction* value;
+  const Instruction* buffer;
+  int64_t period;
+};
+
+// Whether `value` broadcasts its operand along leading dims only (dims = the trailing dims, in
+// order) of a whole number of runs of 4: elements 4j..4j+3 of it are elements 4j % period ..
+// + 3 of the operand.
+bool BroadcastOfRuns(const Instruction& value) {
+  if (value.opcode() != Opcode::kBroadcast) return false;
+  const std::vector<int64_t>& dims = value.attributes().dimensions;
+  const int64_t rank = value.shape().rank();
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] != rank - static_cast<int64_t>(dims.size()) + static_cast<int64_t>(d)) {
+      return false;
+    }
+  }
+  const int64_t period = value.operand(0)->shape().ElementCount();
+  return !dims.empty() && period % 4 == 0;
+}
+
+// The values the epilogue (and the other values the kernel stores) read only at the element it
+// computes, each with one buffer behind it: values with buffers, except the dot's operands (read
+// elsewhere by the contraction), and broadcasts of such values (BroadcastOfRuns).
+std::vector<RunRead> ReadsAtTheEpiloguesIndex(const KernelPlan& kernel, const ProgramPlan& plan,
+                                              const std::vector<const Instruction*>& roots) {
   const std::set<const Instruction*> here(kernel.also_stores.begin(), kernel.also_stores.end());
-  std::vector<const Instruction*> leaves;
+  const auto has_buffer = [&](const Instruction* value) {
+    return plan.materialized.count(value) && !here.count(value) &&
+           value != kernel.dot_operands.lhs.value && value != kernel.dot_operands.rhs.value;
+  };
+  std::vector<RunRead> candidates;
   std::set<const Instruction*> visited;
   std::vector<const Instruction*> pending(roots.begin(), roots.end());
   while (!pending.empty()) {
@@ -170,22 +200,24 @@ std::vector<const Instruction*> ReadsAtTheEpiloguesIndex(
     for (const Instruction* operand : value->operands()) {
       if (operand == kernel.root || !visited.insert(operand).second) continue;
       if (plan.materialized.count(operand) && !here.count(operand)) {
-        leaves.push_back(operand);
+        if (has_buffer(operand)) candidates.push_back({operand, operand, 0});
+      } else if (BroadcastOfRuns(*operand) && has_buffer(operand->operand(0))) {
+        candidates.push_back(
+            {operand, operand->operand(0), operand->operand(0)->shape().ElementCount()});
       } else {
         pending.push_back(operand);
       }
     }
   }
-  std::vector<const Instruction*> reads;
-  for (const Instruction* leaf : leaves) {
-    if (leaf == kernel.dot_operands.lhs.value || leaf == kernel.dot_operands.rhs.value) continue;
+  std::vector<RunRead> reads;
+  for (const RunRead& candidate : candidates) {
     bool own_index = true;
     for (const Instruction* root : roots) {
       std::set<std::pair<const Instruction*, bool>> checked;
-      own_index = own_index &&
-                  ReadsOnlyAtOwnIndex(plan.materialized, root, leaf, true, true, here, checked);
+      own_index = own_index && ReadsOnlyAtOwnIndex(plan.materialized, root, candidate.value, true,
+                                                   true, here, checked);
     }
-    if (own_index) reads.push_back(leaf);
+    if (own_index) reads.push_back(candidate);
   }
   return reads;
 }
@@ -216,11 +248,19 @@ absl::StatusOr<std::optional<std::string>> EpilogueOfRunsOfFour(const KernelPlan
   }
   std::string loads, sets;
   int quads = 0;
-  for (const Instruction* read : ReadsAtTheEpiloguesIndex(kernel, writer.plan(), roots)) {
-    std::optional<KernelWriter::VectorFunction> vector = writer.VectorRead(read);
+  for (const RunRead& read : ReadsAtTheEpiloguesIndex(kernel, writer.plan(), roots)) {
+    std::optional<KernelWriter::VectorFunction> vector = writer.VectorRead(read.buffer);
     if (!vector) continue;
-    VKSPMD_ASSIGN_OR_RETURN(std::string variable, writer.ReadAsVariable(read));
-    absl::StrAppend(&loads, "  ", vector->type, " q", quads, " = ", vector->name, "(i / 4u);\n");
+    std::string variable;
+    if (read.period == 0) {
+      VKSPMD_ASSIGN_OR_RETURN(variable, writer.ReadAsVariable(read.value));
+    } else {
+      VKSPMD_ASSIGN_OR_RETURN(variable, writer.DeclareRowValue(read.value, /*keep_bits=*/true));
+    }
+    const std::string index =
+        read.period == 0 ? "i / 4u" : absl::StrCat("(i % ", read.period, "u) / 4u");
+    absl::StrAppend(&loads, "  ", vector->type, " q", quads, " = ", vector->name, "(", index,
+                    ");\n");
     absl::StrAppend(&sets, "    ", variable, " = q", quads, "[c];\n");
     ++quads;
   }

@@ -349,6 +349,40 @@ ENTRY e {
   }
 }
 
+TEST_P(DotEpilogueTest, BiasesAlongTheTrailingDimsAreReadInRunsOfFour) {
+  // The dot's result seen as [3,7,36] (a reshape, as a transformer's [batch, seq, features]) plus
+  // a bias over the features (period 36) and one over [7,36] (period 252): element i of each
+  // broadcast is the bias's element i % period, so 4 results of a run read 4 consecutive bias
+  // elements with one vector load. A broadcast along the rows (dims={0}) is read one by one.
+  const std::string text = R"(HloModule biases
+ENTRY e {
+  x = f32[21,13] parameter(0)
+  w = f32[13,36] parameter(1)
+  b = f32[36] parameter(2)
+  p = f32[7,36] parameter(3)
+  s = f32[3] parameter(4)
+  d = f32[21,36] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  d3 = f32[3,7,36] reshape(d)
+  bb = f32[3,7,36] broadcast(b), dimensions={2}
+  pb = f32[3,7,36] broadcast(p), dimensions={1,2}
+  sb = f32[3,7,36] broadcast(s), dimensions={0}
+  h = f32[3,7,36] add(d3, bb)
+  hp = f32[3,7,36] multiply(h, pb)
+  ROOT out = f32[3,7,36] subtract(hp, sb)
+}
+)";
+  const ProgramPlan* plan = CompileAndCompare(text);
+  ASSERT_NE(plan, nullptr);
+  ASSERT_EQ(plan->kernels.size(), 1u);
+  EXPECT_EQ(EpilogueOf(plan->kernels[0]), "out");
+  const std::string& glsl = plan->kernels[0].glsl;
+  if (GetParam() == "registers") {
+    EXPECT_EQ(Occurrences(glsl, "v((i % 36u) / 4u);"), 1) << glsl;
+    EXPECT_EQ(Occurrences(glsl, "v((i % 252u) / 4u);"), 1) << glsl;
+    EXPECT_EQ(Occurrences(glsl, "  vec4 q"), 2) << glsl;  // s is read one by one.
+  }
+}
+
 TEST_P(DotEpilogueTest, IntegerRunsOfFourExactly) {
   // s32 with 20 columns (5 lanes' runs): a residual read at the dot's own index and a ReLU,
   // both stored; integers must equal the reference exactly.
