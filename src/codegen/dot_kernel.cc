@@ -227,7 +227,7 @@ std::vector<RunRead> ReadsAtTheEpiloguesIndex(const KernelPlan& kernel, const Pr
 // once for the 4 (a vector load where VectorRead gives one), computes the 4 elements' values,
 // then stores them (vector stores where VectorStore gives one). As EpilogueFunction, every value
 // is computed before any is stored. nullopt (and nothing written) where a stored value or the
-// dot is not of a 32-bit type.
+// dot has no 4-vector GLSL type (64-bit types); narrower stored types are stored one by one.
 absl::StatusOr<std::optional<std::string>> EpilogueOfRunsOfFour(const KernelPlan& kernel,
                                                                 const std::string& type,
                                                                 KernelWriter& writer) {

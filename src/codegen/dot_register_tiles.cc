@@ -237,16 +237,17 @@ std::string RegisterTiles(const DotContext& context, KernelWriter& writer) {
   absl::StrAppend(&body, "  }\n");
   if (!context.store_runs_of_four.empty()) {
     // Each row's 4 results of the lane at once (dot_kernel.cc: RunsOfFourToTheEpilogue): runs
-    // start at multiples of 4 and the row's length is one, so a lane whose run starts inside the
-    // row has all 4 of its columns, and the others (past the end) have none.
+    // start at multiples of 4 and the row's length is a multiple of 4, so a lane whose run starts
+    // inside the row has all 4 of its columns, and the others (past the end) have none.
+    const std::string vector_type = Vec4Type(type);
     std::vector<std::string> us, runs;
     for (int64_t t = 0; t < rows; ++t) {
       us.push_back(absl::StrCat("u", t));
       runs.push_back(
-          absl::StrCat(Vec4Type(type), "(acc", t, "_0, acc", t, "_1, acc", t, "_2, acc", t, "_3)"));
+          absl::StrCat(vector_type, "(acc", t, "_0, acc", t, "_1, acc", t, "_2, acc", t, "_3)"));
     }
     absl::StrAppend(&body, "  uint us[", rows, "] = uint[](", absl::StrJoin(us, ", "), ");\n");
-    absl::StrAppend(&body, "  ", Vec4Type(type), " runs[", rows, "] = ", Vec4Type(type), "[](",
+    absl::StrAppend(&body, "  ", vector_type, " runs[", rows, "] = ", vector_type, "[](",
                     absl::StrJoin(runs, ", "), ");\n");
     absl::StrAppend(&body, "  if (start < ", lane_size, "u) {\n    for (uint t = 0u; t < ", rows,
                     "u; ++t) {\n      if (us[t] < ", uniform_size, "u) ",

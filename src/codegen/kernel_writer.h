@@ -23,7 +23,8 @@ class KernelWriter {
   KernelWriter(const ProgramPlan& plan, const KernelPlan& kernel) : plan_(plan), kernel_(kernel) {}
 
   // The name of a function returning `instruction`'s element at a linear index: a buffer read for
-  // materialized instructions (unless `compute` is set), otherwise the fused computation.
+  // materialized instructions (unless `compute` is set), otherwise the fused computation; for
+  // values given to ReadAsVariable or DeclareRowValue, a function returning their variable.
   absl::StatusOr<std::string> Value(const ir::Instruction* instruction, bool compute = false);
   // A buffer read directly (e.g. partial sums); returns its read function's name.
   std::string ReadBuffer(int buffer_id);

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "src/codegen/kernel_plan.h"
 #include "src/exec/executable.h"
@@ -380,6 +382,67 @@ ENTRY e {
     EXPECT_EQ(Occurrences(glsl, "v((i % 36u) / 4u);"), 1) << glsl;
     EXPECT_EQ(Occurrences(glsl, "v((i % 252u) / 4u);"), 1) << glsl;
     EXPECT_EQ(Occurrences(glsl, "  vec4 q"), 2) << glsl;  // s is read one by one.
+  }
+}
+
+TEST_P(DotEpilogueTest, RunsOfFourInBatchesLaterBlocksHalvesAndBesideTheDot) {
+  // The runs' other paths, each against the reference: a batch (a result offset per batch), a
+  // second block of lanes (260 columns: 64 lanes of 4, then 4 more columns), f16 (read as
+  // halves in 64-bit words, stored one by one), and the dot itself stored beside an epilogue
+  // seen through a reshape.
+  const std::vector<std::pair<std::string, double>> programs = {
+      {R"(HloModule batched
+ENTRY e {
+  x = f32[2,5,3] parameter(0)
+  y = f32[2,3,8] parameter(1)
+  r = f32[2,5,8] parameter(2)
+  d = f32[2,5,8] dot(x, y), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
+  ROOT out = f32[2,5,8] add(d, r)
+}
+)",
+       1e-4},
+      {R"(HloModule blocks
+ENTRY e {
+  x = f32[3,5] parameter(0)
+  w = f32[5,260] parameter(1)
+  r = f32[3,260] parameter(2)
+  d = f32[3,260] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT out = f32[3,260] subtract(r, d)
+}
+)",
+       1e-4},
+      {R"(HloModule halves
+ENTRY e {
+  x = f16[8,5] parameter(0)
+  w = f16[5,12] parameter(1)
+  r = f16[8,12] parameter(2)
+  d = f16[8,12] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT out = f16[8,12] add(d, r)
+}
+)",
+       4e-3},
+      {R"(HloModule beside
+ENTRY e {
+  x = f32[6,5] parameter(0)
+  w = f32[5,8] parameter(1)
+  r = f32[48] parameter(2)
+  d = f32[6,8] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  dr = f32[48] reshape(d)
+  s = f32[48] add(dr, r)
+  ROOT out = (f32[48], f32[6,8]) tuple(s, d)
+}
+)",
+       1e-4},
+  };
+  for (const auto& [text, relative] : programs) {
+    SCOPED_TRACE(text);
+    const ProgramPlan* plan = CompileAndCompare(text, relative);
+    ASSERT_NE(plan, nullptr);
+    ASSERT_EQ(plan->kernels.size(), 1u);
+    EXPECT_NE(plan->kernels[0].epilogue, nullptr);
+    if (GetParam() == "registers") {
+      EXPECT_EQ(Occurrences(plan->kernels[0].glsl, "epilogue4("), 2) << plan->kernels[0].glsl;
+    }
   }
 }
 
