@@ -54,7 +54,28 @@ class EpilogueFusion : KernelMerging {
     }
     const Instruction* dot = producer.root;
     if (consumer.root->shape().ElementCount() != dot->shape().ElementCount()) return false;
-    if (!BuffersMovable({buffer}, p, k)) return false;
+    const bool keep_dot = returned_.count(buffer) || ReadByOthers(buffer, p, k, false);
+    // Reshapes reading the dot's buffer in place (the planner's aliases: a value read by several
+    // ops, as the GELU backward reads its [8,32,256] view of the [256,256] dot twice) read it at
+    // the same linear index: K may compute them from the dot's variable instead, where nothing
+    // else reads that buffer, and they lose it with the dot.
+    std::vector<const Instruction*> aliases;
+    for (const auto& [value, id] : plan_.materialized) {
+      if (id != buffer || value == dot) continue;
+      if (value->opcode() != ir::Opcode::kReshape || keep_dot) return false;
+      aliases.push_back(value);
+    }
+    if (aliases.empty() ? !BuffersMovable({buffer}, p, k)
+                        : ReadByOthers(buffer, p, k, /*before_k=*/true)) {
+      return false;
+    }
+    std::map<const Instruction*, int> without_aliases;
+    if (!aliases.empty()) {
+      without_aliases = plan_.materialized;
+      for (const Instruction* alias : aliases) without_aliases.erase(alias);
+    }
+    const std::map<const Instruction*, int>& materialized =
+        aliases.empty() ? plan_.materialized : without_aliases;
     // Every value K computes reads the dot only at its own index.
     const std::set<const Instruction*> here(consumer.also_stores.begin(),
                                             consumer.also_stores.end());
@@ -62,19 +83,18 @@ class EpilogueFusion : KernelMerging {
     roots.insert(roots.end(), consumer.also_stores.begin(), consumer.also_stores.end());
     for (const Instruction* root : roots) {
       std::set<std::pair<const Instruction*, bool>> checked;
-      if (!ReadsOnlyAtOwnIndex(plan_.materialized, root, dot, true, true, here, checked)) {
+      if (!ReadsOnlyAtOwnIndex(materialized, root, dot, true, true, here, checked)) {
         return false;
       }
     }
     // The merged kernel's stores: K's, then the dot where others still read it.
     std::vector<const Instruction*> stores = consumer.also_stores;
     std::vector<int> store_buffers = consumer.also_outputs;
-    const bool keep_dot = returned_.count(buffer) || ReadByOthers(buffer, p, k, false);
     if (keep_dot) {
       stores.push_back(dot);
       store_buffers.push_back(buffer);
     }
-    KernelReads reads(plan_.materialized);
+    KernelReads reads(materialized);
     reads.Read(producer.dot_operands.lhs.value);
     reads.Read(producer.dot_operands.rhs.value);
     reads.ComputeHere(dot);
@@ -100,6 +120,7 @@ class EpilogueFusion : KernelMerging {
     if (!keep_dot) {
       writer_.erase(buffer);
       plan_.materialized.erase(dot);  // Only the epilogue's variable holds it now.
+      for (const Instruction* alias : aliases) plan_.materialized.erase(alias);
     }
     return true;
   }

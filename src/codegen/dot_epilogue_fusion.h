@@ -17,13 +17,14 @@ namespace vkspmd::codegen {
 // Folds each kMap kernel K (no parts, no held reductions) that reads the result of an earlier
 // kDot kernel P (one chunk: not split-K, whose result a reduction writes) into P, when K's values
 // have the dot's element count and read the dot only at their own index (elementwise ops and
-// reshapes), no kernel between P and K reads the dot's buffer, and nothing else shares it (a
-// reshape aliasing it). The merged kernel runs at K's place (the dot's operands are written
-// before P and never again), stores K's values (KernelPlan::epilogue and also_stores) and the dot
-// where a later kernel or the program's result reads it; otherwise the dot loses its buffer.
-// Kernels stay within `max_inline_instructions` and the target's binding limit. Returns how many
-// kernels it removed. Run after multi-output fusion (so K already holds the map kernels it
-// absorbed) and before donations and horizontal fusion.
+// reshapes), and no kernel between P and K reads the dot's buffer. Reshapes aliasing that buffer
+// (read in place) are computed by K from the dot instead, where no other kernel reads the buffer
+// and the program does not return the dot; with them K cannot be fused otherwise. The merged kernel
+// runs at K's place (the dot's operands are written before P and never again), stores K's values
+// (KernelPlan::epilogue and also_stores) and the dot where a later kernel or the program's result
+// reads it; otherwise the dot loses its buffer. Kernels stay within `max_inline_instructions` and
+// the target's binding limit. Returns how many kernels it removed. Run after multi-output fusion
+// (so K already holds the map kernels it absorbed) and before donations and horizontal fusion.
 int FuseDotEpilogues(ProgramPlan& plan, const TargetInfo& target, int64_t max_inline_instructions);
 
 // Whether `value` (computed inline, reading the values in `in_buffer` from their buffers) reads

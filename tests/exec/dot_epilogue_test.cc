@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_replace.h"
 #include "src/codegen/kernel_plan.h"
 #include "src/exec/executable.h"
 #include "tests/exec/dispatch_counter.h"
@@ -444,6 +445,42 @@ ENTRY e {
       EXPECT_EQ(Occurrences(plan->kernels[0].glsl, "epilogue4("), 2) << plan->kernels[0].glsl;
     }
   }
+}
+
+TEST_P(DotEpilogueTest, AViewOfTheDotReadTwiceIsComputedFromTheDot) {
+  // The GELU backward's pattern: the [6,20] dot seen as [2,3,20] and read by two products. The
+  // planner makes the view a reshape reading the dot's buffer in place; the epilogue computes it
+  // from the dot's value instead, and neither keeps a buffer (one dispatch, two before). Where the
+  // dot itself is returned too, its buffer stays and so does the map kernel.
+  const std::string fused = R"(HloModule view_read_twice
+ENTRY e {
+  g = f32[6,7] parameter(0)
+  w = f32[20,7] parameter(1)
+  a = f32[2,3,20] parameter(2)
+  b = f32[2,3,20] parameter(3)
+  d = f32[6,20] dot(g, w), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  r = f32[2,3,20] reshape(d)
+  m1 = f32[2,3,20] multiply(r, a)
+  m2 = f32[2,3,20] multiply(r, b)
+  ROOT s = f32[2,3,20] add(m1, m2)
+}
+)";
+  const ProgramPlan* plan = CompileAndCompare(fused);
+  ASSERT_NE(plan, nullptr);
+  ASSERT_EQ(plan->kernels.size(), 1u);
+  EXPECT_EQ(EpilogueOf(plan->kernels[0]), "s");
+  for (const auto& [value, buffer] : plan->materialized) {
+    EXPECT_NE(value->opcode(), ir::Opcode::kReshape) << value->name();
+    EXPECT_NE(value->opcode(), ir::Opcode::kDot) << value->name();
+  }
+  EXPECT_EQ(DispatchesOfCompiling(device(0), fused), 1);
+
+  const std::string returned = absl::StrReplaceAll(
+      fused, {{"ROOT s = f32[2,3,20] add(m1, m2)",
+               "s = f32[2,3,20] add(m1, m2)\n  ROOT out = (f32[2,3,20], f32[6,20]) tuple(s, d)"}});
+  plan = CompileAndCompare(returned);
+  ASSERT_NE(plan, nullptr);
+  EXPECT_EQ(plan->kernels.size(), 2u);
 }
 
 TEST_P(DotEpilogueTest, IntegerRunsOfFourExactly) {
