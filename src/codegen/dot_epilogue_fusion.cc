@@ -60,7 +60,9 @@ class EpilogueFusion : KernelMerging {
     // the same linear index: K may compute them from the dot's variable instead, where nothing
     // else reads that buffer, and they lose it with the dot.
     std::vector<const Instruction*> aliases;
+    auto names = names_per_buffer_.find(buffer);
     for (const auto& [value, id] : plan_.materialized) {
+      if (names == names_per_buffer_.end() || names->second == 1) break;  // The dot's alone.
       if (id != buffer || value == dot) continue;
       if (value->opcode() != ir::Opcode::kReshape || keep_dot) return false;
       aliases.push_back(value);
