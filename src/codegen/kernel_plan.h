@@ -211,6 +211,11 @@ struct KernelPlan {
   std::vector<uint32_t> push_constants;  // The sizes the kernel reads (KernelWriter::Size).
 };
 
+// How kernels read an input buffer: as a storage buffer (kNone), or through a uniform texel
+// buffer of 4 elements a texel of this kind (TargetInfo::texel_reads). src/exec binds the
+// matching VkFormat.
+enum class TexelFormat { kNone, kFloat32, kInt32, kUint32, kInt16, kUint16, kInt8, kUint8 };
+
 // Which device of the program's replicas x partitions a plan is for (replica-id, partition-id).
 struct DeviceIds {
   int64_t replica = 0;
@@ -236,6 +241,9 @@ struct ProgramPlan {
   int64_t row_cache_slots = 0;
   // TargetInfo::preserve_float32_denormals.
   bool preserve_float32_denormals = false;
+  // TargetInfo::texel_reads and max_texel_buffer_elements (see TexelReadFormat).
+  bool texel_reads = false;
+  uint64_t max_texel_buffer_elements = 0;
   // The instructions that live in buffers, and their buffer ids; every other instruction is
   // computed inline by the kernels that read it.
   std::map<const ir::Instruction*, int> materialized;
@@ -243,5 +251,10 @@ struct ProgramPlan {
   // conditional lowered (ir/control_flow_lowering.h); the kernels point into it.
   std::shared_ptr<const ir::Module> lowered_module;
 };
+
+// The texel format kernels of `plan` read `buffer` through: kNone unless texel reads are on, the
+// buffer is one binding (no parts) whose texels fit the device's limit, and its elements are of 8,
+// 16 or 32 bits (64-bit values stay storage buffers). 16-bit floats are read as their bits.
+TexelFormat TexelReadFormat(const ProgramPlan& plan, const BufferPlan& buffer);
 
 }  // namespace vkspmd::codegen

@@ -30,10 +30,11 @@ class KernelWriter {
   std::string ReadBuffer(int buffer_id);
   // A function returning elements 4i..4i+3 of `instruction` as one vec4 (ivec4, uvec4) where it
   // is read from a buffer of 32-bit elements, or of f16/bf16 stored in 16 bits, in one binding,
-  // else nullopt: the buffer is also declared as an array of vec4 (uvec2 for 16-bit elements,
-  // each word unpacked into two values with the scalar read's conversion; an aliased block). CPU
-  // drivers load each lane's value in a loop of their own, which one vector load shares between
-  // 4 elements.
+  // else nullopt: one texel where the kernel reads the buffer through a texel buffer
+  // (TexelReadFormat), else the buffer is also declared as an array of vec4 (uvec2 for 16-bit
+  // elements, each word unpacked into two values with the scalar read's conversion; an aliased
+  // block). CPU drivers load each lane's value in a loop of their own, which one vector load
+  // shares between 4 elements.
   struct VectorFunction {
     std::string name;
     std::string type;     // vec4, ivec4 or uvec4.

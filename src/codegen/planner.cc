@@ -311,6 +311,8 @@ class Planner {
     plan_.subgroup_size = target.subgroup_shuffle ? target.subgroup_size : 0;
     plan_.row_cache_slots = target.row_cache_slots;
     plan_.preserve_float32_denormals = target.preserve_float32_denormals;
+    plan_.texel_reads = target.texel_reads;
+    plan_.max_texel_buffer_elements = target.max_texel_buffer_elements;
   }
 
   absl::StatusOr<ProgramPlan> Plan() {

@@ -147,6 +147,29 @@ absl::StatusOr<std::optional<int64_t>> MaskedPartInvocationsOverride() {
                                       std::numeric_limits<uint32_t>::max(), "invocations");
 }
 
+// The VkFormat of a texel-read binding (codegen's TexelFormat; runtime::kTexelReadFormats).
+VkFormat TexelVkFormat(codegen::TexelFormat format) {
+  switch (format) {
+    case codegen::TexelFormat::kFloat32:
+      return VK_FORMAT_R32G32B32A32_SFLOAT;
+    case codegen::TexelFormat::kInt32:
+      return VK_FORMAT_R32G32B32A32_SINT;
+    case codegen::TexelFormat::kUint32:
+      return VK_FORMAT_R32G32B32A32_UINT;
+    case codegen::TexelFormat::kInt16:
+      return VK_FORMAT_R16G16B16A16_SINT;
+    case codegen::TexelFormat::kUint16:
+      return VK_FORMAT_R16G16B16A16_UINT;
+    case codegen::TexelFormat::kInt8:
+      return VK_FORMAT_R8G8B8A8_SINT;
+    case codegen::TexelFormat::kUint8:
+      return VK_FORMAT_R8G8B8A8_UINT;
+    case codegen::TexelFormat::kNone:
+      break;
+  }
+  return VK_FORMAT_UNDEFINED;
+}
+
 // VKSPMD_ROW_CACHE_SLOTS likewise: a count of slots, or nullopt when unset or empty.
 absl::StatusOr<std::optional<int64_t>> RowCacheSlotsOverride() {
   return base::IntegerFromEnvironment("VKSPMD_ROW_CACHE_SLOTS", 0,
@@ -172,6 +195,16 @@ codegen::TargetInfo TargetFor(const runtime::MeshDevice& device) {
   target.int64 = info.shader_int64;
   target.float64 = info.shader_float64;
   target.preserve_float32_denormals = info.denorm_preserve_float32;
+  // Texel reads on CPU drivers (see TargetInfo::texel_reads); VKSPMD_TEXEL_READS=0|1 overrides
+  // (tests run both ways on lavapipe; 1 tries them on a GPU).
+  target.max_texel_buffer_elements = info.max_texel_buffer_elements;
+  target.texel_reads = info.is_cpu();
+  if (const std::optional<std::string> texels = base::EnvironmentValue("VKSPMD_TEXEL_READS");
+      texels.has_value() && !texels->empty()) {
+    target.texel_reads = *texels != "0";
+  }
+  target.texel_reads =
+      target.texel_reads && info.uniform_texel_formats && info.max_texel_buffer_elements > 0;
   // By the device's kind, not its name; VKSPMD_DOT_KERNEL=shared_memory|registers overrides (tests
   // run the GPU variant on lavapipe).
   target.shared_memory_dot = !info.is_cpu() && info.subgroup_size >= 16;
@@ -349,6 +382,9 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
       const uint64_t part_bytes = planned.part_elements * planned.element_bytes;
       for (uint32_t part = 0; part < planned.parts(); ++part) {
         spec.bindings.push_back(access);
+        spec.texel_formats.push_back(access == runtime::BindingAccess::kRead
+                                         ? TexelVkFormat(codegen::TexelReadFormat(program, planned))
+                                         : VK_FORMAT_UNDEFINED);
         if (planned.parts() == 1) {
           dispatch.bindings.push_back({id});
         } else {
@@ -365,8 +401,11 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
     // device, across executables: a sweep over shapes whose sizes are push constants compiles
     // once, and so does a long chain split into equal kernels.
     std::string key = WithoutCommentLines(kernel.glsl);
-    for (runtime::BindingAccess access : spec.bindings) {
-      key += static_cast<char>('0' + static_cast<int>(access));
+    for (size_t binding = 0; binding < spec.bindings.size(); ++binding) {
+      key += static_cast<char>('0' + static_cast<int>(spec.bindings[binding]));
+      if (spec.texel_formats[binding] != VK_FORMAT_UNDEFINED) {
+        absl::StrAppend(&key, "t", static_cast<int>(spec.texel_formats[binding]));
+      }
     }
     VKSPMD_ASSIGN_OR_RETURN(dispatch.pipeline, device.device().SharedPipeline(key, [&] {
       debug::ScopedTraceSpan pipeline_span("pipeline creation (driver)");

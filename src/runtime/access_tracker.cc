@@ -3,9 +3,11 @@
 
 namespace vkspmd::runtime {
 
+// Shaders read a buffer as a storage buffer or as a uniform texel buffer (a sampled read): the
+// shader-read access covers both.
 VkAccessFlags2 ReadAccessFor(VkPipelineStageFlags2 stage) {
   return stage == VK_PIPELINE_STAGE_2_TRANSFER_BIT ? VK_ACCESS_2_TRANSFER_READ_BIT
-                                                   : VK_ACCESS_2_SHADER_STORAGE_READ_BIT;
+                                                   : VK_ACCESS_2_SHADER_READ_BIT;
 }
 
 VkAccessFlags2 WriteAccessFor(VkPipelineStageFlags2 stage) {

@@ -27,8 +27,9 @@ absl::StatusOr<std::unique_ptr<Buffer>> Buffer::Create(MeshDevice& device, uint6
   std::unique_ptr<Buffer> buffer(new Buffer(device, size));
   const DeviceFunctions& vk = device.functions();
   VkBufferCreateInfo create_info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-  create_info.size = std::max<uint64_t>(size, 1);
-  create_info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+  create_info.size = buffer->padded_size();
+  create_info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+                      VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                       VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   create_info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   VKSPMD_VK_RETURN_IF_ERROR_ON(
@@ -47,6 +48,10 @@ absl::StatusOr<std::unique_ptr<Buffer>> Buffer::Create(MeshDevice& device, uint6
                                vk.vkBindBufferMemory(device.handle(), buffer->buffer_,
                                                      allocation->memory, allocation->offset));
   return buffer;
+}
+
+uint64_t Buffer::padded_size() const {
+  return (std::max<uint64_t>(size_, 1) + kTexelPadding - 1) / kTexelPadding * kTexelPadding;
 }
 
 void Buffer::set_tag(MemoryTag tag) { device_.device().memory().Retag(allocation_, tag); }

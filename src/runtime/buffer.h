@@ -1,5 +1,6 @@
-// A VkBuffer bound to a sub-allocation of its device's memory, usable as a storage buffer and as a
-// transfer source and destination. Must be destroyed before its mesh device.
+// A VkBuffer bound to a sub-allocation of its device's memory, usable as a storage buffer, a
+// uniform texel buffer and a transfer source and destination. Must be destroyed before its mesh
+// device.
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -28,6 +29,10 @@ class Buffer {
   // reuse: what caches of recorded commands key on.
   uint64_t serial() const { return serial_; }
   uint64_t size() const { return size_; }
+  // The VkBuffer's own size: size() rounded up to kTexelPadding bytes, so that a texel view of
+  // 4-element texels (16 bytes at most) covers the last elements.
+  uint64_t padded_size() const;
+  static constexpr uint64_t kTexelPadding = 16;
   MeshDevice& device() const { return device_; }
   // Host address of the contents when the memory is mapped (zero-copy), else null.
   std::byte* mapped() const { return allocation_.mapped; }

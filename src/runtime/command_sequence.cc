@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "src/base/status_macros.h"
@@ -14,6 +15,28 @@ namespace {
 
 uint64_t ResolvedSize(const BufferRange& range) {
   return range.size == VK_WHOLE_SIZE ? range.buffer->size() - range.offset : range.size;
+}
+
+// Bytes per texel of the uniform texel buffers' formats (kTexelReadFormats): 4 elements each.
+uint64_t TexelBytes(VkFormat format) {
+  switch (format) {
+    case VK_FORMAT_R16G16B16A16_SINT:
+    case VK_FORMAT_R16G16B16A16_UINT:
+      return 8;
+    case VK_FORMAT_R8G8B8A8_SINT:
+    case VK_FORMAT_R8G8B8A8_UINT:
+      return 4;
+    default:
+      return 16;
+  }
+}
+
+// A texel view's range: the bound bytes rounded up to whole texels, at least one (the buffer's
+// padding holds the last texel's unused elements, and an empty buffer's one texel; see
+// Buffer::padded_size).
+uint64_t TexelRange(const BufferRange& range, VkFormat format) {
+  const uint64_t texel = TexelBytes(format);
+  return std::max<uint64_t>((ResolvedSize(range) + texel - 1) / texel * texel, texel);
 }
 
 // One access per distinct buffer of a step, merging bindings of the same buffer.
@@ -76,6 +99,29 @@ absl::Status CommandRecorder::CheckRange(const BufferRange& range, const char* w
   return absl::OkStatus();
 }
 
+absl::Status CommandRecorder::CheckTexelRange(const BufferRange& range, VkFormat format,
+                                              const std::string& what) const {
+  const PhysicalDeviceInfo& limits = device_.device().physical_device();
+  const uint64_t bytes = TexelRange(range, format);
+  if (range.offset + bytes > range.buffer->padded_size()) {
+    return absl::OutOfRangeError(absl::StrCat(what, " reads texels [", range.offset, ", +", bytes,
+                                              ") past its buffer's ", range.buffer->padded_size(),
+                                              " bytes"));
+  }
+  if (bytes / TexelBytes(format) > limits.max_texel_buffer_elements) {
+    return absl::OutOfRangeError(absl::StrCat(
+        what, " reads ", bytes / TexelBytes(format), " texels; ", limits.name, " binds at most ",
+        limits.max_texel_buffer_elements, " (maxTexelBufferElements)"));
+  }
+  if (limits.min_texel_buffer_offset_alignment != 0 &&
+      range.offset % limits.min_texel_buffer_offset_alignment != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " offset ", range.offset, " is not a multiple of minTexelBufferOffsetAlignment ",
+        limits.min_texel_buffer_offset_alignment));
+  }
+  return absl::OkStatus();
+}
+
 void CommandRecorder::Dispatch(const ComputePipeline& pipeline, std::vector<BufferRange> bindings,
                                std::span<const std::byte> push_constants,
                                std::array<uint32_t, 3> workgroups, std::string label) {
@@ -96,8 +142,17 @@ void CommandRecorder::Dispatch(const ComputePipeline& pipeline, std::vector<Buff
   }
   for (size_t binding = 0; binding < bindings.size(); ++binding) {
     std::string what = absl::StrCat("binding ", binding, " of kernel '", pipeline.name(), "'");
-    if (absl::Status status = CheckRange(bindings[binding], what.c_str(), true); !status.ok()) {
+    const VkFormat texel_format = pipeline.texel_format(binding);
+    if (absl::Status status =
+            CheckRange(bindings[binding], what.c_str(), texel_format == VK_FORMAT_UNDEFINED);
+        !status.ok()) {
       return Fail(status);
+    }
+    if (texel_format != VK_FORMAT_UNDEFINED) {
+      if (absl::Status status = CheckTexelRange(bindings[binding], texel_format, what);
+          !status.ok()) {
+        return Fail(status);
+      }
     }
   }
   const auto& limits = device_.device().physical_device().max_workgroup_count;
@@ -168,11 +223,21 @@ absl::StatusOr<std::unique_ptr<CommandSequence>> CommandRecorder::Finish(bool ti
   }
   std::vector<VkDescriptorSet> sets(dispatch_count, VK_NULL_HANDLE);
   if (dispatch_count > 0) {
-    VkDescriptorPoolSize pool_size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max(binding_count, 1u)};
+    uint32_t texel_count = 0;
+    for (const Step& step : steps_) {
+      if (step.kind != StepKind::kDispatch) continue;
+      for (size_t binding = 0; binding < step.bindings.size(); ++binding) {
+        texel_count += step.pipeline->texel_format(binding) != VK_FORMAT_UNDEFINED ? 1 : 0;
+      }
+    }
+    std::vector<VkDescriptorPoolSize> pool_sizes = {
+        {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max(binding_count - texel_count, 1u)}};
+    if (texel_count > 0)
+      pool_sizes.push_back({VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, texel_count});
     VkDescriptorPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
     pool_info.maxSets = dispatch_count;
-    pool_info.poolSizeCount = 1;
-    pool_info.pPoolSizes = &pool_size;
+    pool_info.poolSizeCount = static_cast<uint32_t>(pool_sizes.size());
+    pool_info.pPoolSizes = pool_sizes.data();
     VKSPMD_VK_RETURN_IF_ERROR_ON(
         device_.device(), where,
         vk.vkCreateDescriptorPool(device, &pool_info, nullptr, &sequence->descriptor_pool_));
@@ -188,22 +253,56 @@ absl::StatusOr<std::unique_ptr<CommandSequence>> CommandRecorder::Finish(bool ti
                                  vk.vkAllocateDescriptorSets(device, &set_info, sets.data()));
     std::vector<VkDescriptorBufferInfo> buffer_infos;
     buffer_infos.reserve(binding_count);
+    // One view per distinct (buffer, offset, range, format), owned by the sequence.
+    std::map<std::tuple<VkBuffer, uint64_t, uint64_t, VkFormat>, size_t> view_of;
+    std::vector<size_t> view_indices;
     std::vector<VkWriteDescriptorSet> writes;
     size_t set_index = 0;
     for (const Step& step : steps_) {
       if (step.kind != StepKind::kDispatch) continue;
       for (uint32_t binding = 0; binding < step.bindings.size(); ++binding) {
         const BufferRange& range = step.bindings[binding];
-        buffer_infos.push_back({range.buffer->handle(), range.offset, ResolvedSize(range)});
         VkWriteDescriptorSet write{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
         write.dstSet = sets[set_index];
         write.dstBinding = binding;
         write.descriptorCount = 1;
-        write.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        write.pBufferInfo = &buffer_infos.back();
+        const VkFormat format = step.pipeline->texel_format(binding);
+        if (format == VK_FORMAT_UNDEFINED) {
+          // An empty range is not a valid descriptor: the rest of the (padded) buffer is, and
+          // the kernel reads none of it.
+          const uint64_t bytes = ResolvedSize(range);
+          buffer_infos.push_back(
+              {range.buffer->handle(), range.offset, bytes == 0 ? VK_WHOLE_SIZE : bytes});
+          write.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+          write.pBufferInfo = &buffer_infos.back();
+        } else {
+          const uint64_t bytes = TexelRange(range, format);
+          auto [view, added] = view_of.try_emplace(
+              {range.buffer->handle(), range.offset, bytes, format}, sequence->views_.size());
+          if (added) {
+            VkBufferViewCreateInfo view_info{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+            view_info.buffer = range.buffer->handle();
+            view_info.format = format;
+            view_info.offset = range.offset;
+            view_info.range = bytes;
+            sequence->views_.push_back(VK_NULL_HANDLE);
+            VKSPMD_VK_RETURN_IF_ERROR_ON(
+                device_.device(), where,
+                vk.vkCreateBufferView(device, &view_info, nullptr, &sequence->views_.back()));
+          }
+          write.descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+          view_indices.push_back(view->second);
+        }
         writes.push_back(write);
       }
       ++set_index;
+    }
+    // The views' addresses, now that views_ no longer grows.
+    size_t next_view = 0;
+    for (VkWriteDescriptorSet& write : writes) {
+      if (write.descriptorType == VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER) {
+        write.pTexelBufferView = &sequence->views_[view_indices[next_view++]];
+      }
     }
     vk.vkUpdateDescriptorSets(device, static_cast<uint32_t>(writes.size()), writes.data(), 0,
                               nullptr);
@@ -321,6 +420,7 @@ CommandSequence::~CommandSequence() {
     vk.vkDestroyDescriptorPool(device.handle(), descriptor_pool_, nullptr);
   }
   if (query_pool_ != VK_NULL_HANDLE) vk.vkDestroyQueryPool(device.handle(), query_pool_, nullptr);
+  for (VkBufferView view : views_) vk.vkDestroyBufferView(device.handle(), view, nullptr);
 }
 
 absl::Status CommandSequence::Start(std::span<const SemaphoreWait> waits) {

@@ -74,6 +74,9 @@ class CommandRecorder {
   };
 
   absl::Status CheckRange(const BufferRange& range, const char* what, bool storage) const;
+  // A uniform texel buffer binding's texels fit the buffer, the device's limit and alignment.
+  absl::Status CheckTexelRange(const BufferRange& range, VkFormat format,
+                               const std::string& what) const;
   void Fail(absl::Status status) {
     if (error_.ok()) error_ = std::move(status);
   }
@@ -110,6 +113,7 @@ class CommandSequence {
   VkCommandBuffer command_buffer_ = VK_NULL_HANDLE;
   VkDescriptorPool descriptor_pool_ = VK_NULL_HANDLE;
   VkQueryPool query_pool_ = VK_NULL_HANDLE;
+  std::vector<VkBufferView> views_;  // The uniform texel buffers' views.
   std::vector<std::string> step_names_;
   uint64_t pending_ = 0;  // Timeline value of the run in flight, 0 when none.
   bool has_run_ = false;

@@ -141,6 +141,17 @@ PhysicalDeviceInfo ReadSnapshot(const InstanceFunctions& functions, VkPhysicalDe
   info.max_push_constants_bytes = limits.maxPushConstantsSize;
   info.max_storage_buffers_per_stage = limits.maxPerStageDescriptorStorageBuffers;
   info.min_storage_buffer_offset_alignment = limits.minStorageBufferOffsetAlignment;
+  info.max_texel_buffer_elements = limits.maxTexelBufferElements;
+  info.min_texel_buffer_offset_alignment = limits.minTexelBufferOffsetAlignment;
+  info.max_sampled_images_per_stage = limits.maxPerStageDescriptorSampledImages;
+  info.uniform_texel_formats = true;
+  for (VkFormat format : kTexelReadFormats) {
+    VkFormatProperties format_properties{};
+    functions.vkGetPhysicalDeviceFormatProperties(handle, format, &format_properties);
+    info.uniform_texel_formats =
+        info.uniform_texel_formats &&
+        (format_properties.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
+  }
   info.timestamp_period_ns = limits.timestampPeriod;
   info.quirks = QuirksFor(driver.driverID);
 

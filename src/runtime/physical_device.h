@@ -41,6 +41,13 @@ struct DeviceQuirks {
   bool never_reports_out_of_memory = false;
 };
 
+// The formats of the uniform texel buffers kernels read their inputs through (see
+// PipelineSpec::texel_formats): 4 elements of 32, 16 or 8 bits a texel.
+inline constexpr VkFormat kTexelReadFormats[] = {
+    VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_R32G32B32A32_SINT, VK_FORMAT_R32G32B32A32_UINT,
+    VK_FORMAT_R16G16B16A16_SINT,   VK_FORMAT_R16G16B16A16_UINT, VK_FORMAT_R8G8B8A8_SINT,
+    VK_FORMAT_R8G8B8A8_UINT};
+
 struct PhysicalDeviceInfo {
   int index = 0;                             // Position in the loader's enumeration.
   VkPhysicalDevice handle = VK_NULL_HANDLE;  // Borrowed from the instance.
@@ -76,6 +83,13 @@ struct PhysicalDeviceInfo {
   uint32_t max_push_constants_bytes = 0;
   uint32_t max_storage_buffers_per_stage = 0;
   uint64_t min_storage_buffer_offset_alignment = 0;
+  // Uniform texel buffers: texels per view, the views' offset alignment, and whether the formats
+  // that codegen's texel reads use (RGBA of 32-bit float, int and uint, of 16- and 8-bit int and
+  // uint) all support uniform texel buffers (they are required to; checked all the same).
+  uint64_t max_texel_buffer_elements = 0;
+  uint64_t min_texel_buffer_offset_alignment = 0;
+  uint32_t max_sampled_images_per_stage = 0;
+  bool uniform_texel_formats = false;
   uint64_t max_memory_allocation_size = 0;
   float timestamp_period_ns = 0;
 

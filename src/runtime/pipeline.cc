@@ -31,17 +31,37 @@ absl::StatusOr<std::unique_ptr<ComputePipeline>> ComputePipeline::Create(Logical
                      " bytes of push constants; ", limits.name, " allows ",
                      limits.max_push_constants_bytes, " (and the size must be a multiple of 4)"));
   }
+  if (!spec.texel_formats.empty() && spec.texel_formats.size() != spec.bindings.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel '", spec.name, "' gives ",
+                                                   spec.texel_formats.size(), " texel formats for ",
+                                                   spec.bindings.size(), " bindings"));
+  }
+  for (size_t binding = 0; binding < spec.texel_formats.size(); ++binding) {
+    if (spec.texel_formats[binding] == VK_FORMAT_UNDEFINED) continue;
+    if (spec.bindings[binding] != BindingAccess::kRead) {
+      return absl::InvalidArgumentError(absl::StrCat("kernel '", spec.name, "' binding ", binding,
+                                                     " is a uniform texel buffer: read only"));
+    }
+    if (!limits.uniform_texel_formats) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "kernel '", spec.name, "' binding ", binding, " is a uniform texel buffer; ", limits.name,
+          " lacks uniform texel buffers of 4 x 32-, 16- or 8-bit elements"));
+    }
+  }
   std::unique_ptr<ComputePipeline> pipeline(new ComputePipeline(device));
   pipeline->name_ = spec.name;
   pipeline->bindings_ = spec.bindings;
+  pipeline->texel_formats_ = spec.texel_formats;
   pipeline->push_constant_bytes_ = spec.push_constant_bytes;
   const DeviceFunctions& vk = device.functions();
   const std::string where = absl::StrCat(device.label(), " (kernel ", spec.name, ")");
 
   std::vector<VkDescriptorSetLayoutBinding> bindings;
   for (uint32_t binding = 0; binding < spec.bindings.size(); ++binding) {
-    bindings.push_back(
-        {binding, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr});
+    const VkDescriptorType type = pipeline->texel_format(binding) != VK_FORMAT_UNDEFINED
+                                      ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
+                                      : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    bindings.push_back({binding, type, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr});
   }
   VkDescriptorSetLayoutCreateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
   set_info.bindingCount = static_cast<uint32_t>(bindings.size());

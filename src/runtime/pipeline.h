@@ -1,5 +1,5 @@
-// Compute pipelines from SPIR-V: the descriptor-set layout (one storage buffer per binding), push
-// constants, specialization constants, and the device's VkPipelineCache.
+// Compute pipelines from SPIR-V: the descriptor-set layout (one storage buffer or uniform texel
+// buffer per binding), push constants, specialization constants, and the device's VkPipelineCache.
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -25,6 +25,10 @@ struct PipelineSpec {
   std::vector<BindingAccess> bindings;   // Binding i of set 0 is a storage buffer.
   uint32_t push_constant_bytes = 0;      // At most the device's maxPushConstantsSize.
   std::vector<uint32_t> specialization;  // Value i sets constant_id i (32-bit constants).
+  // Binding i is a uniform texel buffer of this format instead where texel_formats[i] is set (not
+  // VK_FORMAT_UNDEFINED; empty: none is): one of kTexelReadFormats, read only. llvmpipe fetches
+  // texels with vector loads, where it loads a storage buffer's elements lane by lane.
+  std::vector<VkFormat> texel_formats;
 };
 
 class ComputePipeline {
@@ -38,6 +42,10 @@ class ComputePipeline {
 
   const std::string& name() const { return name_; }
   const std::vector<BindingAccess>& bindings() const { return bindings_; }
+  // The format of binding i where it is a uniform texel buffer, else VK_FORMAT_UNDEFINED.
+  VkFormat texel_format(size_t binding) const {
+    return binding < texel_formats_.size() ? texel_formats_[binding] : VK_FORMAT_UNDEFINED;
+  }
   uint32_t push_constant_bytes() const { return push_constant_bytes_; }
   VkPipeline handle() const { return pipeline_; }
   VkPipelineLayout layout() const { return layout_; }
@@ -50,6 +58,7 @@ class ComputePipeline {
   LogicalDevice& device_;
   std::string name_;
   std::vector<BindingAccess> bindings_;
+  std::vector<VkFormat> texel_formats_;
   uint32_t push_constant_bytes_ = 0;
   VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;

@@ -16,6 +16,7 @@ namespace vkspmd::runtime {
   X(vkGetPhysicalDeviceProperties2)           \
   X(vkGetPhysicalDeviceFeatures2)             \
   X(vkGetPhysicalDeviceMemoryProperties)      \
+  X(vkGetPhysicalDeviceFormatProperties)      \
   X(vkGetPhysicalDeviceQueueFamilyProperties) \
   X(vkEnumerateDeviceExtensionProperties)     \
   X(vkCreateDevice)                           \
@@ -42,6 +43,8 @@ namespace vkspmd::runtime {
   X(vkDestroyBuffer)                \
   X(vkGetBufferMemoryRequirements)  \
   X(vkBindBufferMemory)             \
+  X(vkCreateBufferView)             \
+  X(vkDestroyBufferView)            \
   X(vkCreateShaderModule)           \
   X(vkDestroyShaderModule)          \
   X(vkCreateDescriptorSetLayout)    \

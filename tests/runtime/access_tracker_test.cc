@@ -20,7 +20,7 @@ TEST(AccessTrackerTest, ReadAfterWriteGetsAVisibilityBarrier) {
   EXPECT_EQ(barriers[0].srcStageMask, kTransfer);
   EXPECT_EQ(barriers[0].srcAccessMask, VK_ACCESS_2_TRANSFER_WRITE_BIT);
   EXPECT_EQ(barriers[0].dstStageMask, kCompute);
-  EXPECT_EQ(barriers[0].dstAccessMask, VK_ACCESS_2_SHADER_STORAGE_READ_BIT);
+  EXPECT_EQ(barriers[0].dstAccessMask, VK_ACCESS_2_SHADER_READ_BIT);
   EXPECT_TRUE(tracker.Step({{Handle(1), kCompute, true, false}}).empty())
       << "a second read needs no new barrier";
 }
@@ -53,7 +53,7 @@ TEST(AccessTrackerTest, WriteAfterWriteIsOrdered) {
   std::vector<VkBufferMemoryBarrier2> barriers = tracker.Step({{Handle(3), kCompute, true, true}});
   ASSERT_EQ(barriers.size(), 1u);
   EXPECT_EQ(barriers[0].dstAccessMask,
-            VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
+            VK_ACCESS_2_SHADER_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
 }
 
 TEST(AccessTrackerTest, IndependentBuffersNeedNoBarriers) {

@@ -3,6 +3,7 @@
 // invalid kernels and bindings. Results are checked element by element against the CPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -219,6 +220,90 @@ void main() {
       ASSERT_EQ(result[i], input[i] * input[i] - (17 + index)) << "element " << i;
     }
   }
+}
+
+// Uniform texel buffers of 4-element texels: every element of inputs whose size ends inside a
+// texel (the buffer's padding completes the last one), an offset range, 16- and 8-bit texels, and
+// the errors of a written texel binding and of formats that do not match the bindings.
+TEST_F(KernelTest, UniformTexelBufferBindingsReadEveryElement) {
+  OpenDevices(1);
+  constexpr char kGlsl[] = R"(#version 460
+layout(local_size_x = 32) in;
+layout(set = 0, binding = 0) uniform samplerBuffer floats;
+layout(set = 0, binding = 1) uniform isamplerBuffer shorts;
+layout(set = 0, binding = 2) uniform usamplerBuffer bytes;
+layout(set = 0, binding = 3) writeonly buffer Out { float results[]; };
+layout(push_constant) uniform Push { uint count; } push;
+void main() {
+  uint i = gl_GlobalInvocationID.x;
+  if (i >= push.count) return;
+  results[i] = texelFetch(floats, int(i >> 2u))[i & 3u] + float(texelFetch(shorts, int(i >> 2u))[i & 3u]) * 1000.0 +
+               float(texelFetch(bytes, int(i >> 2u))[i & 3u]) * 100000.0;
+}
+)";
+  VKSPMD_ASSERT_OK_AND_ASSIGN(std::vector<uint32_t> spirv,
+                              codegen::CompileComputeShader(kGlsl, "texels"));
+  runtime::PipelineSpec spec{
+      "texels",
+      spirv,
+      "main",
+      {BindingAccess::kRead, BindingAccess::kRead, BindingAccess::kRead, BindingAccess::kWrite},
+      sizeof(CountPush),
+      {}};
+  spec.texel_formats = {VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_R16G16B16A16_SINT,
+                        VK_FORMAT_R8G8B8A8_UINT, VK_FORMAT_UNDEFINED};
+  VKSPMD_ASSERT_OK_AND_ASSIGN(auto pipeline,
+                              runtime::ComputePipeline::Create(device(0).device(), spec));
+  for (uint32_t count : {1u, 3u, 5u, 7u, 1001u}) {
+    SCOPED_TRACE(count);
+    // The floats are bound from 64 bytes into their buffer (or the device's texel offset
+    // alignment, if larger): a view at an offset.
+    const uint64_t offset = std::max<uint64_t>(
+        64, device(0).device().physical_device().min_texel_buffer_offset_alignment);
+    std::vector<float> floats(offset / 4 + count);
+    std::vector<int16_t> shorts(count);
+    std::vector<uint8_t> bytes(count);
+    for (uint32_t i = 0; i < floats.size(); ++i) floats[i] = 0.25f * static_cast<float>(i) - 7;
+    for (uint32_t i = 0; i < count; ++i) {
+      shorts[i] = static_cast<int16_t>(static_cast<int>(i * 37 % 201) - 100);
+      bytes[i] = static_cast<uint8_t>(i * 91 % 256);
+    }
+    VKSPMD_ASSERT_OK_AND_ASSIGN(auto float_buffer,
+                                runtime::Buffer::Create(device(0), floats.size() * 4));
+    VKSPMD_ASSERT_OK_AND_ASSIGN(auto short_buffer, runtime::Buffer::Create(device(0), count * 2));
+    VKSPMD_ASSERT_OK_AND_ASSIGN(auto byte_buffer, runtime::Buffer::Create(device(0), count));
+    VKSPMD_ASSERT_OK_AND_ASSIGN(auto out, runtime::Buffer::Create(device(0), count * 4));
+    VKSPMD_ASSERT_OK(UploadVector(floats, *float_buffer));
+    VKSPMD_ASSERT_OK(UploadVector(shorts, *short_buffer));
+    VKSPMD_ASSERT_OK(UploadVector(bytes, *byte_buffer));
+    runtime::CommandRecorder recorder(device(0));
+    recorder.Dispatch(
+        *pipeline,
+        {{float_buffer.get(), offset}, {short_buffer.get()}, {byte_buffer.get()}, {out.get()}},
+        CountPush{count}, {(count + 31) / 32, 1, 1});
+    VKSPMD_ASSERT_OK_AND_ASSIGN(auto sequence, recorder.Finish());
+    VKSPMD_ASSERT_OK(sequence->Run());
+    VKSPMD_ASSERT_OK_AND_ASSIGN(std::vector<float> result, DownloadVector<float>(*out, count));
+    for (uint32_t i = 0; i < count; ++i) {
+      const float expected = floats[offset / 4 + i] + static_cast<float>(shorts[i]) * 1000.0f +
+                             static_cast<float>(bytes[i]) * 100000.0f;
+      ASSERT_EQ(result[i], expected) << "element " << i;
+    }
+  }
+
+  runtime::PipelineSpec written = spec;
+  written.bindings[0] = BindingAccess::kReadWrite;
+  absl::Status status = runtime::ComputePipeline::Create(device(0).device(), written).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("binding 0 is a uniform texel buffer: read only"),
+            absl::string_view::npos)
+      << status;
+  runtime::PipelineSpec short_list = spec;
+  short_list.texel_formats.pop_back();
+  status = runtime::ComputePipeline::Create(device(0).device(), short_list).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("gives 3 texel formats for 4 bindings"), absl::string_view::npos)
+      << status;
 }
 
 TEST_F(KernelTest, InvalidKernelsAndBindingsAreClearErrors) {
