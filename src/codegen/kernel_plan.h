@@ -213,7 +213,8 @@ struct KernelPlan {
 
 // How kernels read an input buffer: as a storage buffer (kNone), or through a uniform texel
 // buffer of 4 elements a texel of this kind (TargetInfo::texel_reads). src/exec binds the
-// matching VkFormat.
+// matching VkFormat. kFloat32 is f32 read as its bits (an unsigned format and uintBitsToFloat):
+// a texel fetch from a float format need not keep subnormals or NaN payloads bit for bit.
 enum class TexelFormat { kNone, kFloat32, kInt32, kUint32, kInt16, kUint16, kInt8, kUint8 };
 
 // Which device of the program's replicas x partitions a plan is for (replica-id, partition-id).
@@ -228,7 +229,9 @@ struct ProgramPlan {
   std::vector<int> outputs;         // Buffer ids of the result (one per tuple element).
   // (output buffer, parameter buffer) pairs from the module's input_output_alias where sharing
   // one device buffer is safe: the output's kernel reads the parameter only at the element it
-  // writes, and no later kernel reads the parameter. Other aliases keep separate buffers.
+  // writes, and no later kernel reads the parameter. Other aliases keep separate buffers. (With
+  // texel reads the kernel fetches a whole texel, its neighbours' elements too, while they are
+  // being written: safe only because it uses its own element alone, which nothing else writes.)
   std::vector<std::pair<int, int>> donations;
   bool tuple_result = false;
   DeviceIds ids;

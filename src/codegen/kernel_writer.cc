@@ -206,13 +206,12 @@ std::string KernelWriter::ReadBuffer(int buffer_id) {
   std::string type = *GlslType(buffer.shape.dtype());
   UseType(buffer.shape.dtype());
   std::string name = absl::StrCat("read", slot);
-  if (TexelReadFormat(plan_, buffer) != TexelFormat::kNone) {
-    // Element i is component i % 4 of texel i / 4.
-    absl::StrAppend(
-        &functions_, type, " ", name, "(uint i) {\n  return ",
-        LoadFromStorage(buffer.shape.dtype(), buffer.element_bytes,
-                        absl::StrCat("texelFetch(in", slot, "t, int(i >> 2u))[i & 3u]")),
-        ";\n}\n");
+  if (const TexelFormat texels = TexelReadFormat(plan_, buffer); texels != TexelFormat::kNone) {
+    // Element i is component i % 4 of texel i / 4 (f32 as its bits).
+    std::string fetch = absl::StrCat("texelFetch(in", slot, "t, int(i >> 2u))[i & 3u]");
+    if (texels == TexelFormat::kFloat32) fetch = absl::StrCat("uintBitsToFloat(", fetch, ")");
+    absl::StrAppend(&functions_, type, " ", name, "(uint i) {\n  return ",
+                    LoadFromStorage(buffer.shape.dtype(), buffer.element_bytes, fetch), ";\n}\n");
     buffer_reads_[buffer_id] = name;
     return name;
   }
@@ -252,7 +251,8 @@ std::optional<KernelWriter::VectorFunction> KernelWriter::VectorRead(
   const std::string name = absl::StrCat("read", slot, "v");
   VectorFunction function{name, words ? "vec4" : vector_type->second,
                           words ? "uvec2" : vector_type->second};
-  const bool texels = TexelReadFormat(plan_, buffer) != TexelFormat::kNone;
+  const TexelFormat texel_format = TexelReadFormat(plan_, buffer);
+  const bool texels = texel_format != TexelFormat::kNone;
   if (words && texels) {
     // Four 16-bit elements are one texel of their bits.
     std::vector<std::string> values;
@@ -262,8 +262,10 @@ std::optional<KernelWriter::VectorFunction> KernelWriter::VectorRead(
     absl::StrAppend(&functions_, "vec4 ", name, "(uint i) {\n  uvec4 w = texelFetch(in", slot,
                     "t, int(i));\n  return vec4(", absl::StrJoin(values, ", "), ");\n}\n");
   } else if (texels) {
-    absl::StrAppend(&functions_, function.type, " ", name, "(uint i) {\n  return texelFetch(in",
-                    slot, "t, int(i));\n}\n");
+    const bool bits = texel_format == TexelFormat::kFloat32;
+    absl::StrAppend(&functions_, function.type, " ", name, "(uint i) {\n  return ",
+                    bits ? "uintBitsToFloat(" : "", "texelFetch(in", slot, "t, int(i))",
+                    bits ? ")" : "", ";\n}\n");
   } else if (words) {
     // Four 16-bit elements as two 32-bit words, the lower element in the lower half (SPIR-V's
     // little-endian layout of storage buffers), each converted as the scalar read does.
@@ -791,11 +793,10 @@ absl::StatusOr<std::string> KernelWriter::Finish(const std::string& main_body) {
     bytes |= plan_.buffers[inputs[slot]].element_bytes == 1;
     const TexelFormat texels = TexelReadFormat(plan_, plan_.buffers[inputs[slot]]);
     if (texels != TexelFormat::kNone) {
-      const bool is_float = texels == TexelFormat::kFloat32;
       const bool is_signed = texels == TexelFormat::kInt32 || texels == TexelFormat::kInt16 ||
                              texels == TexelFormat::kInt8;
       absl::StrAppend(&declarations, "layout(set = 0, binding = ", binding++, ") uniform ",
-                      is_float ? "" : (is_signed ? "i" : "u"), "samplerBuffer in", slot, "t;\n");
+                      is_signed ? "i" : "u", "samplerBuffer in", slot, "t;\n");
       continue;
     }
     if (auto vector = vector_reads_.find(inputs[slot]); vector != vector_reads_.end()) {

@@ -151,7 +151,7 @@ absl::StatusOr<std::optional<int64_t>> MaskedPartInvocationsOverride() {
 VkFormat TexelVkFormat(codegen::TexelFormat format) {
   switch (format) {
     case codegen::TexelFormat::kFloat32:
-      return VK_FORMAT_R32G32B32A32_SFLOAT;
+      return VK_FORMAT_R32G32B32A32_UINT;  // Read as bits: a float format may flush or quiet.
     case codegen::TexelFormat::kInt32:
       return VK_FORMAT_R32G32B32A32_SINT;
     case codegen::TexelFormat::kUint32:
@@ -386,7 +386,10 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(const ir::Module
                                          ? TexelVkFormat(codegen::TexelReadFormat(program, planned))
                                          : VK_FORMAT_UNDEFINED);
         if (planned.parts() == 1) {
-          dispatch.bindings.push_back({id});
+          // The value's own bytes, not the whole device buffer, which may be a larger one the
+          // value reuses (or a larger donated argument): a texel view of all of it could exceed
+          // maxTexelBufferElements where the value does not.
+          dispatch.bindings.push_back({id, 0, planned.byte_size()});
         } else {
           uint64_t offset = part * part_bytes;
           dispatch.bindings.push_back(

@@ -15,14 +15,30 @@ Buffer::Buffer(MeshDevice& device, uint64_t size)
         return next.fetch_add(1, std::memory_order_relaxed);
       }()) {}
 
+namespace {
+
+// What Buffer::padded_size says; saturates instead of wrapping (such sizes fail the device's
+// allocation limit first).
+uint64_t PaddedSize(uint64_t size) {
+  constexpr uint64_t kPadding = Buffer::kTexelPadding;
+  if (size > UINT64_MAX - kPadding) return UINT64_MAX;
+  return (std::max<uint64_t>(size, 1) + kPadding - 1) / kPadding * kPadding;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Buffer>> Buffer::Create(MeshDevice& device, uint64_t size,
                                                        MemoryUsage usage) {
   if (absl::Status usable = device.device().CheckUsable(); !usable.ok()) return usable;
   const PhysicalDeviceInfo& limits = device.device().physical_device();
-  if (limits.max_memory_allocation_size != 0 && size > limits.max_memory_allocation_size) {
+  // The padding counts (size is checked first, so rounding it up cannot overflow).
+  if (limits.max_memory_allocation_size != 0 &&
+      (size > limits.max_memory_allocation_size ||
+       PaddedSize(size) > limits.max_memory_allocation_size)) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "cannot create a buffer of ", size, " bytes on ", device.label(),
-        ": the device's largest allocation is ", limits.max_memory_allocation_size, " bytes"));
+        "cannot create a buffer of ", size, " bytes (", PaddedSize(size), " with its padding) on ",
+        device.label(), ": the device's largest allocation is ", limits.max_memory_allocation_size,
+        " bytes"));
   }
   std::unique_ptr<Buffer> buffer(new Buffer(device, size));
   const DeviceFunctions& vk = device.functions();
@@ -50,9 +66,7 @@ absl::StatusOr<std::unique_ptr<Buffer>> Buffer::Create(MeshDevice& device, uint6
   return buffer;
 }
 
-uint64_t Buffer::padded_size() const {
-  return (std::max<uint64_t>(size_, 1) + kTexelPadding - 1) / kTexelPadding * kTexelPadding;
-}
+uint64_t Buffer::padded_size() const { return PaddedSize(size_); }
 
 void Buffer::set_tag(MemoryTag tag) { device_.device().memory().Retag(allocation_, tag); }
 

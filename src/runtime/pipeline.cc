@@ -1,6 +1,9 @@
 // Pipeline, layout and shader-module creation.
 #include "src/runtime/pipeline.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include "absl/strings/str_cat.h"
 #include "src/runtime/vulkan_status.h"
 
@@ -36,8 +39,17 @@ absl::StatusOr<std::unique_ptr<ComputePipeline>> ComputePipeline::Create(Logical
                                                    spec.texel_formats.size(), " texel formats for ",
                                                    spec.bindings.size(), " bindings"));
   }
+  uint32_t texel_bindings = 0;
   for (size_t binding = 0; binding < spec.texel_formats.size(); ++binding) {
-    if (spec.texel_formats[binding] == VK_FORMAT_UNDEFINED) continue;
+    const VkFormat format = spec.texel_formats[binding];
+    if (format == VK_FORMAT_UNDEFINED) continue;
+    ++texel_bindings;
+    if (std::find(std::begin(kTexelReadFormats), std::end(kTexelReadFormats), format) ==
+        std::end(kTexelReadFormats)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kernel '", spec.name, "' binding ", binding, " is a uniform texel buffer of VkFormat ",
+          static_cast<int>(format), ", not one of the 4-element formats kernels read"));
+    }
     if (spec.bindings[binding] != BindingAccess::kRead) {
       return absl::InvalidArgumentError(absl::StrCat("kernel '", spec.name, "' binding ", binding,
                                                      " is a uniform texel buffer: read only"));
@@ -47,6 +59,13 @@ absl::StatusOr<std::unique_ptr<ComputePipeline>> ComputePipeline::Create(Logical
           "kernel '", spec.name, "' binding ", binding, " is a uniform texel buffer; ", limits.name,
           " lacks uniform texel buffers of 4 x 32-, 16- or 8-bit elements"));
     }
+  }
+  // Uniform texel buffers count as sampled images.
+  if (texel_bindings > limits.max_sampled_images_per_stage) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel '", spec.name, "' reads ", texel_bindings, " uniform texel buffers; ",
+                     limits.name, " binds at most ", limits.max_sampled_images_per_stage,
+                     " (maxPerStageDescriptorSampledImages)"));
   }
   std::unique_ptr<ComputePipeline> pipeline(new ComputePipeline(device));
   pipeline->name_ = spec.name;

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -14,6 +16,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "src/codegen/kernel_plan.h"
+#include "src/ir/parser.h"
+#include "tests/exec/device_reference.h"
 #include "tests/support/compiled_program_test.h"
 
 namespace vkspmd::testing {
@@ -89,6 +93,38 @@ ENTRY main {
   ROOT z = f32[5] add(c, y)
 })",
                      /*relative=*/0);
+}
+
+// f32 inputs keep every bit: subnormals, both zeros, infinities and NaN payloads (read as bits,
+// not through a float format that may flush or quiet them), through a vector read (the dot's
+// operand) and scalar reads (the bitcast at the kernel's own index and reversed).
+TEST_P(TexelReadsTest, FloatBitsPassThroughUnchanged) {
+  const std::vector<uint32_t> bits = {0x00000001u, 0x807fffffu, 0x00000000u, 0x80000000u,
+                                      0x7f800000u, 0xff800000u, 0x7fc00001u, 0xffbfffffu,
+                                      0x3f800000u, 0x00400000u, 0x7f7fffffu};
+  std::vector<float> values(bits.size());
+  std::memcpy(values.data(), bits.data(), bits.size() * sizeof(float));
+  absl::StatusOr<std::unique_ptr<ir::Module>> module = ir::ParseAndVerifyModule(R"(
+HloModule bits
+ENTRY main {
+  x = f32[11] parameter(0)
+  r = f32[11] reverse(x), dimensions={0}
+  b = u32[11] bitcast-convert(x)
+  br = u32[11] bitcast-convert(r)
+  ROOT t = (u32[11], u32[11]) tuple(b, br)
+})");
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<DeviceAndReference> results = RunOnDeviceAndReference(
+      **module, {ir::Literal::Create(ir::DType::kF32, {11}, values)}, device(0));
+  ASSERT_TRUE(results.ok()) << results.status();
+  EXPECT_EQ(CompareLiterals(results->device, results->reference, 0), "");
+  // And the bits themselves (an oracle independent of the reference).
+  const std::vector<ir::Literal>& elements = results->device.tuple_elements();
+  ASSERT_EQ(elements.size(), 2u);
+  for (size_t k = 0; k < bits.size(); ++k) {
+    EXPECT_EQ(elements[0].Get<uint32_t>(k), bits[k]) << "element " << k;
+    EXPECT_EQ(elements[1].Get<uint32_t>(k), bits[bits.size() - 1 - k]) << "element " << k;
+  }
 }
 
 // Dots whose operands are read as vec4 runs (32-bit) and runs of four halves, with odd sizes
